@@ -1,0 +1,1 @@
+"""Admin CLI: the kafka-consumer-groups.sh of this system."""
