@@ -1,0 +1,134 @@
+"""What a group member does about a coordinator answer: a pure decision table, kept apart from all I/O.
+
+The reactions are those of Kafka's Java consumer (`AbstractCoordinator` Join/Sync/Heartbeat response handlers and
+`ConsumerCoordinator.OffsetCommitResponseHandler`). Keeping them in one table, instead of inside the methods that
+send requests (the aiokafka pattern style-anchors.md warns about), lets tests check every cell without a broker,
+and lets a reader compare it with Kafka line by line.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from client import errors as E
+from client.errors import KafkaError
+
+
+class Action(enum.Enum):
+    PROCEED = "proceed"
+    """Success: go on with the protocol."""
+    RETRY = "retry"
+    """Send the same request again after a backoff (coordinator busy or moving); nothing about the member changes."""
+    REJOIN = "rejoin"
+    """The group is rebalancing or moved on: (re-)send JoinGroup, keeping the member id."""
+    RESET_MEMBER_ID = "reset_member_id"
+    """The coordinator does not know this member: forget member id and generation, join as a new member."""
+    FENCED = "fenced"
+    """Another instance owns this `group_instance_id`: stop for good (Kafka raises FencedInstanceIdException)."""
+    FAIL = "fail"
+    """A configuration or programming error (bad protocol, session timeout, group id, group full): give up."""
+
+
+@dataclass(frozen=True)
+class Reaction:
+    action: Action
+    reset_generation: bool = False
+    """The member's generation is no longer valid: its partitions are *lost* (not revoked; someone else may
+    own them already), and offsets can no longer be committed with it. Kafka: `resetStateAndGeneration`."""
+
+
+PROCEED = Reaction(Action.PROCEED)
+RETRY = Reaction(Action.RETRY)
+REJOIN = Reaction(Action.REJOIN)
+REJOIN_NEW_GENERATION = Reaction(Action.REJOIN, reset_generation=True)
+RESET_MEMBER_ID = Reaction(Action.RESET_MEMBER_ID, reset_generation=True)
+FENCED = Reaction(Action.FENCED, reset_generation=True)
+FAIL = Reaction(Action.FAIL)
+
+_COORDINATOR_GONE = {
+    E.COORDINATOR_NOT_AVAILABLE.code: RETRY,
+    E.NOT_COORDINATOR.code: RETRY,
+    E.COORDINATOR_LOAD_IN_PROGRESS.code: RETRY,
+    E.REQUEST_TIMED_OUT.code: RETRY,
+}
+
+JOIN_GROUP: dict[int, Reaction] = {
+    E.NONE.code: PROCEED,
+    **_COORDINATOR_GONE,
+    # KIP-394: the answer carries the member id to re-send JoinGroup with, at once.
+    E.MEMBER_ID_REQUIRED.code: REJOIN,
+    E.REBALANCE_IN_PROGRESS.code: REJOIN,
+    E.UNKNOWN_MEMBER_ID.code: RESET_MEMBER_ID,
+    E.ILLEGAL_GENERATION.code: RESET_MEMBER_ID,
+    E.FENCED_INSTANCE_ID.code: FENCED,
+    E.INCONSISTENT_GROUP_PROTOCOL.code: FAIL,
+    E.INVALID_SESSION_TIMEOUT.code: FAIL,
+    E.INVALID_GROUP_ID.code: FAIL,
+    E.GROUP_MAX_SIZE_REACHED.code: FAIL,
+}
+
+SYNC_GROUP: dict[int, Reaction] = {
+    E.NONE.code: PROCEED,
+    **_COORDINATOR_GONE,
+    # A new rebalance started between our JoinGroup and SyncGroup: join again, same member id.
+    E.REBALANCE_IN_PROGRESS.code: REJOIN,
+    E.UNKNOWN_MEMBER_ID.code: RESET_MEMBER_ID,
+    # Kafka keeps the member id on ILLEGAL_GENERATION (KAFKA-13407) but drops the generation.
+    E.ILLEGAL_GENERATION.code: REJOIN_NEW_GENERATION,
+    E.FENCED_INSTANCE_ID.code: FENCED,
+    E.INCONSISTENT_GROUP_PROTOCOL.code: FAIL,
+    E.INVALID_GROUP_ID.code: FAIL,
+}
+
+HEARTBEAT: dict[int, Reaction] = {
+    E.NONE.code: PROCEED,
+    **_COORDINATOR_GONE,
+    # The group is rebalancing: the member still owns its partitions (cooperative keeps them) and re-joins.
+    E.REBALANCE_IN_PROGRESS.code: REJOIN,
+    E.ILLEGAL_GENERATION.code: REJOIN_NEW_GENERATION,
+    E.UNKNOWN_MEMBER_ID.code: RESET_MEMBER_ID,
+    E.FENCED_INSTANCE_ID.code: FENCED,
+    E.INVALID_GROUP_ID.code: FAIL,
+}
+
+OFFSET_COMMIT: dict[int, Reaction] = {
+    E.NONE.code: PROCEED,
+    **_COORDINATOR_GONE,
+    E.BY_NAME["UNKNOWN_TOPIC_OR_PARTITION"].code: RETRY,
+    # Kafka raises RebalanceInProgressException: the commit is not retried, the member re-joins and the
+    # application may commit again once it has its new assignment.
+    E.REBALANCE_IN_PROGRESS.code: REJOIN,
+    E.ILLEGAL_GENERATION.code: REJOIN_NEW_GENERATION,
+    E.UNKNOWN_MEMBER_ID.code: RESET_MEMBER_ID,
+    E.FENCED_INSTANCE_ID.code: FENCED,
+    E.BY_NAME["OFFSET_METADATA_TOO_LARGE"].code: FAIL,
+    E.BY_NAME["INVALID_COMMIT_OFFSET_SIZE"].code: FAIL,
+    E.INVALID_GROUP_ID.code: FAIL,
+}
+
+LEAVE_GROUP: dict[int, Reaction] = {
+    # Leaving is best effort, as in Kafka: whatever the answer, the member forgets its id.
+    E.NONE.code: PROCEED,
+    E.UNKNOWN_MEMBER_ID.code: PROCEED,
+    E.FENCED_INSTANCE_ID.code: PROCEED,
+    **_COORDINATOR_GONE,
+}
+
+TABLES: dict[str, dict[int, Reaction]] = {
+    "JoinGroup": JOIN_GROUP,
+    "SyncGroup": SYNC_GROUP,
+    "Heartbeat": HEARTBEAT,
+    "OffsetCommit": OFFSET_COMMIT,
+    "LeaveGroup": LEAVE_GROUP,
+}
+
+
+def decide(api: str, error: KafkaError | int) -> Reaction:
+    """The member's reaction to `error` in a response to `api`. Codes the table does not name: retriable
+    ones are retried (as Kafka does for any RetriableException), anything else fails."""
+    err = error if isinstance(error, KafkaError) else E.for_code(error)
+    reaction = TABLES[api].get(err.code)
+    if reaction is not None:
+        return reaction
+    return RETRY if err.retriable else FAIL

@@ -1,0 +1,534 @@
+"""A member of a classic consumer group, speaking to the coordinator through a `Transport`.
+
+The structure follows Kafka's `AbstractCoordinator` / `ConsumerCoordinator` (and kafka-python's
+`kafka/coordinator/`): the application thread drives joins and syncs from `poll()` and runs the rebalance
+callbacks there; a heartbeat thread keeps the session alive and only *records* what the coordinator said
+(rebalance needed, member unknown, fenced), which the next `poll()` acts on. What to do about each error code is
+decided in `client.decisions`, so this module only carries the decisions out.
+
+Rebalance protocols, as in Kafka: the protocol is COOPERATIVE if every configured assignor supports it, else
+EAGER. Eager revokes everything before re-joining; cooperative keeps what it owns, revokes only what the new
+assignment takes away, then re-joins once more so those partitions can go to their new owner (KIP-429).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
+
+from assignors import consumer_protocol as cp
+from assignors.api import Cluster, MemberSubscription
+from client import protocol
+from client.decisions import Action, Reaction, decide
+from client.errors import (
+    CommitFailedError,
+    FencedInstanceError,
+    GroupError,
+    RequestTimeoutError,
+    for_code,
+)
+from client.transport import Transport, default_client_host
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+PartitionCounts = Callable[[Sequence[str]], Mapping[str, int]]
+"""topics -> partition count of each existing topic (missing or 0: the topic does not exist)."""
+
+SERVER_ASSIGNOR_PREFIX = "server:"
+"""Protocol names asking the coordinator to assign (`server:uniform`, `server:range`)."""
+
+
+class RebalanceListener(Protocol):
+    """Kafka's ConsumerRebalanceListener. Called on the thread that calls `poll()`."""
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None: ...
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None: ...
+
+
+class NoOpListener:
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        pass
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        pass
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        # Kafka's default: lost partitions are handled as revoked ones.
+        self.on_partitions_revoked(lost)
+
+
+class RebalanceInProgressError(GroupError):
+    """Kafka's RebalanceInProgressException from a commit: re-join (call poll) and commit again."""
+
+
+class MemberState(enum.Enum):
+    UNJOINED = "unjoined"
+    REBALANCING = "rebalancing"
+    STABLE = "stable"
+    FENCED = "fenced"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class MemberConfig:
+    """Kafka consumer settings, same names in snake_case and same defaults."""
+
+    group_id: str
+    client_id: str = "groupcoord-consumer"
+    group_instance_id: str | None = None
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000
+    """Kafka's `max.poll.interval.ms`, sent as JoinGroup `rebalance_timeout_ms`."""
+    heartbeat_interval_ms: int = 3_000
+    partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
+    retry_backoff_ms: int = 100
+    request_timeout_ms: int = 30_000
+    metadata_max_age_ms: int = 5_000
+    """How often the leader re-reads partition counts to notice a topic that grew (Kafka's rebalance trigger)."""
+    client_host: str = field(default_factory=default_client_host)
+
+
+@dataclass(frozen=True)
+class Generation:
+    generation_id: int = -1
+    member_id: str = ""
+    protocol_name: str | None = None
+
+
+NO_GENERATION = Generation()
+
+
+def rebalance_protocol(strategies: Sequence[str]) -> str:
+    """COOPERATIVE only if every configured assignor supports it (Kafka's ConsumerCoordinator rule)."""
+    if all(_protocols_of(name) and "COOPERATIVE" in _protocols_of(name) for name in strategies):
+        return "COOPERATIVE"
+    return "EAGER"
+
+
+def _protocols_of(name: str) -> tuple[str, ...]:
+    if name.startswith(SERVER_ASSIGNOR_PREFIX):
+        return ("EAGER",)
+    from assignors import registry
+
+    return tuple(registry.get(name).rebalance_protocols)
+
+
+def compute_assignment(
+    strategy: str, members: Sequence[Mapping[str, object]], partition_counts: PartitionCounts
+) -> tuple[dict[str, bytes], dict[str, int]]:
+    """The leader's job: decode every member's subscription, run the chosen assignor, encode the result.
+    Pure apart from `partition_counts`; returns (member_id -> assignment bytes, the counts it used)."""
+    from assignors import registry
+
+    subscriptions = []
+    for m in members:
+        sub = cp.decode_subscription(protocol.unb64(str(m.get("metadata") or "")))
+        subscriptions.append(
+            MemberSubscription(
+                member_id=str(m["member_id"]),
+                topics=sub.topics,
+                group_instance_id=m.get("group_instance_id"),  # type: ignore[arg-type]
+                owned_partitions=sub.owned_partitions,
+                generation_id=sub.generation_id,
+                rack_id=sub.rack_id,
+                user_data=sub.user_data,
+            )
+        )
+    topics = sorted({t for s in subscriptions for t in s.topics})
+    counts = {t: n for t, n in partition_counts(topics).items() if n > 0}
+    result = registry.get(strategy).assign(Cluster(counts), subscriptions)
+    encoded = {
+        s.member_id: cp.encode_assignment(cp.Assignment(result.get(s.member_id, ()))) for s in subscriptions
+    }
+    return encoded, counts
+
+
+class GroupMember:
+    """Joins `config.group_id` with a subscription, keeps the session alive, tracks the assignment."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        config: MemberConfig,
+        partition_counts: PartitionCounts,
+        listener: RebalanceListener | None = None,
+    ) -> None:
+        self.config = config
+        self._transport = transport
+        self._partition_counts = partition_counts
+        self._listener: RebalanceListener = listener or NoOpListener()
+        self._protocol = rebalance_protocol(config.partition_assignment_strategy)
+        self._topics: tuple[str, ...] = ()
+        self._lock = threading.RLock()
+        self._generation = NO_GENERATION
+        self._state = MemberState.UNJOINED
+        self._owned: frozenset[TopicPartition] = frozenset()
+        self._rejoin_needed = True
+        self._fatal: GroupError | None = None
+        self._is_leader = False
+        self._assigned_counts: dict[str, int] | None = None
+        self._last_metadata_check = 0.0
+        self._last_heartbeat_ok = time.monotonic()
+        self._closing = threading.Event()
+        self._heartbeat_thread = threading.Thread(
+            target=self._heartbeat_loop, name=f"{config.client_id}-heartbeat", daemon=True
+        )
+        self._heartbeat_thread.start()
+
+    # -- what the application sees ----------------------------------------------------------------------
+
+    @property
+    def rebalance_protocol(self) -> str:
+        return self._protocol
+
+    @property
+    def generation(self) -> Generation:
+        with self._lock:
+            return self._generation
+
+    @property
+    def state(self) -> MemberState:
+        with self._lock:
+            return self._state
+
+    @property
+    def is_leader(self) -> bool:
+        with self._lock:
+            return self._is_leader
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        with self._lock:
+            return self._owned
+
+    def subscribe(self, topics: Iterable[str], listener: RebalanceListener | None = None) -> None:
+        """A changed subscription is announced by re-joining, as Kafka does."""
+        new = tuple(sorted(set(topics)))
+        with self._lock:
+            if listener is not None:
+                self._listener = listener
+            if new != self._topics:
+                self._topics = new
+                self._rejoin_needed = True
+
+    def poll(self, timeout_s: float | None = None) -> bool:
+        """Take part in the group: (re-)join if needed, running the rebalance callbacks on this thread.
+        Returns True once the member is Stable with a current assignment. Raises FencedInstanceError after
+        fencing and GroupError for configuration errors (bad protocol, session timeout, group id)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                if self._fatal is not None:
+                    raise self._fatal
+                if self._state is MemberState.CLOSED:
+                    raise GroupError(for_code(-1), "poll", "member is closed")
+                need = self._rejoin_needed or self._state is not MemberState.STABLE
+            if not need:
+                self._maybe_check_partition_counts()
+                with self._lock:
+                    if not self._rejoin_needed:
+                        return True
+            if not self._topics:
+                return False
+            self._join_and_sync()
+            with self._lock:
+                if self._state is MemberState.STABLE and not self._rejoin_needed:
+                    return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
+    def commit(self, offsets: protocol.Offsets, timeout_s: float | None = None) -> None:
+        """Commit with this member's generation (Kafka's commitSync). Raises CommitFailedError when the
+        generation is gone, RebalanceInProgressError while the group rebalances, FencedInstanceError."""
+        if not offsets:
+            return
+        deadline = time.monotonic() + (timeout_s or self.config.request_timeout_ms / 1000)
+        while True:
+            with self._lock:
+                if self._fatal is not None:
+                    raise self._fatal
+                gen = self._generation
+                rebalancing = self._rejoin_needed or self._state is MemberState.REBALANCING
+            if gen.generation_id < 0:
+                cls = RebalanceInProgressError if rebalancing else CommitFailedError
+                raise cls(for_code(27 if rebalancing else 25), "OffsetCommit", "no current generation")
+            body = protocol.offset_commit(
+                self.config.group_id, gen.generation_id, gen.member_id, self.config.group_instance_id, offsets
+            )
+            response = self._request(body)
+            codes = {c for c in protocol.partition_errors(response).values() if c}
+            if response.get("error_code"):
+                codes.add(response["error_code"])
+            if not codes:
+                return
+            code = max(codes, key=lambda c: _severity(decide("OffsetCommit", c)))
+            reaction = decide("OffsetCommit", code)
+            if reaction.action is Action.RETRY and time.monotonic() < deadline:
+                time.sleep(self.config.retry_backoff_ms / 1000)
+                continue
+            self._apply(reaction, gen, "OffsetCommit", code)
+            error = for_code(code)
+            if reaction.action is Action.REJOIN and not reaction.reset_generation:
+                raise RebalanceInProgressError(error, "OffsetCommit")
+            if reaction.action in (Action.REJOIN, Action.RESET_MEMBER_ID):
+                raise CommitFailedError(error, "OffsetCommit", "the group has moved on to a new generation")
+            if reaction.action is Action.FENCED:
+                raise FencedInstanceError(error, "OffsetCommit")
+            raise GroupError(error, "OffsetCommit")
+
+    def committed(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+        """The group's committed offsets (OffsetFetch); partitions without one are left out."""
+        response = self._request(protocol.offset_fetch(self.config.group_id, partitions))
+        code = response.get("error_code", 0)
+        if code:
+            raise GroupError(for_code(code), "OffsetFetch")
+        return {tp: off for tp, (off, _md) in protocol.fetched_offsets(response).items()}
+
+    def close(self, leave: bool | None = None) -> None:
+        """Stop heartbeating; dynamic members send LeaveGroup so the group rebalances at once. Static
+        members do not leave by default (Kafka's behaviour): the same instance restarting within the session
+        timeout gets its partitions back without a rebalance."""
+        with self._lock:
+            if self._state is MemberState.CLOSED:
+                return
+            gen = self._generation
+            owned = self._owned
+            self._state = MemberState.CLOSED
+        self._closing.set()
+        self._heartbeat_thread.join(timeout=5)
+        if owned:
+            if gen.generation_id >= 0 and self._fatal is None:
+                self._listener.on_partitions_revoked(set(owned))
+            else:
+                self._listener.on_partitions_lost(set(owned))
+        if leave is None:
+            leave = self.config.group_instance_id is None
+        if leave and gen.member_id:
+            try:
+                self._request(
+                    protocol.leave_group(
+                        self.config.group_id, [(gen.member_id, self.config.group_instance_id)], "the consumer is being closed"
+                    ),
+                    attempts=1,
+                )
+            except RequestTimeoutError:
+                log.warning("LeaveGroup for %s not answered; the session timeout will remove it", gen.member_id)
+
+    # -- the join protocol --------------------------------------------------------------------------------
+
+    def _join_and_sync(self) -> None:
+        """One JoinGroup + SyncGroup round (Kafka's joinGroupIfNeeded), retried per the decision table."""
+        while True:
+            self._on_join_prepare()
+            with self._lock:
+                if self._fatal is not None or self._state is MemberState.CLOSED:
+                    return
+                gen = self._generation
+                self._state = MemberState.REBALANCING
+            join = self._request(self._join_request(gen), timeout_ms=self.config.rebalance_timeout_ms + 5000)
+            code = join.get("error_code", 0)
+            reaction = decide("JoinGroup", code)
+            if code == 79:  # MEMBER_ID_REQUIRED: the answer carries the id to join with
+                with self._lock:
+                    self._generation = Generation(-1, str(join.get("member_id") or ""))
+                continue
+            if reaction.action is not Action.PROCEED:
+                if self._apply(reaction, gen, "JoinGroup", code):
+                    continue
+                return
+            new_gen = Generation(
+                int(join["generation_id"]), str(join["member_id"]), join.get("protocol_name")
+            )
+            leader = join.get("leader") == new_gen.member_id
+            with self._lock:
+                self._generation = new_gen
+                self._is_leader = leader
+            assignments: dict[str, bytes] = {}
+            if leader and not join.get("skip_assignment"):
+                strategy = str(new_gen.protocol_name)
+                if strategy.startswith(SERVER_ASSIGNOR_PREFIX):
+                    raise GroupError(for_code(23), "JoinGroup", f"coordinator did not assign for {strategy}")
+                assignments, counts = compute_assignment(strategy, join.get("members") or [], self._partition_counts)
+                with self._lock:
+                    self._assigned_counts = counts
+            elif leader:
+                with self._lock:
+                    self._assigned_counts = dict(self._partition_counts(self._topics))
+            sync = self._request(
+                protocol.sync_group(
+                    self.config.group_id,
+                    new_gen.generation_id,
+                    new_gen.member_id,
+                    self.config.group_instance_id,
+                    str(new_gen.protocol_name),
+                    assignments,
+                )
+            )
+            code = sync.get("error_code", 0)
+            reaction = decide("SyncGroup", code)
+            if reaction.action is not Action.PROCEED:
+                if self._apply(reaction, new_gen, "SyncGroup", code):
+                    continue
+                return
+            assignment = cp.decode_assignment(protocol.unb64(sync.get("assignment")))
+            self._on_join_complete(new_gen, frozenset(assignment.partitions()))
+            return
+
+    def _join_request(self, gen: Generation) -> protocol.Json:
+        with self._lock:
+            owned = self._owned
+            topics = self._topics
+        metadata = cp.encode_subscription(
+            cp.Subscription(
+                topics=topics,
+                owned_partitions=cp.group_partitions(set(owned)),
+                generation_id=gen.generation_id,
+            )
+        )
+        strategies = self.config.partition_assignment_strategy
+        server_side = any(s.startswith(SERVER_ASSIGNOR_PREFIX) for s in strategies)
+        return protocol.join_group(
+            group_id=self.config.group_id,
+            member_id=gen.member_id,
+            group_instance_id=self.config.group_instance_id,
+            client_id=self.config.client_id,
+            client_host=self.config.client_host,
+            session_timeout_ms=self.config.session_timeout_ms,
+            rebalance_timeout_ms=self.config.rebalance_timeout_ms,
+            protocols=[(name, metadata) for name in strategies],
+            topic_partitions=dict(self._partition_counts(topics)) if server_side else None,
+        )
+
+    def _on_join_prepare(self) -> None:
+        """Kafka's onJoinPrepare: give up what this member may no longer keep before joining."""
+        with self._lock:
+            gen, owned, topics = self._generation, self._owned, set(self._topics)
+        if not owned:
+            return
+        if gen.generation_id < 0 or not gen.member_id:
+            self._set_owned(frozenset())
+            self._listener.on_partitions_lost(set(owned))
+        elif self._protocol == "EAGER":
+            self._set_owned(frozenset())
+            self._listener.on_partitions_revoked(set(owned))
+        else:
+            unsubscribed = {tp for tp in owned if tp[0] not in topics}
+            if unsubscribed:
+                self._set_owned(owned - unsubscribed)
+                self._listener.on_partitions_revoked(unsubscribed)
+
+    def _on_join_complete(self, gen: Generation, assigned: frozenset[TopicPartition]) -> None:
+        with self._lock:
+            if self._generation != gen:
+                return  # the heartbeat thread saw the group move on meanwhile; poll() joins again
+            owned = self._owned
+            self._owned = assigned
+            self._state = MemberState.STABLE
+            self._rejoin_needed = False
+            self._last_heartbeat_ok = time.monotonic()
+        if self._protocol == "COOPERATIVE":
+            revoked = owned - assigned
+            if revoked:
+                self._listener.on_partitions_revoked(set(revoked))
+                # KIP-429: give the revoked partitions back with a follow-up rebalance.
+                with self._lock:
+                    self._rejoin_needed = True
+            self._listener.on_partitions_assigned(set(assigned - owned))
+        else:
+            self._listener.on_partitions_assigned(set(assigned))
+
+    def _set_owned(self, owned: frozenset[TopicPartition]) -> None:
+        with self._lock:
+            self._owned = owned
+
+    def _apply(self, reaction: Reaction, gen: Generation, api: str, code: int) -> bool:
+        """Carry out a non-PROCEED reaction. Returns True when the caller should retry or re-join now."""
+        error = for_code(code)
+        log.info("%s %s: %s -> %s", self.config.group_id, api, error, reaction)
+        with self._lock:
+            if self._generation != gen and api == "Heartbeat":
+                return False  # an answer about a generation we already left (Kafka's generationUnchanged)
+            if reaction.action is Action.FENCED:
+                self._fatal = FencedInstanceError(error, api)
+                self._state = MemberState.FENCED
+                return False
+            if reaction.action is Action.FAIL:
+                self._fatal = GroupError(error, api)
+                return False
+            if reaction.action is Action.RESET_MEMBER_ID:
+                self._generation = NO_GENERATION
+            elif reaction.reset_generation:
+                self._generation = Generation(-1, gen.member_id)
+            if reaction.action in (Action.REJOIN, Action.RESET_MEMBER_ID):
+                self._rejoin_needed = True
+        if reaction.action is Action.RETRY or reaction.action is Action.RESET_MEMBER_ID:
+            time.sleep(self.config.retry_backoff_ms / 1000)
+        return True
+
+    def _maybe_check_partition_counts(self) -> None:
+        """The leader re-joins when a subscribed topic's partition count changed since it assigned."""
+        now = time.monotonic()
+        with self._lock:
+            if not self._is_leader or self._assigned_counts is None:
+                return
+            if now - self._last_metadata_check < self.config.metadata_max_age_ms / 1000:
+                return
+            self._last_metadata_check = now
+            assigned = self._assigned_counts
+        current = {t: n for t, n in self._partition_counts(self._topics).items() if n > 0}
+        if current != assigned:
+            log.info("%s: partition counts changed %s -> %s, re-joining", self.config.group_id, assigned, current)
+            with self._lock:
+                self._rejoin_needed = True
+
+    # -- heartbeats ---------------------------------------------------------------------------------------
+
+    def _heartbeat_loop(self) -> None:
+        interval = self.config.heartbeat_interval_ms / 1000
+        while not self._closing.wait(interval):
+            with self._lock:
+                gen = self._generation
+                active = self._state is MemberState.STABLE and gen.generation_id >= 0 and self._fatal is None
+            if not active:
+                continue
+            try:
+                response = self._request(
+                    protocol.heartbeat(self.config.group_id, gen.generation_id, gen.member_id, self.config.group_instance_id),
+                    timeout_ms=max(self.config.heartbeat_interval_ms, 1000),
+                    attempts=1,
+                )
+            except RequestTimeoutError:
+                continue  # Kafka marks the coordinator unknown and tries again; the session may expire meanwhile
+            except Exception:
+                log.exception("heartbeat failed")
+                continue
+            code = response.get("error_code", 0)
+            reaction = decide("Heartbeat", code)
+            if reaction.action is not Action.PROCEED:
+                self._apply(reaction, gen, "Heartbeat", code)
+
+    def _request(self, body: protocol.Json, timeout_ms: int | None = None, attempts: int = 3) -> protocol.Json:
+        timeout_s = (timeout_ms or self.config.request_timeout_ms) / 1000
+        return self._transport.request(self.config.group_id, body, timeout_s, attempts)
+
+
+_SEVERITY = {
+    Action.PROCEED: 0,
+    Action.RETRY: 1,
+    Action.REJOIN: 2,
+    Action.RESET_MEMBER_ID: 3,
+    Action.FAIL: 4,
+    Action.FENCED: 5,
+}
+
+
+def _severity(reaction: Reaction) -> tuple[int, bool]:
+    """Order for several per-partition errors in one commit answer: act on the most drastic."""
+    return (_SEVERITY[reaction.action], reaction.reset_generation)
