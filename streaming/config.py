@@ -1,0 +1,91 @@
+"""The job's configuration: `conf/coordinator.properties` (Kafka-style dotted keys) and `conf/spark-defaults.conf`,
+overridden by a user file and then by command-line flags.
+
+One properties map carries everything; the core picks its own keys with `CoordinatorConfig.from_properties`, and
+`kafka.*` keys go to kafka-python untouched (see `streaming.kafka_clients.client_config`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from state.config import CoordinatorConfig
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+DEFAULT_PROPERTIES = CONF_DIR / "coordinator.properties"
+DEFAULT_SPARK_DEFAULTS = CONF_DIR / "spark-defaults.conf"
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Java-properties subset: `key=value` or `key: value` lines, `#`/`!` comments, surrounding blanks ignored."""
+    props: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            props[line] = ""
+        else:
+            props[line[:sep].strip()] = line[sep + 1:].strip()
+    return props
+
+
+def read_spark_defaults(path: Path) -> dict[str, str]:
+    """spark-defaults.conf: `key value` (whitespace-separated) lines, as spark-submit reads them."""
+    conf: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition(" ")
+            conf[key] = value.strip()
+    return conf
+
+
+def parse_assignments(items: Iterable[str]) -> dict[str, str]:
+    """`key=value` strings from repeated command-line flags."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"expected key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class Topics:
+    requests: str
+    responses: str
+    records: str
+    dead_letters: str
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> "Topics":
+        return cls(props["topic.requests"], props["topic.responses"], props["topic.records"],
+                   props["topic.dead.letters"])
+
+    def partitions(self, props: Mapping[str, str]) -> dict[str, int]:
+        return {self.requests: int(props.get("topic.requests.partitions", 1)),
+                self.responses: int(props.get("topic.responses.partitions", 1)),
+                self.records: int(props.get("topic.records.partitions", 1)),
+                self.dead_letters: int(props.get("topic.dead.letters.partitions", 1))}
+
+
+def load(user_file: Path | None = None, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Defaults, then `user_file`, then `overrides`."""
+    props = read_properties(DEFAULT_PROPERTIES)
+    if user_file:
+        props.update(read_properties(user_file))
+    props.update(overrides or {})
+    CoordinatorConfig.from_properties(props)  # fail at start-up, not in a task, on a bad coordinator key
+    return props
+
+
+def kafka_options(props: Mapping[str, str]) -> dict[str, str]:
+    """The `kafka.*` options for the source and sink (bootstrap servers included)."""
+    options = {k: v for k, v in props.items() if k.startswith("kafka.")}
+    options["kafka.bootstrap.servers"] = props["bootstrap.servers"]
+    return options

@@ -1,0 +1,94 @@
+"""kafka-python clients for the job: configuration pass-through, per-process caches, and high watermarks.
+
+Spark pickles readers and writers and re-creates them in Python workers, so no socket may live in them. Clients
+are created lazily and cached per process: with `spark.python.worker.reuse=true` a worker keeps its consumer and
+producer across micro-batches, which removes a connection set-up from every task.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Mapping
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+
+KAFKA_PREFIX = "kafka."
+"""Options and properties under this prefix go to kafka-python (dots become underscores), as the JVM connector
+passes `kafka.*` options to its clients: `kafka.security.protocol=SASL_SSL`, `kafka.sasl.mechanism=PLAIN`,
+`kafka.sasl.plain.username=...`, `kafka.ssl.cafile=...`."""
+
+
+def client_config(options: Mapping[str, str]) -> dict[str, object]:
+    """kafka-python keyword arguments from `kafka.*` keys; numeric strings become ints because kafka-python's
+    settings are typed and Spark options are strings."""
+    config: dict[str, object] = {}
+    for key, value in options.items():
+        if not key.lower().startswith(KAFKA_PREFIX):
+            continue
+        name = key[len(KAFKA_PREFIX):].lower().replace(".", "_")
+        config[name] = int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
+    if "bootstrap_servers" not in config:
+        raise ValueError("kafka.bootstrap.servers is required")
+    return config
+
+
+_lock = threading.Lock()
+_consumers: dict[tuple, KafkaConsumer] = {}
+_producers: dict[tuple, KafkaProducer] = {}
+
+
+def _cache_key(purpose: str, config: Mapping[str, object]) -> tuple:
+    return (purpose, tuple(sorted((k, str(v)) for k, v in config.items())))
+
+
+def cached_consumer(purpose: str, config: Mapping[str, object], **overrides: object) -> KafkaConsumer:
+    """One group-less consumer per purpose and configuration in this process (assignment is manual)."""
+    key = _cache_key(purpose, {**config, **overrides})
+    with _lock:
+        consumer = _consumers.get(key)
+        if consumer is None:
+            settings = {"enable_auto_commit": False, "group_id": None, "auto_offset_reset": "none", **config,
+                        **overrides}
+            consumer = _consumers[key] = KafkaConsumer(**settings)
+        return consumer
+
+
+def cached_producer(config: Mapping[str, object]) -> KafkaProducer:
+    """One producer per configuration in this process; `linger_ms` batches a task's rows into few requests."""
+    key = _cache_key("producer", config)
+    with _lock:
+        producer = _producers.get(key)
+        if producer is None:
+            settings = {"linger_ms": 5, "acks": 1, "batch_size": 256 * 1024, **config}
+            producer = _producers[key] = KafkaProducer(**settings)
+        return producer
+
+
+def admin_client(config: Mapping[str, object]) -> KafkaAdminClient:
+    return KafkaAdminClient(**config)
+
+
+def high_watermarks(consumer: KafkaConsumer, positions: Mapping[TopicPartition, int],
+                    timeout_s: float = 10.0) -> dict[TopicPartition, int]:
+    """The high watermark of each partition, as carried in fetch responses.
+
+    tansu's ListOffsets (`end_offsets`) can under-report the log end when a producer batched records, so the end is
+    learned by fetching at the last known position (`positions`, usually the previous high watermark) with no wait:
+    the response carries the true high watermark and at most `max_partition_fetch_bytes` of data, which is dropped.
+    """
+    tps = list(positions)
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek(tp, positions[tp])
+        # kafka-python keeps the last high watermark; clear it so a stale value is never mistaken for a fresh one.
+        consumer._subscription.assignment[tp].highwater = None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        consumer.poll(timeout_ms=5, max_records=1)
+        marks = {tp: consumer.highwater(tp) for tp in tps}
+        if all(mark is not None for mark in marks.values()):
+            return marks  # type: ignore[return-value]
+        if time.monotonic() > deadline:
+            missing = [str(tp) for tp, mark in marks.items() if mark is None]
+            raise TimeoutError(f"no fetch response for {missing} within {timeout_s} s")

@@ -1,0 +1,59 @@
+"""Per-batch metrics as JSON lines, from a StreamingQueryListener.
+
+Counts of what the batch produced come from the query's observed metrics (`observe("coordinator", ...)` in
+`streaming.query`); durations, state rows and memory from Spark's own progress report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+
+class JsonLinesMetrics(StreamingQueryListener):
+    def __init__(self, out: IO[str] | None = None, query_name: str | None = None) -> None:
+        self.out = out or sys.stdout
+        self.query_name = query_name
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        p = event.progress
+        if self.query_name and p.name != self.query_name:
+            return
+        self.out.write(json.dumps(progress_record(p), separators=(",", ":")) + "\n")
+        self.out.flush()
+
+
+def progress_record(p) -> dict:
+    """One JSON object per micro-batch from a `StreamingQueryProgress`."""
+    observed = p.observedMetrics.get("coordinator")
+    counts = observed.asDict() if observed is not None else {}
+    state_ops = p.stateOperators or []
+    return {
+        "query": p.name,
+        "batch_id": p.batchId,
+        "timestamp": p.timestamp,
+        "requests_in": p.numInputRows,
+        "responses_out": counts.get("responses", 0),
+        "records_out": counts.get("records", 0),
+        "dead_letters": counts.get("dead_letters", 0),
+        "groups_called": counts.get("groups_called", 0),
+        "groups_with_timer": counts.get("groups_with_timer", 0),
+        "batch_duration_ms": p.batchDuration,
+        "durations_ms": dict(p.durationMs or {}),
+        "state_rows": sum(op.numRowsTotal for op in state_ops),
+        "state_rows_updated": sum(op.numRowsUpdated for op in state_ops),
+        "state_memory_bytes": sum(op.memoryUsedBytes for op in state_ops),
+        "state_commit_ms": sum(op.commitTimeMs for op in state_ops),
+    }

@@ -1,0 +1,82 @@
+"""The coordinator query: Kafka source -> route -> applyInPandasWithState per group -> Kafka sink.
+
+One stage boundary only (the shuffle by group key): routing runs inside the source's `read`, and the sink is a
+Python `DataSourceStreamWriter` in the same tasks as the state operator.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from state.config import CoordinatorConfig
+from streaming.config import Topics, kafka_options
+from streaming.kafka_clients import client_config
+from streaming.sink import OUTPUT_SCHEMA, KafkaSink
+from streaming.source import KafkaSource
+from streaming.stateful import INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
+
+QUERY_NAME = "group-coordinator"
+TIMER_FILE = "coordinator-timers.json"
+
+
+def spark_session(conf: Mapping[str, str]) -> SparkSession:
+    """The session with `conf` applied. Under spark-submit the launcher's settings win: `conf` only fills gaps."""
+    from pyspark import SparkConf
+
+    builder = SparkSession.builder
+    launched = SparkConf() if "PYSPARK_GATEWAY_PORT" in os.environ else None
+    for key, value in conf.items():
+        if launched is None or not launched.contains(key):
+            builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    spark.dataSource.register(KafkaSource)
+    spark.dataSource.register(KafkaSink)
+    return spark
+
+
+def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str = QUERY_NAME) -> StreamingQuery:
+    """Start the coordinator on the topics, checkpoint and trigger in `props` (see conf/coordinator.properties)."""
+    topics = Topics.from_properties(props)
+    kafka = kafka_options(props)
+    checkpoint = props["checkpoint.location"]
+    ticks = props.get("timer.ticks.enabled", "true").lower() == "true"
+    timer_file = str(Path(checkpoint) / TIMER_FILE) if ticks else ""
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false" if ticks else "true")
+
+    requests = (spark.readStream.format(KafkaSource.name()).options(**kafka)
+                .option("subscribe", topics.requests).option("route", "true")
+                .option("startingOffsets", props.get("starting.offsets", "earliest"))
+                .option("maxOffsetsPerTrigger", props.get("max.requests.per.trigger", ""))
+                .option("failOnDataLoss", props.get("fail.on.data.loss", "true"))
+                .option("timerFile", timer_file)
+                .load())
+    records_source = {"topic": topics.records, "config": client_config(kafka)}
+    out = (requests.select(*INPUT_COLUMNS)
+           .groupBy("kind", "group_id")
+           .applyInPandasWithState(coordinator_function(CoordinatorConfig.from_properties(props), records_source),
+                                   OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout))
+    sink = F.col("sink")
+    out = out.observe(
+        "coordinator",
+        F.sum((sink == "response").cast("long")).alias("responses"),
+        F.sum((sink == "record").cast("long")).alias("records"),
+        F.sum((sink == "dead_letter").cast("long")).alias("dead_letters"),
+        F.sum((sink == "timer").cast("long")).alias("groups_called"),
+        F.sum(((sink == "timer") & F.col("deadline").isNotNull()).cast("long")).alias("groups_with_timer"),
+    )
+    return (out.writeStream.format(KafkaSink.name()).options(**kafka)
+            .option("topic.responses", topics.responses).option("topic.records", topics.records)
+            .option("topic.dead.letters", topics.dead_letters).option("timerFile", timer_file)
+            .option("checkpointLocation", checkpoint)
+            .outputMode("append")
+            .trigger(processingTime=f"{int(props.get('trigger.interval.ms', 100))} milliseconds")
+            .queryName(query_name)
+            .start())

@@ -1,0 +1,217 @@
+"""The Kafka streaming source: PySpark's Python Data Source API over kafka-python.
+
+Offsets are `{"topic": {"<partition>": next_offset, ...}, "tick": n}`, so the checkpoint's offset log records exactly
+what each micro-batch read; `read` re-reads a `[start, end)` range deterministically when Spark replays a batch.
+Options follow the JVM connector: `subscribe`, `startingOffsets` (earliest | latest | JSON
+`{"topic": {"0": 23, "1": -2}}` with -2 = earliest and -1 = latest), `maxOffsetsPerTrigger`, `failOnDataLoss`, and
+`kafka.*` settings for kafka-python (security included). Partitions added to the topic are read from offset 0.
+
+`route=true` makes the source the coordinator's front door: each record is routed with the core's `route` while it
+is read, so the routing costs no extra Python stage.
+
+`timerFile` enables the timer tick: with `spark.sql.streaming.noDataMicroBatches.enabled=false` an idle query runs
+no batches, so processing-time timeouts would never fire. The sink writes the groups' next deadlines to `timerFile`;
+when the earliest one has passed, `latestOffset` advances `tick`, which makes Spark run one batch with no input, in
+which the due timeouts fire.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+from kafka import TopicPartition
+from kafka.errors import OffsetOutOfRangeError
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+
+from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
+
+log = logging.getLogger(__name__)
+
+RAW_SCHEMA = "partition INT, offset LONG, timestamp LONG, key BINARY, value BINARY"
+ROUTED_SCHEMA = RAW_SCHEMA + ", kind STRING, group_id STRING, reply_key BINARY, reason STRING, response BINARY"
+
+EARLIEST, LATEST = -2, -1
+
+
+@dataclass(frozen=True)
+class KafkaRange(InputPartition):
+    """Records `[start, end)` of one topic-partition: picklable, and the same range on replay."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+class KafkaSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "coordinator-kafka"
+
+    def schema(self) -> str:
+        return ROUTED_SCHEMA if _flag(self.options, "route", False) else RAW_SCHEMA
+
+    def streamReader(self, schema) -> "KafkaStreamReader":
+        return KafkaStreamReader(dict(self.options))
+
+
+def _flag(options: Mapping[str, str], name: str, default: bool) -> bool:
+    return str(options.get(name, str(default))).strip().lower() == "true"
+
+
+class KafkaStreamReader(DataSourceStreamReader):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.topic = options["subscribe"]
+        self.client_config = client_config(options)
+        self.starting_offsets = options.get("startingOffsets", "earliest")
+        cap = options.get("maxOffsetsPerTrigger")
+        self.max_offsets_per_trigger = int(cap) if cap else None
+        self.fail_on_data_loss = _flag(options, "failOnDataLoss", True)
+        self.route = _flag(options, "route", False)
+        self.timer_file = options.get("timerFile") or None
+        self.poll_timeout_ms = int(options.get("pollTimeoutMs", "120000"))
+
+    # -- planning (driver) ---------------------------------------------------------------------------------------
+
+    def _driver_consumer(self):
+        return cached_consumer("high-watermarks", self.client_config, fetch_max_wait_ms=1,
+                               max_partition_fetch_bytes=1024, metadata_max_age_ms=5000)
+
+    def _partitions(self) -> list[int]:
+        consumer = self._driver_consumer()
+        deadline = time.monotonic() + 30
+        while not (parts := consumer.partitions_for_topic(self.topic)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"topic {self.topic!r} does not exist")
+            time.sleep(0.2)
+        return sorted(parts)
+
+    def _ends(self, known: Mapping[int, int]) -> dict[int, int]:
+        """High watermark of every current partition; `known` (a recent offset per partition) keeps fetches small."""
+        marks = high_watermarks(self._driver_consumer(),
+                                {TopicPartition(self.topic, p): known.get(p, 0) for p in self._partitions()})
+        return {tp.partition: mark for tp, mark in marks.items()}
+
+    def initialOffset(self) -> dict:
+        ends = self._ends({})
+        if self.starting_offsets == "latest":
+            start = ends
+        elif self.starting_offsets == "earliest":
+            start = self._beginnings(list(ends))
+        else:
+            given = {int(p): int(o) for p, o in json.loads(self.starting_offsets)[self.topic].items()}
+            begin = self._beginnings(list(ends))
+            start = {p: {EARLIEST: begin[p], LATEST: ends[p]}.get(given.get(p, EARLIEST), given.get(p, EARLIEST))
+                     for p in ends}
+        return {self.topic: {str(p): o for p, o in start.items()}, "tick": 0}
+
+    def _beginnings(self, partitions: list[int]) -> dict[int, int]:
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        return {tp.partition: o for tp, o in self._driver_consumer().beginning_offsets(tps).items()}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_offsets_per_trigger) if self.max_offsets_per_trigger else ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        begin = {int(p): o for p, o in start[self.topic].items()}
+        ends = self._ends(begin)
+        available = {p: max(0, e - begin.get(p, 0)) for p, e in ends.items()}
+        take = cap_rows(available, limit.max_rows if isinstance(limit, ReadMaxRows) else None)
+        end = dict(begin)
+        end.update({p: begin.get(p, 0) + n for p, n in take.items()})
+        tick = start["tick"] + (1 if self._timer_due() and end == begin else 0)
+        return {self.topic: {str(p): o for p, o in sorted(end.items())}, "tick": tick}
+
+    def _timer_due(self) -> bool:
+        """True when the earliest deadline the sink published has passed (strictly: Spark fires a timeout only
+        in a batch whose timestamp is after it)."""
+        if not self.timer_file:
+            return False
+        earliest = read_earliest_deadline(self.timer_file)
+        return earliest is not None and time.time() * 1000 > earliest
+
+    def partitions(self, start: dict, end: dict) -> list[KafkaRange]:
+        begin = start[self.topic]
+        return [KafkaRange(self.topic, int(p), begin.get(p, 0), e)
+                for p, e in end[self.topic].items() if e > begin.get(p, 0)]
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: the offsets live in Spark's checkpoint, not in a Kafka consumer group."""
+
+    # -- reading (executors) -------------------------------------------------------------------------------------
+
+    def read(self, partition: KafkaRange) -> Iterator[tuple]:
+        rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms)
+        return (routed(row) for row in rows) if self.route else rows
+
+
+def cap_rows(available: Mapping[int, int], max_rows: int | None) -> dict[int, int]:
+    """How many records to take per partition under a per-batch cap: an even share each, and what a short
+    partition leaves over goes to the others, so one busy partition cannot starve the rest."""
+    if max_rows is None or sum(available.values()) <= max_rows:
+        return dict(available)
+    take = {p: 0 for p in available}
+    budget = max_rows
+    waiting = sorted((p for p, n in available.items() if n > 0), key=lambda p: available[p])
+    while waiting and budget > 0:
+        share = max(1, budget // len(waiting))
+        p = waiting.pop(0)
+        n = min(available[p], share, budget)
+        take[p] = n
+        budget -= n
+    return take
+
+
+def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool,
+               poll_timeout_ms: int) -> Iterator[tuple]:
+    """Yield `(partition, offset, timestamp, key, value)` for offsets in `[start, end)`.
+
+    Offsets can have holes (transaction markers, compaction); only records deleted by retention count as data loss:
+    with `failOnDataLoss` the task fails, otherwise reading resumes at the log start."""
+    consumer = cached_consumer("read", config, max_poll_records=5000)
+    tp = TopicPartition(part.topic, part.partition)
+    consumer.assign([tp])
+    consumer.seek(tp, part.start)
+    deadline = time.monotonic() + poll_timeout_ms / 1000
+    while consumer.position(tp) < part.end:
+        try:
+            batch = consumer.poll(timeout_ms=200)
+        except OffsetOutOfRangeError:
+            if fail_on_data_loss:
+                raise RuntimeError(
+                    f"{tp} offsets from {part.start} are gone (deleted by retention?); set failOnDataLoss=false "
+                    "to skip them") from None
+            log.warning("%s: offsets from %d are gone; resuming at the log start", tp, part.start)
+            consumer.seek_to_beginning(tp)
+            continue
+        for record in batch.get(tp, ()):
+            if record.offset >= part.end:
+                break
+            yield (part.partition, record.offset, record.timestamp, record.key, record.value)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{tp}: offsets up to {part.end} not readable within {poll_timeout_ms} ms")
+
+
+def routed(row: tuple) -> tuple:
+    """Append the core's routing decision to a raw row (see `ROUTED_SCHEMA`)."""
+    from state.batch import route
+
+    r = route(row[3], row[4])
+    return row + (r.kind, r.group_id or "", r.reply_key, r.reason, r.response)
+
+
+def read_earliest_deadline(path: str) -> int | None:
+    """The earliest group deadline in the sink's timer file (see `streaming.sink.merge_deadlines`)."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read()).get("earliest")
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        log.warning("unreadable timer file %s; ticking", path)
+        return 0

@@ -1,0 +1,63 @@
+"""Shared fixtures: one tansu broker and one SparkSession per test run, and coordinator queries on fresh topics.
+
+- `broker`: a real tansu on a free 127.0.0.1 port, started with the job's own embedded-broker code and killed by
+  pid at the end of the session.
+- `spark`: one local SparkSession configured from conf/spark-defaults.conf, as `coordinator run` configures it.
+- `coordinator`: a factory; `coordinator(**overrides)` starts the query against fresh topics and returns a
+  `tests.support.coordinator.CoordinatorRun`; every run is stopped at the end of the test.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterator
+
+import pytest
+
+from tests.support.coordinator import CoordinatorRun, new_run
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[str]:
+    """Bootstrap servers of a session-wide tansu broker."""
+    from streaming.embedded import start_broker
+
+    embedded = start_broker()
+    try:
+        yield embedded.bootstrap_servers
+    finally:
+        embedded.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from streaming.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
+    from streaming.query import spark_session
+
+    conf = read_spark_defaults(DEFAULT_SPARK_DEFAULTS)
+    conf["spark.app.name"] = "coordinator-tests"
+    conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("warehouse"))
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    session = spark_session(conf)
+    try:
+        yield session
+    finally:
+        for query in session.streams.active:
+            query.stop()
+        session.stop()
+
+
+@pytest.fixture
+def coordinator(spark, broker, tmp_path) -> Iterator[Callable[..., CoordinatorRun]]:
+    """`coordinator(start=True, **overrides)`: a coordinator query on fresh topics (property keys with dots may be
+    passed as a dict: `coordinator(props={"group.max.size": "3"})`)."""
+    runs: list[CoordinatorRun] = []
+
+    def start(props: dict[str, str] | None = None, start: bool = True) -> CoordinatorRun:
+        run = new_run(spark, broker, tmp_path, props, start=start)
+        runs.append(run)
+        return run
+
+    yield start
+    for run in runs:
+        run.close()
