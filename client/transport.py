@@ -29,8 +29,8 @@ from client.protocol import Json
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CONTROL_TOPIC = "group-control"
-DEFAULT_RESPONSE_TOPIC = "group-responses"
+DEFAULT_CONTROL_TOPIC = "group-coordinator-requests"
+DEFAULT_RESPONSE_TOPIC = "group-coordinator-responses"
 
 
 class Transport(Protocol):
@@ -49,7 +49,7 @@ def response_partition(key: str, num_partitions: int) -> int:
     return (murmur2(key.encode("utf-8")) & 0x7FFFFFFF) % num_partitions
 
 
-class _Waiters:
+class PendingRequests:
     """request_id -> Future, shared by callers and the reader thread. Completing a future removes it, so a
     second answer with the same id finds nothing and is dropped."""
 
@@ -77,8 +77,8 @@ class _Waiters:
             self._futures.pop(request_id, None)
 
 
-def call(
-    send: Callable[[str, bytes], None], waiters: _Waiters, key: str, body: Json, timeout_s: float, attempts: int
+def send_and_wait(
+    send: Callable[[str, bytes], None], waiters: PendingRequests, key: str, body: Json, timeout_s: float, attempts: int
 ) -> Json:
     """The retry loop both transports share: same request id on every attempt."""
     request_id, fut = waiters.new()
@@ -108,7 +108,7 @@ class KafkaTransport:
     ) -> None:
         self.control_topic = control_topic
         self.response_topic = response_topic
-        self._waiters = _Waiters()
+        self._waiters = PendingRequests()
         self._producer = KafkaProducer(
             bootstrap_servers=bootstrap_servers, client_id=client_id, linger_ms=0, **kafka_config
         )
@@ -132,7 +132,7 @@ class KafkaTransport:
 
     def request(self, key: str, body: Json, timeout_s: float, attempts: int = 1) -> Json:
         self._watch(key, timeout_s)
-        return call(self._send, self._waiters, key, body, timeout_s, attempts)
+        return send_and_wait(self._send, self._waiters, key, body, timeout_s, attempts)
 
     def _send(self, key: str, raw: bytes) -> None:
         self._producer.send(self.control_topic, key=key.encode("utf-8"), value=raw)

@@ -1,0 +1,393 @@
+"""`groupcoord-consumer-groups`: Kafka's `kafka-consumer-groups.sh` for groups kept by this project's coordinator.
+
+Options, column names, messages and the Empty-only rule for resets are Kafka's (`ConsumerGroupCommand`,
+ecosystem-conventions.md section 1), so operators and their scripts carry over. Added: `--output json` for
+scripts, and `--history` (with `--picture FILE.png|FILE.html`) for a group's generations over time.
+
+Structure: argument parsing, then one function per command that gathers data through `admin.groups` and returns
+rows; printing is the only place that knows about widths, `-` for missing values, stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence, TextIO
+
+from admin import history as hist
+from admin.groups import GroupAdmin, GroupDescription, LogOffsets
+from client.errors import GroupError, RequestTimeoutError, for_code
+from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, KafkaTransport, Transport
+
+DEFAULT_RECORDS_TOPIC = "group-coordinator-records"
+REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
+
+OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                  "CLIENT-ID")
+STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+HISTORY_COLUMNS = ("TIME", "GENERATION", "STATE", "PROTOCOL", "LEADER", "CONSUMER-ID", "GROUP-INSTANCE-ID",
+                   "CLIENT-ID", "ASSIGNMENT")
+
+
+class CommandError(Exception):
+    """Printed as Kafka's tool prints errors (`Error: ...` on stderr), exit code 1."""
+
+
+@dataclass
+class Output:
+    out: TextIO
+    err: TextIO
+    json: bool
+
+    def table(self, columns: Sequence[str], rows: list[Sequence[Any]], fixed: dict[str, int] | None = None) -> None:
+        """Kafka's layout: left-aligned columns, each as wide as its widest cell (or Kafka's fixed width),
+        one space apart, a blank line before the header; None prints as `-`."""
+        if self.json:
+            return
+        cells = [[("-" if v is None else str(v)) for v in row] for row in rows]
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+        for name, width in (fixed or {}).items():
+            i = columns.index(name)
+            widths[i] = max(widths[i], width)
+        self.out.write("\n")
+        for row in [list(columns)] + cells:
+            line = " ".join(v.ljust(widths[i]) if i < len(row) - 1 else v for i, v in enumerate(row))
+            self.out.write(line.rstrip() + "\n")
+
+    def records(self, columns: Sequence[str], rows: list[Sequence[Any]]) -> None:
+        if self.json:
+            keys = [c.lower().replace("-", "_").replace("#", "num_").replace(" (id)", "") for c in columns]
+            json.dump([dict(zip(keys, row)) for row in rows], self.out, indent=2)
+            self.out.write("\n")
+
+    def warn(self, text: str) -> None:
+        self.err.write(text + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="groupcoord-consumer-groups",
+        description="List, describe, delete and reset consumer groups kept by the Spark group coordinator "
+        "(the kafka-consumer-groups.sh of this system).",
+    )
+    p.add_argument("--bootstrap-server", required=True, help="Kafka brokers: host:port[,host:port]")
+    p.add_argument("--requests-topic", default=DEFAULT_CONTROL_TOPIC, help="the coordinator's control topic")
+    p.add_argument("--responses-topic", default=DEFAULT_RESPONSE_TOPIC, help="the coordinator's response topic")
+    p.add_argument("--records-topic", default=DEFAULT_RECORDS_TOPIC, help="the coordinator's records topic")
+    p.add_argument("--timeout", type=int, default=30000, help="ms to wait for each coordinator answer")
+    actions = p.add_mutually_exclusive_group(required=True)
+    actions.add_argument("--list", action="store_true", help="list all consumer groups")
+    actions.add_argument("--describe", action="store_true", help="describe consumer group(s)")
+    actions.add_argument("--delete", action="store_true", help="delete consumer group(s) with no active members")
+    actions.add_argument("--delete-offsets", action="store_true", help="delete a group's offsets of --topic")
+    actions.add_argument("--reset-offsets", action="store_true", help="reset a group's offsets (Empty groups only)")
+    actions.add_argument("--history", action="store_true", help="a group's generations, members and assignments")
+    p.add_argument("--group", action="append", default=[], help="consumer group id (repeatable)")
+    p.add_argument("--all-groups", action="store_true", help="apply to all groups")
+    p.add_argument("--offsets", action="store_true", help="with --describe: offsets and lag (the default)")
+    p.add_argument("--members", action="store_true", help="with --describe: the members")
+    p.add_argument("--verbose", action="store_true", help="with --members: each member's assignment")
+    p.add_argument("--state", action="store_true", help="with --describe: the group's state")
+    p.add_argument("--topic", action="append", default=[], help="topic or topic:0,1,2 (repeatable)")
+    p.add_argument("--all-topics", action="store_true", help="with --reset-offsets: every topic of the group")
+    spec = p.add_mutually_exclusive_group()
+    spec.add_argument("--to-earliest", action="store_true")
+    spec.add_argument("--to-latest", action="store_true")
+    spec.add_argument("--to-current", action="store_true")
+    spec.add_argument("--to-offset", type=int)
+    spec.add_argument("--shift-by", type=int)
+    spec.add_argument("--to-datetime", help="YYYY-MM-DDTHH:mm:SS.sss, optionally with a zone (Z, +01:00)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    p.add_argument("--output", choices=("table", "json"), default="table", help="json: one JSON document")
+    p.add_argument("--picture", help="with --history: write a timeline (.png) or a page (.html)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
+         log_offsets: LogOffsets | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Entry point. `transport` and `log_offsets` may be given (tests, embedding); otherwise built from the
+    bootstrap servers and topic names."""
+    args = build_parser().parse_args(argv)
+    o = Output(out, err, args.output == "json")
+    own_transport = transport is None
+    own_offsets = log_offsets is None
+    try:
+        _check(args)
+        if args.history:
+            return _history(args, o)
+        transport = transport or KafkaTransport(args.bootstrap_server, args.requests_topic, args.responses_topic,
+                                                client_id="groupcoord-admin")
+        admin = GroupAdmin(transport, args.timeout / 1000)
+        if args.list:
+            return _list(admin, o)
+        groups = [g for g, _t, _s in admin.list_groups()] if args.all_groups else args.group
+        if args.delete:
+            return _delete(admin, groups, o)
+        log_offsets = log_offsets or LogOffsets(args.bootstrap_server)
+        if args.describe:
+            return _describe(args, admin, log_offsets, groups, o)
+        if args.delete_offsets:
+            return _delete_offsets(args, admin, log_offsets, o)
+        return _reset(args, admin, log_offsets, groups, o)
+    except (CommandError, GroupError, RequestTimeoutError, TimeoutError) as exc:
+        err.write(f"\nError: {exc}\n")
+        return 1
+    finally:
+        if own_transport and transport is not None:
+            transport.close()
+        if own_offsets and log_offsets is not None:
+            log_offsets.close()
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Kafka's option rules (ConsumerGroupCommandOptions.checkArgs), with its wording where it has one."""
+    needs_group = args.describe or args.delete or args.reset_offsets
+    if needs_group and not (args.group or args.all_groups):
+        raise CommandError("Option --group or --all-groups must be specified")
+    if (args.delete_offsets or args.history) and len(args.group) != 1:
+        raise CommandError("Option --group must be given exactly one group")
+    if args.delete_offsets and not args.topic:
+        raise CommandError("Option --delete-offsets needs --topic")
+    if args.reset_offsets:
+        if not (args.topic or args.all_topics):
+            raise CommandError("Option --reset-offsets needs one of the following scopes: --all-topics, --topic")
+        if args.topic and args.all_topics:
+            raise CommandError("Option --all-topics cannot be used with --topic")
+        if not any((args.to_earliest, args.to_latest, args.to_current, args.to_offset is not None,
+                    args.shift_by is not None, args.to_datetime)):
+            raise CommandError("Option --reset-offsets needs a reset specification: --to-earliest, --to-latest, "
+                               "--to-current, --to-offset, --shift-by or --to-datetime")
+    if args.picture and not args.history:
+        raise CommandError("Option --picture is only valid with --history")
+    if sum((args.offsets, args.members, args.state)) > 1:
+        raise CommandError("Option --describe takes only one of --offsets, --members, --state")
+
+
+def _list(admin: GroupAdmin, o: Output) -> int:
+    groups = admin.list_groups()
+    if o.json:
+        o.records(("GROUP", "PROTOCOL-TYPE", "STATE"), groups)
+    else:
+        for group_id, _type, _state in groups:
+            o.out.write(group_id + "\n")
+    return 0
+
+
+def _state_message(desc: GroupDescription, o: Output) -> bool:
+    """Kafka's shouldPrintMemberState: a message on stderr, and whether a table follows."""
+    if desc.state == "Dead":
+        o.warn(f"\nError: Consumer group '{desc.group_id}' does not exist.")
+        return False
+    if desc.state == "Empty":
+        o.warn(f"\nConsumer group '{desc.group_id}' has no active members.")
+    elif desc.state in REBALANCING:
+        o.warn(f"\nWarning: Consumer group '{desc.group_id}' is rebalancing.")
+    return True
+
+
+def offset_rows(desc: GroupDescription, committed: dict[tuple[str, int], int],
+                log_end: dict[tuple[str, int], int]) -> list[tuple[Any, ...]]:
+    """One row per partition that is committed or assigned: Kafka's describe --offsets. LAG = LOG-END-OFFSET
+    - CURRENT-OFFSET, None (`-`) without a committed offset."""
+    owners = {tp: m for m in desc.members for tp in m.assignment}
+    rows = []
+    for tp in sorted(set(committed) | set(owners)):
+        current = committed.get(tp)
+        end = log_end.get(tp)
+        lag = end - current if current is not None and end is not None else None
+        m = owners.get(tp)
+        rows.append((desc.group_id, tp[0], tp[1], current, end, lag, m.member_id if m else None,
+                     m.client_host if m else None, m.client_id if m else None))
+    # Members without partitions still show up, as in Kafka (topic and partition `-`).
+    for m in desc.members:
+        if not m.assignment:
+            rows.append((desc.group_id, None, None, None, None, None, m.member_id, m.client_host, m.client_id))
+    return rows
+
+
+def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, groups: list[str], o: Output) -> int:
+    all_rows: list[Sequence[Any]] = []
+    status = 0
+    for group_id in groups:
+        desc = admin.describe(group_id)
+        if not _state_message(desc, o):
+            status = 1
+            continue
+        if args.members:
+            columns, rows = member_rows(desc, args.verbose)
+            o.table(columns, rows, {"#PARTITIONS": 15})
+        elif args.state:
+            columns = STATE_COLUMNS
+            coordinator = f"{args.bootstrap_server}  ({args.requests_topic})"
+            rows = [(desc.group_id, coordinator, desc.protocol or None, desc.state, len(desc.members))]
+            o.table(columns, rows, {"ASSIGNMENT-STRATEGY": 20, "STATE": 20})
+        else:
+            committed = admin.committed(group_id)
+            assigned = {tp for m in desc.members for tp in m.assignment}
+            log_end = offsets.log_end(sorted(set(committed) | assigned))
+            columns, rows = OFFSET_COLUMNS, offset_rows(desc, committed, log_end)
+            o.table(columns, rows, {"PARTITION": 10, "CURRENT-OFFSET": 15, "LOG-END-OFFSET": 15, "LAG": 15})
+        all_rows.extend(rows)
+    o.records(columns if groups and all_rows else OFFSET_COLUMNS, all_rows)
+    return status
+
+
+def member_rows(desc: GroupDescription, verbose: bool) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """Kafka's describe --members: GROUP-INSTANCE-ID only if some member is static; ASSIGNMENT if verbose."""
+    static = any(m.group_instance_id for m in desc.members)
+    columns = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if static else []) + ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    if verbose:
+        columns.append("ASSIGNMENT")
+    rows = []
+    for m in desc.members:
+        row: list[Any] = [desc.group_id, m.member_id]
+        if static:
+            row.append(m.group_instance_id)
+        row += [m.client_host, m.client_id, len(m.assignment)]
+        if verbose:
+            row.append(hist.format_assignment(m.assignment))
+        rows.append(tuple(row))
+    return tuple(columns), rows
+
+
+def _delete(admin: GroupAdmin, groups: list[str], o: Output) -> int:
+    results = {g: admin.delete(g) for g in groups}
+    failed = {g: c for g, c in results.items() if c}
+    if o.json:
+        o.records(("GROUP", "ERROR"), [(g, None if not c else for_code(c).name) for g, c in results.items()])
+    else:
+        ok = [g for g in groups if not results[g]]
+        if ok:
+            o.out.write(f"Deletion of requested consumer groups ({', '.join(repr(g) for g in ok)}) was successful.\n")
+        if failed:
+            o.out.write("Deletion of some consumer groups failed:\n")
+            for g, code in failed.items():
+                o.out.write(f"* Group '{g}' could not be deleted due to: {_reason(code)}\n")
+    return 1 if failed else 0
+
+
+def _reason(code: int) -> str:
+    return {68: "The group is not empty.", 69: "The group id does not exist."}.get(code, for_code(code).description)
+
+
+def _partitions(topics: Iterable[str], offsets: LogOffsets) -> list[tuple[str, int]]:
+    """`--topic t` (every partition) or `--topic t:0,2`."""
+    out = []
+    for spec in topics:
+        name, _, parts = spec.partition(":")
+        if parts:
+            out.extend((name, int(p)) for p in parts.split(","))
+        else:
+            found = offsets.partitions(name)
+            if not found:
+                raise CommandError(f"Topic '{name}' does not exist")
+            out.extend((name, p) for p in found)
+    return sorted(set(out))
+
+
+def _delete_offsets(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, o: Output) -> int:
+    group_id = args.group[0]
+    partitions = _partitions(args.topic, offsets)
+    top, per_partition = admin.delete_offsets(group_id, partitions)
+    if top:
+        raise CommandError(f"Deletion of offsets failed for group '{group_id}': {for_code(top).name}. "
+                           f"{_reason(top)}")
+    rows = [(t, p, "Successful" if not per_partition.get((t, p)) else f"Error: {for_code(per_partition[(t, p)]).description}")
+            for t, p in partitions]
+    failed = any(code for code in per_partition.values())
+    if not o.json:
+        if failed:
+            o.out.write(f"Offset deletion for group '{group_id}' failed for some partitions.\n")
+        else:
+            o.out.write(f"Request succeed for deleting offsets from group '{group_id}'.\n")
+    o.table(("TOPIC", "PARTITION", "STATUS"), rows, {"TOPIC": 30, "PARTITION": 15, "STATUS": 15})
+    o.records(("TOPIC", "PARTITION", "STATUS"), rows)
+    return 1 if failed else 0
+
+
+def _to_timestamp_ms(text: str) -> int:
+    when = dt.datetime.fromisoformat(text)
+    if when.tzinfo is None:
+        when = when.astimezone()  # Kafka reads a zone-less datetime in the local time zone
+    return int(when.timestamp() * 1000)
+
+
+def new_offsets(args: argparse.Namespace, partitions: list[tuple[str, int]], committed: dict[tuple[str, int], int],
+                offsets: LogOffsets) -> dict[tuple[str, int], int]:
+    """Kafka's reset specifications; targets outside [earliest, log end] are clamped into it, as Kafka does."""
+    earliest = offsets.earliest(partitions)
+    latest = offsets.log_end(partitions)
+    if args.to_earliest:
+        target = dict(earliest)
+    elif args.to_latest:
+        target = dict(latest)
+    elif args.to_current:
+        target = {tp: committed.get(tp, latest[tp]) for tp in partitions}
+    elif args.to_offset is not None:
+        target = {tp: args.to_offset for tp in partitions}
+    elif args.shift_by is not None:
+        target = {tp: committed.get(tp, latest[tp]) + args.shift_by for tp in partitions}
+    else:
+        found = offsets.for_time(partitions, _to_timestamp_ms(args.to_datetime))
+        target = {tp: latest[tp] if found.get(tp) is None else found[tp] for tp in partitions}  # type: ignore[misc]
+    return {tp: min(max(off, earliest[tp]), latest[tp]) for tp, off in target.items()}
+
+
+def _reset(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, groups: list[str], o: Output) -> int:
+    all_rows = []
+    for group_id in groups:
+        desc = admin.describe(group_id)
+        if desc.state not in ("Empty", "Dead"):
+            raise CommandError(f"Assignments can only be reset if the group '{group_id}' is inactive, but the "
+                               f"current state is {desc.state}.")
+        committed = admin.committed(group_id)
+        partitions = sorted(committed) if args.all_topics else _partitions(args.topic, offsets)
+        target = new_offsets(args, partitions, committed, offsets)
+        if args.execute:
+            errors = {tp: c for tp, c in admin.commit(group_id, target).items() if c}
+            if errors:
+                raise CommandError(f"Resetting offsets of group '{group_id}' failed: "
+                                   + ", ".join(f"{t}-{p}: {for_code(c).name}" for (t, p), c in sorted(errors.items())))
+        rows = [(group_id, t, p, off) for (t, p), off in sorted(target.items())]
+        o.table(RESET_COLUMNS, rows, {"GROUP": 30, "TOPIC": 30, "PARTITION": 10, "NEW-OFFSET": 15})
+        all_rows.extend(rows)
+    o.records(RESET_COLUMNS, all_rows)
+    return 0
+
+
+def history_rows(snapshots: list[hist.Snapshot]) -> list[tuple[Any, ...]]:
+    rows = []
+    for snap in snapshots:
+        when = dt.datetime.fromtimestamp(snap.timestamp_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+        base = (when, snap.generation, snap.state, snap.protocol or None, snap.leader or None)
+        if not snap.members:
+            rows.append(base + (None, None, None, None))
+        for m in snap.members:
+            rows.append(base + (m.member_id, m.group_instance_id, m.client_id, hist.format_assignment(m.assignment)))
+    return rows
+
+
+def _history(args: argparse.Namespace, o: Output) -> int:
+    group_id = args.group[0]
+    records = hist.read_records(args.bootstrap_server, args.records_topic, timeout_s=args.timeout / 1000)
+    snapshots = hist.history(records, group_id)
+    if not snapshots:
+        raise CommandError(f"Consumer group '{group_id}' has no history in {args.records_topic}.")
+    rows = history_rows(snapshots)
+    o.table(HISTORY_COLUMNS, rows)
+    o.records(HISTORY_COLUMNS, rows)
+    if args.picture:
+        render = hist.render_html if args.picture.endswith(".html") else hist.render_png
+        render(snapshots, group_id, args.picture)
+        o.warn(f"Wrote {args.picture}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

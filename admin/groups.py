@@ -1,0 +1,155 @@
+"""What the admin CLI asks of the coordinator and of the brokers, separate from how the CLI prints it.
+
+Group facts come from the coordinator over the control topic (DescribeGroups, OffsetFetch, ListGroups, ...);
+log offsets come from the brokers, the log end read as the high watermark of a fetch response because tansu's
+ListOffsets can under-report it (tansu-broker.md). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kafka import KafkaConsumer, TopicPartition
+
+from assignors import consumer_protocol as cp
+from client import protocol
+from client.errors import GroupError, for_code
+from client.transport import Transport
+
+ADMIN_KEY = "groupcoord-admin"
+"""Record key for ListGroups, which has no group: answers come back under the same key."""
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[Member, ...] = field(default=())
+
+    @property
+    def exists(self) -> bool:
+        return self.state != "Dead"
+
+
+class GroupAdmin:
+    """The coordinator side: one request per call, errors raised as GroupError with Kafka's code."""
+
+    def __init__(self, transport: Transport, timeout_s: float = 30.0) -> None:
+        self._transport = transport
+        self._timeout_s = timeout_s
+
+    def _call(self, key: str, body: protocol.Json) -> protocol.Json:
+        return self._transport.request(key, body, self._timeout_s, attempts=2)
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group_id, protocol_type, state) of every group, sorted."""
+        response = self._call(ADMIN_KEY, protocol.list_groups())
+        if response.get("error_code"):
+            raise GroupError(for_code(response["error_code"]), "ListGroups")
+        rows = [(g["group_id"], g.get("protocol_type") or "", g.get("group_state") or "") for g in response.get("groups") or []]
+        return sorted(rows)
+
+    def describe(self, group_id: str) -> GroupDescription:
+        r = self._call(group_id, protocol.describe_group(group_id))
+        if r.get("error_code"):
+            raise GroupError(for_code(r["error_code"]), "DescribeGroups")
+        members = []
+        for m in r.get("members") or []:
+            assignment: tuple[tuple[str, int], ...] = ()
+            raw = protocol.unb64(m.get("member_assignment"))
+            if raw and r.get("protocol_type") == "consumer":
+                try:
+                    assignment = tuple(sorted(cp.decode_assignment(raw).partitions()))
+                except cp.ConsumerProtocolError:
+                    assignment = ()
+            members.append(
+                Member(m["member_id"], m.get("group_instance_id"), m.get("client_id") or "",
+                       m.get("client_host") or "", assignment)
+            )
+        return GroupDescription(
+            group_id, r.get("group_state") or "Dead", r.get("protocol_type") or "", r.get("protocol_data") or "",
+            tuple(members),
+        )
+
+    def committed(self, group_id: str) -> dict[tuple[str, int], int]:
+        r = self._call(group_id, protocol.offset_fetch(group_id))
+        if r.get("error_code"):
+            raise GroupError(for_code(r["error_code"]), "OffsetFetch")
+        return {tp: off for tp, (off, _md) in protocol.fetched_offsets(r).items()}
+
+    def delete(self, group_id: str) -> int:
+        """DeleteGroups; returns the error code (0, 68 NON_EMPTY_GROUP, 69 GROUP_ID_NOT_FOUND, ...)."""
+        r = self._call(group_id, protocol.delete_group(group_id))
+        return int(r.get("error_code", 0))
+
+    def delete_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete; (top-level error code, per-partition error codes)."""
+        r = self._call(group_id, protocol.offset_delete(group_id, partitions))
+        return int(r.get("error_code", 0)), protocol.partition_errors(r)
+
+    def commit(self, group_id: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """An admin commit (generation -1, no member), which the coordinator accepts only for an Empty group;
+        returns per-partition error codes."""
+        body = protocol.offset_commit(group_id, -1, "", None, {tp: (o, "") for tp, o in offsets.items()})
+        return protocol.partition_errors(self._call(group_id, body))
+
+
+class LogOffsets:
+    """The brokers' side: partitions of a topic, earliest / log-end offsets, offsets for a timestamp."""
+
+    def __init__(self, bootstrap_servers: str, **kafka_config: object) -> None:
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=1,
+            client_id="groupcoord-admin", **kafka_config,
+        )
+
+    def partitions(self, topic: str) -> list[int]:
+        return sorted(self._consumer.partitions_for_topic(topic) or ())
+
+    def earliest(self, tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        kafka_tps = [TopicPartition(t, p) for t, p in tps]
+        if not kafka_tps:
+            return {}
+        return {(tp.topic, tp.partition): off for tp, off in self._consumer.beginning_offsets(kafka_tps).items()}
+
+    def log_end(self, tps: Iterable[tuple[str, int]], timeout_s: float = 10.0) -> dict[tuple[str, int], int]:
+        """High watermarks from fetch responses: fetch at the earliest offset with no wait; every fetch
+        response carries the partition's true high watermark."""
+        kafka_tps = [TopicPartition(t, p) for t, p in tps]
+        if not kafka_tps:
+            return {}
+        start = self._consumer.beginning_offsets(kafka_tps)
+        self._consumer.assign(kafka_tps)
+        for tp in kafka_tps:
+            self._consumer.seek(tp, start[tp])
+            self._consumer._subscription.assignment[tp].highwater = None  # never trust a stale value
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._consumer.poll(timeout_ms=5, max_records=1)
+            marks = {tp: self._consumer.highwater(tp) for tp in kafka_tps}
+            if all(m is not None for m in marks.values()):
+                return {(tp.topic, tp.partition): int(m) for tp, m in marks.items()}  # type: ignore[arg-type]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no fetch response for {[tp for tp, m in marks.items() if m is None]}")
+
+    def for_time(self, tps: Iterable[tuple[str, int]], timestamp_ms: int) -> dict[tuple[str, int], int | None]:
+        """The earliest offset whose timestamp is >= `timestamp_ms` (None: no such record)."""
+        kafka_tps = [TopicPartition(t, p) for t, p in tps]
+        found = self._consumer.offsets_for_times({tp: timestamp_ms for tp in kafka_tps})
+        return {(tp.topic, tp.partition): (v.offset if v is not None else None) for tp, v in found.items()}
+
+    def close(self) -> None:
+        self._consumer.close()
