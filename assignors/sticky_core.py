@@ -140,7 +140,8 @@ def general_assign(space: PartitionSpace, subscribed: np.ndarray, owned: np.ndar
 
     1. Keep every owned partition of a topic its owner still subscribes to.
     2. Give unassigned partitions topic by topic, topics with the fewest potential consumers first (as Java), each
-       to the least loaded subscriber.
+       to the least loaded subscriber, ties to the lowest member id: Java's TreeSet order, computed per topic as
+       "slots" (member, level) sorted by level then member.
     3. While some member holds a partition that a member with at least 2 fewer partitions could take, move one from
        the most loaded such member to the least loaded taker. This ends in Java's `isBalanced` state, and every
        move strictly reduces imbalance, so nothing moves that need not.
@@ -161,7 +162,9 @@ def general_assign(space: PartitionSpace, subscribed: np.ndarray, owned: np.ndar
         if free.size:
             takers = np.flatnonzero(subscribed[:, t])
             alloc = _water_fill(sizes[takers], free.size)
-            segment[free] = np.repeat(takers, alloc)
+            receivers = np.repeat(takers, alloc)
+            level = sizes[receivers] + np.arange(receivers.size) - np.repeat(np.cumsum(alloc) - alloc, alloc)
+            segment[free] = receivers[np.lexsort((receivers, level))]
             sizes[takers] += alloc
 
     _balance(space, subscribed, owner, sizes, topic_of)
