@@ -19,15 +19,28 @@ CONTRACT (the streaming job depends on exactly these names; the core issue repla
           dead_letters     (index into requests, reason) for records that could not be handled
           next_deadline_ms when to be called again with no requests (None: no timer)
         Never raises for any input bytes. Deterministic: same arguments -> byte-identical GroupStep.
+
+    load_group(group_id, records, now_ms, config) -> bytes | None
+        Rebuilds a group's stored state from its records-topic records (checkpoint lost): as Kafka loads
+        __consumer_offsets, the group comes back Stable or Empty with its offsets and fresh session timers.
+        None: the records leave no group. Call step_group with it at now_ms afterwards as usual.
+
+The stored state is JSON `{"v": STATE_SCHEMA_VERSION, "group": {...}}`; `decode_state` upgrades older versions.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Iterable, Literal, Sequence
 
+from state import coordinator, load
 from state.config import CoordinatorConfig
+from state.context import Context
+from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
+from state.group import ClassicGroup
+from state.records import dumps
+from state.wire import API_VERSIONS, BadRequest, decode_json, error_response, parse, readable_group_id, readable_request_id
 
 STATE_SCHEMA_VERSION = 1
 
@@ -50,29 +63,105 @@ class GroupStep:
     next_deadline_ms: int | None = None
 
 
-def route(key: bytes | None, value: bytes | None) -> Route:  # STUB
+def route(key: bytes | None, value: bytes | None) -> Route:
+    """Group requests go to their group, ListGroups to the directory; what has no usable `api`, `group_id` or
+    `request_id` is rejected here, with an error response when the request id can be read."""
     try:
-        body = json.loads(value or b"")
-    except ValueError as exc:
-        return Route("reject", reason=f"malformed JSON: {exc}", reply_key=key)
-    if not isinstance(body, dict):
-        return Route("reject", reason="request is not a JSON object", reply_key=key)
-    if body.get("api") == "ListGroups":
+        body = decode_json(value)
+    except BadRequest as exc:
+        return Route("reject", reason=exc.reason, reply_key=key)
+    request_id = readable_request_id(body)
+    api = body.get("api")
+    if request_id is None:
+        return Route("reject", reason="request_id: missing or not a string", reply_key=key)
+    if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if not isinstance(group_id, str):
-        return Route("reject", reason="group_id missing", reply_key=key)
-    return Route("group", group_id=group_id)
+    if api not in API_VERSIONS:
+        reason, code = f"unknown api {api!r}", INVALID_REQUEST
+    else:
+        try:
+            return Route("group", group_id=readable_group_id(body))
+        except BadRequest as exc:
+            reason, code = exc.reason, INVALID_GROUP_ID
+    response = dumps(error_response(api, request_id, group_id, code, reason))
+    return Route("reject", reason=reason, reply_key=key, response=response)
 
 
 def step_group(
     group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig
-) -> GroupStep:  # STUB: echoes every request with error_code 0
-    responses = []
-    for raw in requests:
-        body = json.loads(raw)
-        responses.append(
-            json.dumps({"api": body["api"], "request_id": body.get("request_id"), "group_id": group_id,
-                        "error_code": 0}, separators=(",", ":")).encode()
-        )
-    return GroupStep(state=b"{}", responses=responses)
+) -> GroupStep:
+    """Never raises. A request whose handling fails unexpectedly is dead-lettered and the whole step is re-run
+    from `stored` without it, so a failure cannot leave half a change behind."""
+    failed: dict[int, str] = {}
+    while True:
+        try:
+            return _step(group_id, stored, requests, now_ms, config, failed)
+        except _RequestFailed as exc:
+            failed[exc.index] = exc.reason
+        except Exception as exc:  # noqa: BLE001 - the state itself cannot be processed: keep it untouched
+            reason = f"group state cannot be processed: {type(exc).__name__}: {exc}"
+            return GroupStep(state=stored, dead_letters=[(i, reason) for i in range(len(requests))])
+
+
+class _RequestFailed(Exception):
+    def __init__(self, index: int, reason: str) -> None:
+        super().__init__(reason)
+        self.index = index
+        self.reason = reason
+
+
+def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
+          failed: dict[int, str]) -> GroupStep:
+    ctx = Context(group_id, decode_state(stored), now_ms, config)
+    coordinator.fire_timers(ctx)
+    dead_letters = []
+    for index, raw in enumerate(requests):
+        if index in failed:
+            dead_letters.append((index, failed[index]))
+            continue
+        try:
+            body = decode_json(raw)
+            request_id = readable_request_id(body)
+            try:
+                req = parse(body)
+                if req.group_id != group_id:
+                    raise BadRequest(f"group_id {req.group_id!r} routed to group {group_id!r}")
+            except BadRequest as exc:
+                if request_id is None:
+                    raise
+                ctx.respond(error_response(body.get("api"), request_id, body.get("group_id"), exc.code, exc.reason))
+                continue
+        except BadRequest as exc:
+            dead_letters.append((index, exc.reason))
+            continue
+        try:
+            coordinator.handle(ctx, req)
+        except Exception as exc:  # noqa: BLE001 - reported as a dead letter, the step is re-run without it
+            raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
+    return GroupStep(
+        state=encode_state(ctx.group),
+        responses=[dumps(r) for r in ctx.responses],
+        records=[r.encode() for r in ctx.records],
+        dead_letters=dead_letters,
+        next_deadline_ms=coordinator.next_deadline(ctx.group),
+    )
+
+
+def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
+               config: CoordinatorConfig) -> bytes | None:
+    return encode_state(load.load(group_id, records, now_ms, config))
+
+
+def encode_state(group: ClassicGroup | None) -> bytes | None:
+    return None if group is None else dumps({"v": STATE_SCHEMA_VERSION, "group": group.to_doc()})
+
+
+def decode_state(stored: bytes | None) -> ClassicGroup | None:
+    """Read a stored state of this or an older schema version (upgrades go here when the version moves)."""
+    if stored is None:
+        return None
+    doc = json.loads(stored)
+    if doc["v"] != STATE_SCHEMA_VERSION:
+        raise ValueError(f"stored state has schema version {doc['v']}, this release reads {STATE_SCHEMA_VERSION}")
+    return ClassicGroup.from_doc(doc["group"])

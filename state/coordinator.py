@@ -1,0 +1,88 @@
+"""One group's coordinator: fire the due timers, then handle requests, each producing responses and records.
+
+This is the pure function behind `state.batch.step_group` and the replay tool: (group, requests, now) ->
+(group', responses, records). It never reads a clock; the caller passes `now_ms` and gets back the next deadline.
+"""
+
+from __future__ import annotations
+
+from state import membership, offsets
+from state.context import Context, sync_directory
+from state.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
+from state.group import ClassicGroup, GroupState
+from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC
+from state.wire import Request, simple_response
+
+
+def fire_timers(ctx: Context) -> None:
+    """Fire every timer due at `now_ms`, earliest deadline first (ties by key), each with its own logic.
+    A late call therefore replays the expiries in the order they would have happened."""
+    while ctx.group is not None:
+        group = ctx.group
+        due = min(((deadline, key) for key, deadline in group.timers.items() if deadline <= ctx.now_ms),
+                  default=None)
+        if due is None:
+            return
+        key = due[1]
+        if key == JOIN:
+            membership.on_join_timer(ctx, group)
+        elif key == SYNC:
+            membership.on_sync_timer(ctx, group)
+        elif key == OFFSETS_EXPIRATION:
+            offsets.on_expiration_timer(ctx, group)
+        elif key.startswith(HEARTBEAT_PREFIX):
+            membership.on_heartbeat_timer(ctx, group, key[len(HEARTBEAT_PREFIX):])
+        else:
+            del group.timers[key]
+        sync_directory(ctx)
+
+
+def handle(ctx: Context, req: Request) -> None:
+    _HANDLERS[req.api](ctx, req)
+    sync_directory(ctx)
+
+
+def next_deadline(group: ClassicGroup | None) -> int | None:
+    return min(group.timers.values(), default=None) if group is not None else None
+
+
+def _describe(ctx: Context, req: Request) -> None:
+    group = ctx.group
+    if group is None:
+        return ctx.respond(simple_response(req, NONE, group_state="Dead", protocol_type="", protocol_data="",
+                                           members=[], authorized_operations=-2147483648))
+    stable = group.state == GroupState.STABLE
+    members = [
+        {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+         "client_host": m.client_host, "member_metadata": m.metadata(group.protocol_name) if stable else "",
+         "member_assignment": m.assignment if stable else ""}
+        for m in group.members.values()
+    ]
+    ctx.respond(simple_response(
+        req, NONE, group_state=group.state.value, protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "", members=members,
+        authorized_operations=-2147483648,
+    ))
+
+
+def _delete_groups(ctx: Context, req: Request) -> None:
+    group = ctx.group
+    if group is None:
+        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
+    if group.state != GroupState.EMPTY:
+        return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
+    offsets.delete_group(ctx, group)
+    ctx.respond(simple_response(req, NONE))
+
+
+_HANDLERS = {
+    "JoinGroup": membership.handle_join,
+    "SyncGroup": membership.handle_sync,
+    "Heartbeat": membership.handle_heartbeat,
+    "LeaveGroup": membership.handle_leave,
+    "OffsetCommit": offsets.handle_commit,
+    "OffsetFetch": offsets.handle_fetch,
+    "OffsetDelete": offsets.handle_delete,
+    "DescribeGroups": _describe,
+    "DeleteGroups": _delete_groups,
+}

@@ -1,0 +1,318 @@
+"""The classic group's data: states, the legal transitions between them, members, and their serialization.
+
+Only data and the small invariants of `ClassicGroup`/`ClassicGroupMember` live here (membership bookkeeping,
+leader choice, protocol vote); the protocol decisions are in `membership.py` and `offsets.py`.
+
+Both kinds of state sit in one object and one stored document: the durable part (what the records topic holds:
+generation, protocol, leader, members and assignments as last persisted, committed offsets) and the soft part
+Kafka keeps only in memory (parked JoinGroup/SyncGroup requests, pending members, timer deadlines).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import uuid
+from dataclasses import dataclass, field
+
+from assignors.consumer_protocol import ConsumerProtocolError, subscribed_topics
+from state.errors import FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, CoordinatorError
+
+
+class GroupState(str, enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}
+    ),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
+}
+"""Kafka's `ClassicGroupState` valid previous states: the target state -> the states it may be entered from."""
+
+
+class IllegalTransition(Exception):
+    """A bug, not bad input: the handlers only ask for transitions the table allows."""
+
+
+@dataclass(slots=True)
+class Parked:
+    """A JoinGroup or SyncGroup Kafka would hold as a delayed operation: enough to answer it later."""
+
+    request_id: str
+    api_version: int
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, str]]
+    """(name, base64 metadata) in the member's preference order."""
+    assignment: str = ""
+    """base64 of the assignment bytes the leader (or the server assignor) gave this member."""
+    join: Parked | None = None
+    sync: Parked | None = None
+    is_new: bool = False
+    topic_partitions: list[tuple[str, int]] = field(default_factory=list)
+    """Server-side assignment extension: this member's view of partition counts."""
+
+    def metadata(self, protocol: str | None) -> str:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return ""
+
+    def matches(self, protocols: list[tuple[str, str]]) -> bool:
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        return next(name for name, _ in self.protocols if name in candidates)
+
+    def to_doc(self) -> list:
+        return [
+            self.member_id, self.group_instance_id, self.client_id, self.client_host, self.rebalance_timeout_ms,
+            self.session_timeout_ms, self.protocol_type, [list(p) for p in self.protocols], self.assignment,
+            None if self.join is None else [self.join.request_id, self.join.api_version],
+            None if self.sync is None else [self.sync.request_id, self.sync.api_version],
+            self.is_new, [list(tp) for tp in self.topic_partitions],
+        ]
+
+    @classmethod
+    def from_doc(cls, d: list) -> "Member":
+        return cls(
+            d[0], d[1], d[2], d[3], d[4], d[5], d[6], [(n, m) for n, m in d[7]], d[8],
+            None if d[9] is None else Parked(*d[9]), None if d[10] is None else Parked(*d[10]),
+            d[11], [(t, n) for t, n in d[12]],
+        )
+
+
+@dataclass(slots=True)
+class OffsetValue:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None
+
+
+@dataclass(slots=True)
+class ClassicGroup:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    previous_state: GroupState | None = None
+    state_timestamp: int = -1
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)
+    pending_members: dict[str, None] = field(default_factory=dict)
+    """Member ids handed out with MEMBER_ID_REQUIRED and not joined yet (a dict for a stable order)."""
+    pending_sync: dict[str, None] = field(default_factory=dict)
+    new_member_added: bool = False
+    initial_delay: tuple[int, int] | None = None
+    """(delay, remaining) of the armed initial-rebalance delay (KIP-134), None when the join timer is a plain one."""
+    subscribed_topics: list[str] | None = None
+    """Topics the members subscribe to, computed at each generation (None: unknown or not `consumer`)."""
+    timers: dict[str, int] = field(default_factory=dict)
+    offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+    id_counter: int = 0
+    persisted: dict | None = None
+    """The Kafka part of the last group metadata record written (what a load rebuilds from)."""
+    directory: list | None = None
+    """[state, protocol_type] of the last group metadata record written: a new record when it changes."""
+
+    # -- state machine -------------------------------------------------------------------------------------
+
+    def transition_to(self, target: GroupState, now_ms: int) -> None:
+        if self.state not in VALID_PREVIOUS[target]:
+            raise IllegalTransition(f"can't go from {self.state.value} to {target.value} in group {self.group_id}")
+        self.previous_state = self.state
+        self.state = target
+        self.state_timestamp = now_ms
+
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def can_rebalance(self) -> bool:
+        return self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY)
+
+    # -- membership ----------------------------------------------------------------------------------------
+
+    def rebalance_timeout_ms(self) -> int:
+        """The group's rebalance timeout is its members' largest, as in Kafka."""
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def num_awaiting_join(self) -> int:
+        return sum(1 for m in self.members.values() if m.join is not None)
+
+    def has_all_members_joined(self) -> bool:
+        return self.num_awaiting_join() == len(self.members) and not self.pending_members
+
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if self.leader is None:
+            self.leader = member.member_id
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        self.pending_members.pop(member.member_id, None)
+
+    def remove(self, member_id: str) -> Member | None:
+        """Drop a member (or pending member); a removed leader is replaced by the first remaining member."""
+        self.pending_members.pop(member_id, None)
+        self.pending_sync.pop(member_id, None)
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
+            del self.static_members[member.group_instance_id]
+        if self.leader == member_id:
+            self.leader = next(iter(self.members), None)
+        return member
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> None:
+        """Kafka's `validateMember`: an instance id must map to this member id; else the id must be a member."""
+        if group_instance_id is not None:
+            existing = self.static_members.get(group_instance_id)
+            if existing is None:
+                raise CoordinatorError(UNKNOWN_MEMBER_ID, f"unknown group_instance_id {group_instance_id}")
+            if existing != member_id:
+                raise CoordinatorError(FENCED_INSTANCE_ID, f"{group_instance_id} belongs to another member")
+        elif member_id not in self.members:
+            raise CoordinatorError(UNKNOWN_MEMBER_ID, f"unknown member_id {member_id}")
+
+    def supports_protocols(self, protocol_type: str, protocols: list[tuple[str, str]]) -> bool:
+        if self.state == GroupState.EMPTY:
+            return protocol_type != "" and bool(protocols)
+        if self.protocol_type != protocol_type:
+            return False
+        n = len(self.members)
+        return any(self._support_count(name) == n for name, _ in protocols)
+
+    def _support_count(self, name: str) -> int:
+        return sum(1 for m in self.members.values() if any(p == name for p, _ in m.protocols))
+
+    def candidate_protocols(self) -> set[str]:
+        members = list(self.members.values())
+        if not members:
+            return set()
+        common = {name for name, _ in members[0].protocols}
+        for m in members[1:]:
+            common &= {name for name, _ in m.protocols}
+        return common
+
+    def select_protocol(self) -> str:
+        """Each member votes for its most preferred common protocol; most votes wins. Kafka leaves ties open;
+        we break them by name so the choice is deterministic."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for m in self.members.values():
+            choice = m.vote(candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        return min(votes, key=lambda name: (-votes[name], name))
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Keep a leader that re-joined, else pick the first member that did; False if nobody re-joined."""
+        if self.leader is not None:
+            leader = self.members.get(self.leader)
+            if leader is not None and leader.join is not None:
+                return True
+        for m in self.members.values():
+            if m.join is not None:
+                self.leader = m.member_id
+                return True
+        return False
+
+    def compute_subscribed_topics(self) -> list[str] | None:
+        if self.protocol_type != "consumer":
+            return None
+        topics: set[str] = set()
+        for m in self.members.values():
+            try:
+                topics.update(subscribed_topics(base64.b64decode(m.metadata(self.protocol_name))))
+            except (ConsumerProtocolError, binascii.Error):
+                return None
+        return sorted(topics)
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Unknown subscriptions count as subscribed, so offsets are never deleted on a guess (KIP-496)."""
+        return True if self.subscribed_topics is None else topic in self.subscribed_topics
+
+    def next_member_id(self, prefix: str, request_id: str, now_ms: int) -> str:
+        """`prefix-UUID` as Kafka, but the UUID is derived from the request so replays give the same ids."""
+        self.id_counter += 1
+        name = f"{self.group_id}\x00{request_id}\x00{now_ms}\x00{self.id_counter}"
+        return f"{prefix}-{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
+
+    # -- serialization -------------------------------------------------------------------------------------
+
+    def to_doc(self) -> dict:
+        return {
+            "group_id": self.group_id,
+            "state": self.state.value,
+            "previous_state": None if self.previous_state is None else self.previous_state.value,
+            "state_timestamp": self.state_timestamp,
+            "generation": self.generation,
+            "protocol_type": self.protocol_type,
+            "protocol_name": self.protocol_name,
+            "leader": self.leader,
+            "members": [m.to_doc() for m in self.members.values()],
+            "pending_members": list(self.pending_members),
+            "pending_sync": list(self.pending_sync),
+            "new_member_added": self.new_member_added,
+            "initial_delay": None if self.initial_delay is None else list(self.initial_delay),
+            "subscribed_topics": self.subscribed_topics,
+            "timers": sorted([k, v] for k, v in self.timers.items()),
+            "offsets": [
+                [t, p, o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp]
+                for (t, p), o in sorted(self.offsets.items())
+            ],
+            "id_counter": self.id_counter,
+            "persisted": self.persisted,
+            "directory": self.directory,
+        }
+
+    @classmethod
+    def from_doc(cls, d: dict) -> "ClassicGroup":
+        g = cls(d["group_id"])
+        g.state = GroupState(d["state"])
+        g.previous_state = None if d["previous_state"] is None else GroupState(d["previous_state"])
+        g.state_timestamp = d["state_timestamp"]
+        g.generation = d["generation"]
+        g.protocol_type = d["protocol_type"]
+        g.protocol_name = d["protocol_name"]
+        g.leader = d["leader"]
+        for md in d["members"]:
+            m = Member.from_doc(md)
+            g.members[m.member_id] = m
+            if m.group_instance_id is not None:
+                g.static_members[m.group_instance_id] = m.member_id
+        g.pending_members = dict.fromkeys(d["pending_members"])
+        g.pending_sync = dict.fromkeys(d["pending_sync"])
+        g.new_member_added = d["new_member_added"]
+        g.initial_delay = None if d["initial_delay"] is None else tuple(d["initial_delay"])
+        g.subscribed_topics = d["subscribed_topics"]
+        g.timers = {k: v for k, v in d["timers"]}
+        g.offsets = {(t, p): OffsetValue(o, e, md, c, x) for t, p, o, e, md, c, x in d["offsets"]}
+        g.id_counter = d["id_counter"]
+        g.persisted = d["persisted"]
+        g.directory = d["directory"]
+        return g

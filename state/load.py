@@ -1,0 +1,76 @@
+"""Rebuild a group from its records, as Kafka loads `__consumer_offsets` when it becomes coordinator.
+
+Only Kafka's part of the group metadata record counts: the group comes back Stable (with its members and
+assignments) or Empty, whatever state the `directory` part names; every member gets a fresh session timer; a
+group above `group.max.size` rebalances. Offsets are the latest record per partition.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from state.config import CoordinatorConfig
+from state.context import Context
+from state.group import ClassicGroup, GroupState, Member
+from state.membership import prepare_rebalance, reschedule_heartbeat
+from state.records import GROUP_METADATA_KEY_VERSION, OFFSET_COMMIT_KEY_VERSION, offset_value_of
+from state.timers import OFFSETS_EXPIRATION, next_retention_check
+
+
+def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
+         config: CoordinatorConfig) -> ClassicGroup | None:
+    """The group as the records leave it; records of other groups and unreadable records are skipped."""
+    metadata: dict | None = None
+    offsets = {}
+    for raw_key, raw_value in records:
+        try:
+            key = json.loads(raw_key)
+            value = None if raw_value is None else json.loads(raw_value)
+            if key.get("group") != group_id:
+                continue
+            if key["version"] == GROUP_METADATA_KEY_VERSION:
+                metadata = value
+            elif key["version"] == OFFSET_COMMIT_KEY_VERSION:
+                tp = (key["topic"], key["partition"])
+                if value is None:
+                    offsets.pop(tp, None)
+                else:
+                    offsets[tp] = offset_value_of(value)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    if metadata is None and not offsets:
+        return None
+    ctx = Context(group_id, None, now_ms, config)
+    group = ctx.create_group()
+    group.offsets = offsets
+    if metadata is not None:
+        _restore(ctx, group, metadata)
+    return ctx.group
+
+
+def _restore(ctx: Context, group: ClassicGroup, value: dict) -> None:
+    group.generation = value["generation"]
+    group.protocol_type = value["protocol_type"] or None
+    group.protocol_name = value["protocol"]
+    group.state_timestamp = value["current_state_timestamp"]
+    for m in value["members"]:
+        member = Member(
+            m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], m["rebalance_timeout"],
+            m["session_timeout"], group.protocol_type or "", [(group.protocol_name or "", m["subscription"])],
+            m["assignment"],
+        )
+        group.add(member)
+        reschedule_heartbeat(ctx, group, member)
+    group.protocol_type = value["protocol_type"] or None
+    group.leader = value["leader"] if value["leader"] in group.members else next(iter(group.members), None)
+    group.persisted = {k: v for k, v in value.items() if k != "directory"}
+    directory = value.get("directory") or {}
+    group.directory = [directory.get("group_state"), directory.get("protocol_type")]
+    if group.members:
+        group.state = GroupState.STABLE
+        group.previous_state = GroupState.COMPLETING_REBALANCE
+    group.subscribed_topics = group.compute_subscribed_topics()
+    group.timers[OFFSETS_EXPIRATION] = next_retention_check(ctx.now_ms, ctx.config)
+    if len(group.members) > ctx.config.group_max_size:
+        prepare_rebalance(ctx, group)

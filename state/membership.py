@@ -1,0 +1,540 @@
+"""JoinGroup, SyncGroup, Heartbeat, LeaveGroup and the membership timers: Kafka's classic rebalance protocol.
+
+Follows the Java coordinator (`GroupMetadataManager.classicGroup*`); where Kafka's Scala and Java differ, the
+Java behaviour is taken and marked "Java:". Requests Kafka parks (JoinGroup until the join phase completes,
+SyncGroup until the leader's assignment) are kept on the member (`Member.join`/`Member.sync`) and answered when
+the group gets there, from whichever request or timer gets it there.
+"""
+
+from __future__ import annotations
+
+from state import server_assignment
+from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
+from state.context import Context
+from state.errors import (
+    FENCED_INSTANCE_ID,
+    GROUP_MAX_SIZE_REACHED,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_GROUP_ID,
+    INVALID_REQUEST,
+    INVALID_SESSION_TIMEOUT,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    UNSUPPORTED_ASSIGNOR,
+    CoordinatorError,
+)
+from state.group import ClassicGroup, GroupState, Member, Parked
+from state.records import group_record
+from state.timers import JOIN, SYNC, heartbeat_key
+from state.wire import Request, join_response, parked_join_response, simple_response, sync_response
+
+EMPTY = GroupState.EMPTY
+PREPARING = GroupState.PREPARING_REBALANCE
+COMPLETING = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+
+
+# -- JoinGroup ---------------------------------------------------------------------------------------------------
+
+def handle_join(ctx: Context, req: Request) -> None:
+    f = req.fields
+    member_id = f["member_id"]
+    if req.group_id == "":
+        return ctx.respond(join_response(req, INVALID_GROUP_ID, member_id=member_id))
+    session = f["session_timeout_ms"]
+    if not ctx.config.group_min_session_timeout_ms <= session <= ctx.config.group_max_session_timeout_ms:
+        return ctx.respond(join_response(req, INVALID_SESSION_TIMEOUT, member_id=member_id))
+    group = ctx.group
+    if group is None:
+        if member_id != "":
+            return ctx.respond(join_response(req, UNKNOWN_MEMBER_ID, member_id=member_id))
+        group = ctx.create_group()
+    if not _accept_joining_member(group, member_id, ctx.config.group_max_size):
+        # Kafka removes the refused member (or pending member) and does not rebalance for it.
+        group.remove(member_id)
+        group.timers.pop(heartbeat_key(member_id), None)
+        return ctx.respond(join_response(req, GROUP_MAX_SIZE_REACHED))
+    if member_id == "":
+        _join_new_member(ctx, group, req)
+    else:
+        _join_existing_member(ctx, group, req)
+
+
+def _accept_joining_member(group: ClassicGroup, member_id: str, max_size: int) -> bool:
+    """KIP-389: a full group still takes back its own members; pending members do not count."""
+    if group.state == EMPTY:
+        return True
+    member = group.members.get(member_id)
+    if group.state == PREPARING:
+        return (member is not None and member.join is not None) or group.num_awaiting_join() < max_size
+    return member is not None or len(group.members) < max_size
+
+
+def _join_new_member(ctx: Context, group: ClassicGroup, req: Request) -> None:
+    f = req.fields
+    if not group.supports_protocols(f["protocol_type"], f["protocols"]):
+        return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL))
+    instance = f["group_instance_id"]
+    new_id = group.next_member_id(instance if instance is not None else f["client_id"], req.request_id, ctx.now_ms)
+    if instance is not None:
+        existing = group.static_members.get(instance)
+        if existing is None:
+            _add_member_then_rebalance_or_complete(ctx, group, req, new_id)
+        else:
+            _replace_static_member_then_rebalance_or_complete(ctx, group, req, existing, new_id)
+    elif req.version >= 4:
+        # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
+        group.pending_members[new_id] = None
+        group.timers[heartbeat_key(new_id)] = ctx.now_ms + f["session_timeout_ms"]
+        ctx.respond(join_response(req, MEMBER_ID_REQUIRED, member_id=new_id))
+    else:
+        _add_member_then_rebalance_or_complete(ctx, group, req, new_id)
+
+
+def _join_existing_member(ctx: Context, group: ClassicGroup, req: Request) -> None:
+    f = req.fields
+    member_id = f["member_id"]
+    if not group.supports_protocols(f["protocol_type"], f["protocols"]):
+        return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+    if member_id in group.pending_members:
+        if f["group_instance_id"] is not None:
+            # Kafka never makes a static member pending; it throws here. We answer instead of failing.
+            return ctx.respond(join_response(req, INVALID_REQUEST, member_id=member_id))
+        return _add_member_then_rebalance_or_complete(ctx, group, req, member_id)
+    try:
+        group.validate_member(member_id, f["group_instance_id"])
+    except CoordinatorError as exc:
+        return ctx.respond(join_response(req, exc.code, member_id=member_id))
+    member = group.members[member_id]
+    if group.state == PREPARING:
+        _update_member_then_rebalance_or_complete(ctx, group, member, req)
+    elif group.state == COMPLETING:
+        if member.matches(f["protocols"]):
+            # The member lost the JoinGroup response: give it the current generation again.
+            ctx.respond(_current_generation_join_response(group, req, member_id,
+                                                          with_members=group.leader == member_id))
+        else:
+            _update_member_then_rebalance_or_complete(ctx, group, member, req)
+    elif group.state == STABLE:
+        if group.leader == member_id or not member.matches(f["protocols"]):
+            # A leader's JoinGroup always rebalances: it is how a leader asks for a new assignment.
+            _update_member_then_rebalance_or_complete(ctx, group, member, req)
+        else:
+            ctx.respond(_current_generation_join_response(group, req, member_id, with_members=False))
+    else:
+        ctx.respond(join_response(req, UNKNOWN_MEMBER_ID, member_id=member_id))
+
+
+def _current_generation_join_response(group: ClassicGroup, req: Request, member_id: str, *,
+                                      with_members: bool, leader: str | None = None,
+                                      skip_assignment: bool = False) -> dict:
+    return join_response(
+        req, NONE, generation=group.generation, protocol_type=group.protocol_type,
+        protocol_name=group.protocol_name, leader=(group.leader if leader is None else leader) or "",
+        skip_assignment=skip_assignment, member_id=member_id,
+        members=_members_metadata(group) if with_members else [],
+    )
+
+
+def _members_metadata(group: ClassicGroup) -> list[dict]:
+    return [
+        {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata(group.protocol_name)}
+        for m in group.members.values()
+    ]
+
+
+def _new_member(req: Request, member_id: str) -> Member:
+    f = req.fields
+    return Member(
+        member_id, f["group_instance_id"], f["client_id"], f["client_host"], f["rebalance_timeout_ms"],
+        f["session_timeout_ms"], f["protocol_type"], list(f["protocols"]),
+        join=Parked(req.request_id, req.version), is_new=True, topic_partitions=list(f["topic_partitions"]),
+    )
+
+
+def _update_member(member: Member, req: Request) -> None:
+    f = req.fields
+    member.protocols = list(f["protocols"])
+    member.rebalance_timeout_ms = f["rebalance_timeout_ms"]
+    member.session_timeout_ms = f["session_timeout_ms"]
+    member.topic_partitions = list(f["topic_partitions"])
+    member.join = Parked(req.request_id, req.version)
+
+
+def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: Request, member_id: str) -> None:
+    member = _new_member(req, member_id)
+    if group.state == PREPARING and group.previous_state == EMPTY:
+        # Java: any member added during a rebalance that started from Empty extends the initial delay
+        # (Scala only while generation == 0).
+        group.new_member_added = True
+    group.add(member)
+    # New members cannot heartbeat yet; they are cut after the new-member join timeout instead.
+    reschedule_heartbeat(ctx, group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+    _maybe_prepare_rebalance_or_complete_join(ctx, group)
+
+
+def _update_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, member: Member,
+                                              req: Request) -> None:
+    _update_member(member, req)
+    _maybe_prepare_rebalance_or_complete_join(ctx, group)
+
+
+def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: Request,
+                                                      old_id: str, new_id: str) -> None:
+    """KIP-345: a restarted static member takes over its old member id's place, assignment included."""
+    current_leader = group.leader
+    new = _replace_static_member(ctx, group, old_id, new_id)
+    # Re-armed with the old session timeout, before the request's timeouts are stored (as Kafka).
+    reschedule_heartbeat(ctx, group, new)
+    _update_member(new, req)
+    if group.state == STABLE:
+        if group.protocol_name == group.select_protocol():
+            # No rebalance: persist the new member id and answer at once at the current generation.
+            new.join = None
+            ctx.emit(group_record(group, persist=True))
+            skip = req.version >= 9
+            is_leader = group.leader == new_id
+            ctx.respond(_current_generation_join_response(
+                group, req, new_id, with_members=skip and is_leader,
+                leader=group.leader if skip else current_leader, skip_assignment=skip and is_leader,
+            ))
+        else:
+            prepare_rebalance(ctx, group)
+    elif group.state == COMPLETING:
+        prepare_rebalance(ctx, group)
+    else:
+        maybe_complete_join_phase(ctx, group)
+
+
+def _replace_static_member(ctx: Context, group: ClassicGroup, old_id: str, new_id: str) -> Member:
+    old = group.members.pop(old_id)
+    # Fence the old incarnation at once if it still waits for an answer.
+    if old.join is not None:
+        ctx.respond(parked_join_response(group.group_id, old.join.request_id, FENCED_INSTANCE_ID, member_id=old_id))
+    if old.sync is not None:
+        ctx.respond(sync_response(group.group_id, old.sync.request_id, FENCED_INSTANCE_ID))
+    group.timers.pop(heartbeat_key(old_id), None)
+    new = Member(new_id, old.group_instance_id, old.client_id, old.client_host, old.rebalance_timeout_ms,
+                 old.session_timeout_ms, old.protocol_type, old.protocols, old.assignment,
+                 topic_partitions=old.topic_partitions)
+    group.members[new_id] = new
+    if group.leader == old_id:
+        group.leader = new_id
+    group.static_members[new.group_instance_id] = new_id
+    if old_id in group.pending_sync:
+        del group.pending_sync[old_id]
+        group.pending_sync[new_id] = None
+    return new
+
+
+# -- the join phase ----------------------------------------------------------------------------------------------
+
+def _maybe_prepare_rebalance_or_complete_join(ctx: Context, group: ClassicGroup) -> None:
+    if group.can_rebalance():
+        prepare_rebalance(ctx, group)
+    else:
+        maybe_complete_join_phase(ctx, group)
+
+
+def prepare_rebalance(ctx: Context, group: ClassicGroup) -> None:
+    if group.state == COMPLETING:
+        _reset_and_propagate_assignment_with_error(ctx, group, REBALANCE_IN_PROGRESS)
+    group.pending_sync.clear()
+    group.timers.pop(SYNC, None)
+    initial = group.state == EMPTY
+    group.transition_to(PREPARING, ctx.now_ms)
+    if initial:
+        # KIP-134: hold the first rebalance of an Empty group so that more members can join it.
+        delay = ctx.config.group_initial_rebalance_delay_ms
+        group.new_member_added = False
+        group.initial_delay = (delay, max(group.rebalance_timeout_ms() - delay, 0))
+        group.timers[JOIN] = ctx.now_ms + delay
+    elif group.has_all_members_joined():
+        complete_join(ctx, group)
+    else:
+        group.initial_delay = None
+        group.timers[JOIN] = ctx.now_ms + group.rebalance_timeout_ms()
+
+
+def maybe_complete_join_phase(ctx: Context, group: ClassicGroup) -> None:
+    """Complete as soon as everyone re-joined, except during the initial delay, which is never cut short."""
+    if group.state == PREPARING and group.has_all_members_joined() and group.previous_state != EMPTY:
+        complete_join(ctx, group)
+
+
+def on_join_timer(ctx: Context, group: ClassicGroup) -> None:
+    del group.timers[JOIN]
+    if group.initial_delay is not None:
+        delay, remaining = group.initial_delay
+        if group.new_member_added and remaining != 0:
+            group.new_member_added = False
+            new_delay = min(ctx.config.group_initial_rebalance_delay_ms, remaining)
+            group.initial_delay = (new_delay, max(remaining - delay, 0))
+            group.timers[JOIN] = ctx.now_ms + new_delay
+            return
+    complete_join(ctx, group)
+
+
+def complete_join(ctx: Context, group: ClassicGroup) -> None:
+    """Kafka's completeClassicGroupJoin: drop dynamic members that did not re-join, start the next generation."""
+    group.timers.pop(JOIN, None)
+    group.initial_delay = None
+    for member in [m for m in group.members.values() if m.join is None and m.group_instance_id is None]:
+        group.remove(member.member_id)
+        group.timers.pop(heartbeat_key(member.member_id), None)
+    if not group.maybe_elect_new_joined_leader() and group.members:
+        # Only static members that did not re-join are left: wait another rebalance timeout for them.
+        group.timers[JOIN] = ctx.now_ms + group.rebalance_timeout_ms()
+        return
+    assignment: dict[str, str] | None = None
+    if group.members:
+        protocol = group.select_protocol()
+        if server_assignment.is_server_protocol(protocol):
+            assignment, error = server_assignment.compute(group, protocol)
+            if assignment is None:
+                _fail_members(ctx, group, UNSUPPORTED_ASSIGNOR, error)
+    group.generation += 1
+    group.pending_sync.clear()
+    if not group.members:
+        group.protocol_name = None
+        group.subscribed_topics = group.compute_subscribed_topics()
+        group.transition_to(EMPTY, ctx.now_ms)
+        ctx.emit(group_record(group, persist=True))
+        return
+    group.protocol_name = group.select_protocol()
+    group.subscribed_topics = group.compute_subscribed_topics()
+    group.transition_to(COMPLETING, ctx.now_ms)
+    if assignment is not None:
+        return _complete_with_server_assignment(ctx, group, assignment)
+    leader_members = _members_metadata(group)
+    for member in group.members.values():
+        if member.join is not None:
+            ctx.respond(parked_join_response(
+                group.group_id, member.join.request_id, NONE, generation=group.generation,
+                protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
+                member_id=member.member_id, members=leader_members if member.member_id == group.leader else [],
+            ))
+            member.join = None
+        reschedule_heartbeat(ctx, group, member)
+        member.is_new = False
+        group.pending_sync[member.member_id] = None
+    group.timers[SYNC] = ctx.now_ms + group.rebalance_timeout_ms()
+
+
+def _complete_with_server_assignment(ctx: Context, group: ClassicGroup, assignment: dict[str, str]) -> None:
+    """Our extension: the coordinator assigned, so the group is Stable at once and nobody needs to sync first."""
+    for member in group.members.values():
+        member.assignment = assignment.get(member.member_id, "")
+        if member.join is not None:
+            ctx.respond(parked_join_response(
+                group.group_id, member.join.request_id, NONE, generation=group.generation,
+                protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
+                skip_assignment=True, member_id=member.member_id,
+            ))
+            member.join = None
+        reschedule_heartbeat(ctx, group, member)
+        member.is_new = False
+    group.transition_to(STABLE, ctx.now_ms)
+    ctx.emit(group_record(group, persist=True))
+
+
+def _fail_members(ctx: Context, group: ClassicGroup, error: int, message: str) -> None:
+    """The server assignor could not run: answer every parked JoinGroup with the error and empty the group,
+    since no member can be given an assignment in this generation."""
+    for member in list(group.members.values()):
+        if member.join is not None:
+            response = parked_join_response(group.group_id, member.join.request_id, error,
+                                            member_id=member.member_id)
+            response["error_message"] = message
+            ctx.respond(response)
+            member.join = None
+        group.remove(member.member_id)
+        group.timers.pop(heartbeat_key(member.member_id), None)
+
+
+# -- SyncGroup ---------------------------------------------------------------------------------------------------
+
+def handle_sync(ctx: Context, req: Request) -> None:
+    f = req.fields
+    gid, rid = req.group_id, req.request_id
+    if gid == "":
+        return ctx.respond(sync_response(gid, rid, INVALID_GROUP_ID))
+    group = ctx.group
+    if group is None:
+        return ctx.respond(sync_response(gid, rid, UNKNOWN_MEMBER_ID))
+    member_id = f["member_id"]
+    try:
+        group.validate_member(member_id, f["group_instance_id"])
+        if f["generation_id"] != group.generation:
+            raise CoordinatorError(ILLEGAL_GENERATION)
+        if req.version >= 5 and (f["protocol_type"] is None or f["protocol_name"] is None):
+            raise CoordinatorError(INCONSISTENT_GROUP_PROTOCOL, "protocol_type and protocol_name are required")
+        if _inconsistent(f["protocol_type"], group.protocol_type) or _inconsistent(f["protocol_name"],
+                                                                                   group.protocol_name):
+            raise CoordinatorError(INCONSISTENT_GROUP_PROTOCOL)
+    except CoordinatorError as exc:
+        return ctx.respond(sync_response(gid, rid, exc.code))
+    member = group.members[member_id]
+    if group.state == PREPARING:
+        ctx.respond(sync_response(gid, rid, REBALANCE_IN_PROGRESS))
+    elif group.state == COMPLETING:
+        member.sync = Parked(rid, req.version)
+        _remove_pending_sync_member(group, member_id)
+        if group.leader == member_id:
+            assignments = dict(f["assignments"])
+            for m in group.members.values():
+                m.assignment = assignments.get(m.member_id, "")
+            _propagate_assignment(ctx, group, NONE)
+            group.transition_to(STABLE, ctx.now_ms)
+            ctx.emit(group_record(group, persist=True))
+    elif group.state == STABLE:
+        # Java does not reset the session timer here (Scala does).
+        _remove_pending_sync_member(group, member_id)
+        ctx.respond(sync_response(gid, rid, NONE, group.protocol_type, group.protocol_name, member.assignment))
+    else:
+        ctx.respond(sync_response(gid, rid, UNKNOWN_MEMBER_ID))
+
+
+def _inconsistent(requested: str | None, current: str | None) -> bool:
+    return requested is not None and current is not None and requested != current
+
+
+def _remove_pending_sync_member(group: ClassicGroup, member_id: str) -> None:
+    group.pending_sync.pop(member_id, None)
+    if not group.pending_sync:
+        group.timers.pop(SYNC, None)
+
+
+def _propagate_assignment(ctx: Context, group: ClassicGroup, error: int) -> None:
+    ok = error == NONE
+    for member in group.members.values():
+        if member.sync is not None:
+            ctx.respond(sync_response(
+                group.group_id, member.sync.request_id, error, group.protocol_type if ok else None,
+                group.protocol_name if ok else None, member.assignment,
+            ))
+            member.sync = None
+            # A member whose session ran out while it waited here was kept; it gets a fresh session now.
+            reschedule_heartbeat(ctx, group, member)
+
+
+def _reset_and_propagate_assignment_with_error(ctx: Context, group: ClassicGroup, error: int) -> None:
+    for member in group.members.values():
+        member.assignment = ""
+    _propagate_assignment(ctx, group, error)
+
+
+def on_sync_timer(ctx: Context, group: ClassicGroup) -> None:
+    """Members that did not sync within the rebalance timeout after the join phase are removed."""
+    del group.timers[SYNC]
+    if group.state in (COMPLETING, STABLE) and group.pending_sync:
+        for member_id in list(group.pending_sync):
+            _remove_member(ctx, group, member_id)
+        prepare_rebalance(ctx, group)
+
+
+# -- Heartbeat and session expiry --------------------------------------------------------------------------------
+
+def handle_heartbeat(ctx: Context, req: Request) -> None:
+    f = req.fields
+    if req.group_id == "":
+        return ctx.respond(simple_response(req, INVALID_GROUP_ID))
+    group = ctx.group
+    if group is None:
+        return ctx.respond(simple_response(req, UNKNOWN_MEMBER_ID))
+    try:
+        group.validate_member(f["member_id"], f["group_instance_id"])
+        if f["generation_id"] != group.generation:
+            raise CoordinatorError(ILLEGAL_GENERATION)
+    except CoordinatorError as exc:
+        return ctx.respond(simple_response(req, exc.code))
+    member = group.members[f["member_id"]]
+    if group.state == EMPTY:
+        return ctx.respond(simple_response(req, UNKNOWN_MEMBER_ID))
+    reschedule_heartbeat(ctx, group, member)
+    ctx.respond(simple_response(req, REBALANCE_IN_PROGRESS if group.state == PREPARING else NONE))
+
+
+def reschedule_heartbeat(ctx: Context, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
+    group.timers[heartbeat_key(member.member_id)] = ctx.now_ms + (
+        member.session_timeout_ms if timeout_ms is None else timeout_ms
+    )
+
+
+def on_heartbeat_timer(ctx: Context, group: ClassicGroup, member_id: str) -> None:
+    del group.timers[heartbeat_key(member_id)]
+    if member_id in group.pending_members:
+        group.remove(member_id)
+        # Java: an expiry completes even an initial rebalance when everyone left has joined.
+        if group.state == PREPARING and group.has_all_members_joined():
+            complete_join(ctx, group)
+        return
+    member = group.members.get(member_id)
+    if member is None:
+        return
+    # Members parked in JoinGroup or SyncGroup are waiting on the group, not failing; new members are not.
+    if not member.is_new and (member.join is not None or member.sync is not None):
+        return
+    _remove_member(ctx, group, member_id)
+    if group.state in (STABLE, COMPLETING):
+        prepare_rebalance(ctx, group)
+    elif group.state == PREPARING and group.has_all_members_joined():
+        complete_join(ctx, group)
+
+
+def _remove_member(ctx: Context, group: ClassicGroup, member_id: str) -> None:
+    """Remove a member, answering what it has parked with UNKNOWN_MEMBER_ID so that it re-joins if alive."""
+    member = group.members[member_id]
+    if member.join is not None:
+        ctx.respond(parked_join_response(group.group_id, member.join.request_id, UNKNOWN_MEMBER_ID))
+    if member.sync is not None:
+        ctx.respond(sync_response(group.group_id, member.sync.request_id, UNKNOWN_MEMBER_ID))
+    group.remove(member_id)
+    group.timers.pop(heartbeat_key(member_id), None)
+
+
+# -- LeaveGroup --------------------------------------------------------------------------------------------------
+
+def handle_leave(ctx: Context, req: Request) -> None:
+    if req.group_id == "":
+        return ctx.respond(simple_response(req, INVALID_GROUP_ID, members=[]))
+    group = ctx.group
+    results = []
+    removed_member = removed_pending = False
+    for entry in req["members"]:
+        member_id, instance = entry["member_id"], entry["group_instance_id"]
+        error = NONE
+        if group is None:
+            error = UNKNOWN_MEMBER_ID
+        elif member_id == "" and instance is not None:
+            # Admin removal of a static member by its instance id.
+            target = group.static_members.get(instance)
+            if target is None:
+                error = UNKNOWN_MEMBER_ID
+            else:
+                _remove_member(ctx, group, target)
+                removed_member = True
+        elif member_id in group.pending_members:
+            group.remove(member_id)
+            group.timers.pop(heartbeat_key(member_id), None)
+            removed_pending = True
+        else:
+            try:
+                group.validate_member(member_id, instance)
+                _remove_member(ctx, group, member_id)
+                removed_member = True
+            except CoordinatorError as exc:
+                error = exc.code
+        results.append({"member_id": member_id, "group_instance_id": instance, "error_code": error})
+    # Java: remove every leaving member first, then rebalance once.
+    if group is not None and removed_member and group.state in (STABLE, COMPLETING):
+        prepare_rebalance(ctx, group)
+    elif group is not None and (removed_member or removed_pending):
+        maybe_complete_join_phase(ctx, group)
+    if req.version <= 2:
+        ctx.respond(simple_response(req, results[0]["error_code"], members=[]))
+    else:
+        ctx.respond(simple_response(req, NONE, members=results))

@@ -1,0 +1,174 @@
+"""OffsetCommit, OffsetFetch, OffsetDelete and offset retention (KIP-211), after Kafka's OffsetMetadataManager.
+
+Handlers validate, then emit one offset record (or tombstone) per partition; the offsets map changes only when
+those records are replayed (`Context.emit`).
+"""
+
+from __future__ import annotations
+
+from state.context import Context
+from state.errors import (
+    GROUP_ID_NOT_FOUND,
+    GROUP_SUBSCRIBED_TO_TOPIC,
+    ILLEGAL_GENERATION,
+    INVALID_GROUP_ID,
+    NON_EMPTY_GROUP,
+    NONE,
+    OFFSET_METADATA_TOO_LARGE,
+    REBALANCE_IN_PROGRESS,
+    CoordinatorError,
+)
+from state.group import ClassicGroup, GroupState, OffsetValue
+from state.membership import reschedule_heartbeat
+from state.records import group_tombstone, offset_record, offset_tombstone
+from state.timers import OFFSETS_EXPIRATION, next_retention_check
+from state.wire import Request, simple_response
+
+
+def handle_commit(ctx: Context, req: Request) -> None:
+    f = req.fields
+    generation = f["generation_id"]
+    error = NONE
+    group = ctx.group
+    try:
+        if group is None:
+            if generation >= 0:
+                # Java: GROUP_ID_NOT_FOUND from v9 on, ILLEGAL_GENERATION before.
+                raise CoordinatorError(GROUP_ID_NOT_FOUND if req.version >= 9 else ILLEGAL_GENERATION)
+            # A commit without group management (admin tools, assign()) creates a "simple" group.
+            group = ctx.create_group()
+        else:
+            _validate_commit(group, f["member_id"], f["group_instance_id"], generation)
+    except CoordinatorError as exc:
+        error = exc.code
+    topics = []
+    for topic in f["topics"]:
+        partitions = []
+        for p in topic["partitions"]:
+            code = error
+            metadata = p["committed_metadata"] or ""
+            if code == NONE and _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
+                code = OFFSET_METADATA_TOO_LARGE
+            if code == NONE:
+                commit_ts = p["commit_timestamp"] if req.version == 1 and p["commit_timestamp"] >= 0 else ctx.now_ms
+                expire = f["retention_time_ms"]
+                ctx.emit(offset_record(ctx.group_id, topic["name"], p["partition_index"], OffsetValue(
+                    p["committed_offset"], p["committed_leader_epoch"], metadata, commit_ts,
+                    ctx.now_ms + expire if expire >= 0 else None,
+                )))
+            partitions.append({"partition_index": p["partition_index"], "error_code": code})
+        topics.append({"name": topic["name"], "partitions": partitions})
+    if error == NONE and group is not None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+        member = group.members.get(f["member_id"])
+        if member is not None:
+            reschedule_heartbeat(ctx, group, member)
+    ctx.respond(simple_response(req, error, topics=topics))
+
+
+def _java_length(text: str) -> int:
+    """Kafka compares String.length(): UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _validate_commit(group: ClassicGroup, member_id: str, instance: str | None, generation: int) -> None:
+    """ClassicGroup.validateOffsetCommit: an Empty group takes commits without a generation; otherwise the
+    member and its generation must be current, and not while the assignment is being handed out."""
+    if generation < 0 and group.state == GroupState.EMPTY:
+        return
+    group.validate_member(member_id, instance)
+    if generation != group.generation:
+        raise CoordinatorError(ILLEGAL_GENERATION)
+    if group.state == GroupState.COMPLETING_REBALANCE:
+        raise CoordinatorError(REBALANCE_IN_PROGRESS)
+
+
+def handle_fetch(ctx: Context, req: Request) -> None:
+    """Any state, no member checks (classic groups); unknown partitions answer offset -1."""
+    offsets = ctx.group.offsets if ctx.group is not None else {}
+    requested = req["topics"]
+    topics = []
+    if requested is None:
+        by_topic: dict[str, list] = {}
+        for (topic, partition), value in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append(_fetched(partition, value))
+        topics = [{"name": t, "partitions": parts} for t, parts in by_topic.items()]
+    else:
+        for topic in requested:
+            parts = [_fetched(p, offsets.get((topic["name"], p))) for p in topic["partition_indexes"]]
+            topics.append({"name": topic["name"], "partitions": parts})
+    ctx.respond(simple_response(req, NONE, topics=topics))
+
+
+def _fetched(partition: int, value: OffsetValue | None) -> dict:
+    if value is None:
+        return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                "error_code": NONE}
+    return {"partition_index": partition, "committed_offset": value.offset,
+            "committed_leader_epoch": value.leader_epoch, "metadata": value.metadata, "error_code": NONE}
+
+
+def handle_delete(ctx: Context, req: Request) -> None:
+    """KIP-496: offsets of topics a live consumer group still subscribes to are kept (86)."""
+    if req.group_id == "":
+        return ctx.respond(simple_response(req, INVALID_GROUP_ID, topics=[]))
+    group = ctx.group
+    if group is None:
+        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND, topics=[]))
+    live = group.state != GroupState.EMPTY
+    if live and group.protocol_type != "consumer":
+        return ctx.respond(simple_response(req, NON_EMPTY_GROUP, topics=[]))
+    topics = []
+    for topic in req["topics"]:
+        name = topic["name"]
+        partitions = []
+        for p in topic["partitions"]:
+            index = p["partition_index"]
+            if live and group.is_subscribed_to(name):
+                code = GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                code = NONE
+                if (name, index) in group.offsets:
+                    ctx.emit(offset_tombstone(ctx.group_id, name, index))
+            partitions.append({"partition_index": index, "error_code": code})
+        topics.append({"name": name, "partitions": partitions})
+    ctx.respond(simple_response(req, NONE, topics=topics))
+
+
+def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:
+    """The periodic retention check: tombstone expired offsets; an Empty group left without offsets is deleted
+    (Java always writes the group tombstone; Scala only for generation > 0)."""
+    group.timers[OFFSETS_EXPIRATION] = next_retention_check(ctx.now_ms, ctx.config)
+    condition = _expiration_base(group)
+    if condition is not None:
+        retention = ctx.config.offsets_retention_ms
+        for (topic, partition), value in sorted(group.offsets.items()):
+            if condition(topic) is False:
+                continue
+            base = value.commit_timestamp if condition(topic) is None else condition(topic)
+            expired = (ctx.now_ms >= value.expire_timestamp if value.expire_timestamp is not None
+                       else ctx.now_ms - base >= retention)
+            if expired:
+                ctx.emit(offset_tombstone(ctx.group_id, topic, partition))
+    if group.state == GroupState.EMPTY and not group.offsets:
+        delete_group(ctx, group)
+
+
+def _expiration_base(group: ClassicGroup):
+    """Kafka's offsetExpirationCondition as a function of the topic: False = not eligible, None = measure from
+    the commit timestamp, an int = measure from that time. None overall: nothing of this group expires."""
+    if not group.protocol_type:
+        return lambda topic: None
+    if group.state == GroupState.EMPTY:
+        since = group.state_timestamp if group.state_timestamp >= 0 else None
+        return lambda topic: since
+    if group.protocol_type == "consumer" and group.state == GroupState.STABLE and group.subscribed_topics is not None:
+        subscribed = set(group.subscribed_topics)
+        return lambda topic: False if topic in subscribed else None
+    return None
+
+
+def delete_group(ctx: Context, group: ClassicGroup) -> None:
+    """Tombstone every offset, then the group metadata: the group is gone (a later request sees none)."""
+    for topic, partition in sorted(group.offsets):
+        ctx.emit(offset_tombstone(ctx.group_id, topic, partition))
+    ctx.emit(group_tombstone(ctx.group_id))

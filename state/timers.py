@@ -1,0 +1,29 @@
+"""Timer keys and deadlines, as Kafka's CoordinatorTimer keys: one deadline per key, re-arming replaces it.
+
+All timers of a group live in `ClassicGroup.timers` (key -> deadline in ms); the shell is called back at the
+earliest one. A timer fires when now >= deadline (Java's MockCoordinatorTimer boundary).
+"""
+
+from __future__ import annotations
+
+from state.config import CoordinatorConfig
+
+JOIN = "join"
+"""The join phase: the initial-rebalance delay (KIP-134) or the rebalance timeout."""
+SYNC = "sync"
+"""The pending-sync timeout after a join phase completes."""
+OFFSETS_EXPIRATION = "offsets-expiration"
+"""The periodic offset retention check (KIP-211)."""
+HEARTBEAT_PREFIX = "heartbeat:"
+"""+ member id: the session timer of a member, or of a pending member (as Kafka, one key for both)."""
+
+
+def heartbeat_key(member_id: str) -> str:
+    return HEARTBEAT_PREFIX + member_id
+
+
+def next_retention_check(now_ms: int, config: CoordinatorConfig) -> int:
+    """Checks run at multiples of the interval (Kafka runs them every interval from coordinator start; aligning
+    them to the epoch gives every group the same schedule without knowing when the job started)."""
+    interval = max(config.offsets_retention_check_interval_ms, 1)
+    return (now_ms // interval + 1) * interval

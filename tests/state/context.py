@@ -1,0 +1,187 @@
+"""GroupContext: drive one group through `step_group` like Kafka's GroupMetadataManagerTestContext.
+
+Every step goes through the public contract (`state.batch.step_group` with JSON bytes), and checks on the way
+what must hold after any step: responses and records match their JSON Schemas, the step is deterministic
+(run twice, byte-identical), and the records written so far rebuild the group's durable state.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from state.batch import GroupStep, decode_state, step_group
+from state.config import CoordinatorConfig
+from state.group import ClassicGroup
+from state.load import load
+from tests.state.schemas import validate_record, validate_request, validate_response
+
+
+def subscription(*topics: str) -> str:
+    return base64.b64encode(encode_subscription(Subscription(tuple(topics)))).decode()
+
+
+def assignment(*pairs: tuple[str, tuple[int, ...]]) -> str:
+    return base64.b64encode(encode_assignment(Assignment(tuple(pairs)))).decode()
+
+
+def durable_view(group: ClassicGroup | None) -> tuple[Any, Any]:
+    """What the records topic must be able to give back: Kafka's group value as last persisted, and offsets."""
+    if group is None:
+        return None, {}
+    return group.persisted, {tp: (o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp)
+                             for tp, o in group.offsets.items()}
+
+
+class GroupContext:
+    def __init__(self, config: CoordinatorConfig | None = None, group_id: str = "g", now_ms: int = 0,
+                 check_replay: bool = True) -> None:
+        self.config = config or CoordinatorConfig()
+        self.group_id = group_id
+        self.now_ms = now_ms
+        self.state: bytes | None = None
+        self.records: list[tuple[bytes, bytes | None]] = []
+        self.last: GroupStep | None = None
+        self.check_replay = check_replay
+        self._next_request = 0
+
+    # -- driving -----------------------------------------------------------------------------------------------
+
+    def step(self, *requests: dict, valid: bool = True) -> list[dict]:
+        """Run the requests at `now_ms`; `valid=False` for requests that are meant to break the schema."""
+        if valid:
+            for request in requests:
+                validate_request(request)
+        raw = [json.dumps(r).encode() for r in requests]
+        result = step_group(self.group_id, self.state, raw, self.now_ms, self.config)
+        again = step_group(self.group_id, self.state, raw, self.now_ms, self.config)
+        assert again == result, "step_group is not deterministic"
+        for response in result.responses:
+            validate_response(json.loads(response))
+        for key, value in result.records:
+            validate_record(json.loads(key), None if value is None else json.loads(value))
+        self.state = result.state
+        self.records.extend(result.records)
+        self.last = result
+        if self.check_replay:
+            rebuilt = load(self.group_id, self.records, self.now_ms, self.config)
+            assert durable_view(rebuilt) == durable_view(self.group), "records do not rebuild the group"
+        return [json.loads(r) for r in result.responses]
+
+    def sleep(self, ms: int) -> list[dict]:
+        self.now_ms += ms
+        return self.step()
+
+    def request_id(self) -> str:
+        self._next_request += 1
+        return f"r{self._next_request}"
+
+    @property
+    def group(self) -> ClassicGroup | None:
+        return decode_state(self.state)
+
+    @property
+    def record_values(self) -> list[dict | None]:
+        """Records of the last step, decoded."""
+        assert self.last is not None
+        return [None if v is None else json.loads(v) for _, v in self.last.records]
+
+    # -- requests ----------------------------------------------------------------------------------------------
+
+    def join_request(self, member_id: str = "", *, instance: str | None = None, client_id: str = "client",
+                     protocols: list[tuple[str, str]] | None = None, protocol_type: str = "consumer",
+                     session: int = 10_000, rebalance: int = 30_000, version: int = 9, **extra: Any) -> dict:
+        req = {
+            "api": "JoinGroup", "api_version": version, "request_id": self.request_id(), "group_id": self.group_id,
+            "session_timeout_ms": session, "rebalance_timeout_ms": rebalance, "member_id": member_id,
+            "group_instance_id": instance, "protocol_type": protocol_type, "client_id": client_id,
+            "protocols": [{"name": n, "metadata": m} for n, m in (protocols or [("range", subscription("t"))])],
+        }
+        req.update(extra)
+        return req
+
+    def join(self, member_id: str = "", **kw: Any) -> list[dict]:
+        return self.step(self.join_request(member_id, **kw))
+
+    def sync_request(self, member_id: str, generation: int, assignments: dict[str, str] | None = None,
+                     instance: str | None = None, version: int = 5, protocol_name: str | None = "range") -> dict:
+        return {
+            "api": "SyncGroup", "api_version": version, "request_id": self.request_id(), "group_id": self.group_id,
+            "generation_id": generation, "member_id": member_id, "group_instance_id": instance,
+            "protocol_type": "consumer", "protocol_name": protocol_name,
+            "assignments": [{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
+        }
+
+    def sync(self, member_id: str, generation: int, assignments: dict[str, str] | None = None,
+             **kw: Any) -> list[dict]:
+        return self.step(self.sync_request(member_id, generation, assignments, **kw))
+
+    def heartbeat(self, member_id: str, generation: int, instance: str | None = None) -> list[dict]:
+        return self.step({"api": "Heartbeat", "request_id": self.request_id(), "group_id": self.group_id,
+                          "generation_id": generation, "member_id": member_id, "group_instance_id": instance})
+
+    def leave(self, *members: str | tuple[str, str | None]) -> list[dict]:
+        entries = [{"member_id": m, "group_instance_id": None} if isinstance(m, str)
+                   else {"member_id": m[0], "group_instance_id": m[1]} for m in members]
+        return self.step({"api": "LeaveGroup", "request_id": self.request_id(), "group_id": self.group_id,
+                          "members": entries})
+
+    def commit(self, offsets: dict[tuple[str, int], int], member_id: str = "", generation: int = -1,
+               metadata: str | None = None, version: int = 8, **extra: Any) -> list[dict]:
+        topics: dict[str, list] = {}
+        for (topic, partition), offset in offsets.items():
+            topics.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                                 "committed_metadata": metadata})
+        req = {"api": "OffsetCommit", "api_version": version, "request_id": self.request_id(),
+               "group_id": self.group_id, "generation_id_or_member_epoch": generation, "member_id": member_id,
+               "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
+        req.update(extra)
+        return self.step(req)
+
+    def fetch(self, topics: dict[str, list[int]] | None = None) -> dict:
+        (response,) = self.step({
+            "api": "OffsetFetch", "request_id": self.request_id(), "group_id": self.group_id,
+            "topics": None if topics is None else [{"name": t, "partition_indexes": p} for t, p in topics.items()],
+        })
+        return response
+
+    def committed(self) -> dict[tuple[str, int], int]:
+        return {(t["name"], p["partition_index"]): p["committed_offset"]
+                for t in self.fetch()["topics"] for p in t["partitions"]}
+
+    def describe(self) -> dict:
+        (response,) = self.step({"api": "DescribeGroups", "request_id": self.request_id(),
+                                 "group_id": self.group_id})
+        return response
+
+    # -- composite steps ---------------------------------------------------------------------------------------
+
+    def new_member(self, client_id: str = "client", **kw: Any) -> str:
+        """The KIP-394 handshake: join with "" and get MEMBER_ID_REQUIRED; returns the id to join with."""
+        (response,) = self.join(client_id=client_id, **kw)
+        assert response["error_code"] == 79, response
+        return response["member_id"]
+
+    def stable_group(self, n: int, **kw: Any) -> list[str]:
+        """n dynamic members joined and synced (the leader assigns nothing); returns their ids, leader first."""
+        ids = [self.new_member(client_id=f"c{i}", **kw) for i in range(n)]
+        for member_id in ids:
+            self.join(member_id, **kw)
+        responses = self.sleep(self.config.group_initial_rebalance_delay_ms)
+        while not responses:  # the initial delay is extended once per delay while members were added
+            responses = self.sleep(self.config.group_initial_rebalance_delay_ms)
+        assert {r["error_code"] for r in responses} == {0}, responses
+        generation = responses[0]["generation_id"]
+        leader = responses[0]["leader"]
+        ordered = [leader] + [m for m in ids if m != leader]
+        for member_id in ordered[1:]:
+            self.sync(member_id, generation)
+        self.sync(leader, generation, {m: assignment(("t", (i,))) for i, m in enumerate(ordered)})
+        assert self.group.state.value == "Stable"
+        return ordered
+
+
+def by_request(responses: list[dict]) -> dict[str, dict]:
+    return {r["request_id"]: r for r in responses}
