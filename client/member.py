@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 from assignors import consumer_protocol as cp
+from assignors import registry
 from assignors.api import Cluster, MemberSubscription
 from client import protocol
 from client.decisions import Action, Reaction, decide
@@ -116,9 +117,7 @@ def rebalance_protocol(strategies: Sequence[str]) -> str:
 def _protocols_of(name: str) -> tuple[str, ...]:
     if name.startswith(SERVER_ASSIGNOR_PREFIX):
         return ("EAGER",)
-    from assignors import registry
-
-    return tuple(registry.get(name).rebalance_protocols)
+    return tuple(registry.get(name, kind="client").rebalance_protocols)
 
 
 def compute_assignment(
@@ -126,8 +125,6 @@ def compute_assignment(
 ) -> tuple[dict[str, bytes], dict[str, int]]:
     """The leader's job: decode every member's subscription, run the chosen assignor, encode the result.
     Pure apart from `partition_counts`; returns (member_id -> assignment bytes, the counts it used)."""
-    from assignors import registry
-
     subscriptions = []
     for m in members:
         sub = cp.decode_subscription(protocol.unb64(str(m.get("metadata") or "")))
@@ -144,7 +141,7 @@ def compute_assignment(
         )
     topics = sorted({t for s in subscriptions for t in s.topics})
     counts = {t: n for t, n in partition_counts(topics).items() if n > 0}
-    result = registry.get(strategy).assign(Cluster(counts), subscriptions)
+    result = registry.get(strategy, kind="client").assign(Cluster(counts), subscriptions)
     encoded = {
         s.member_id: cp.encode_assignment(cp.Assignment(result.get(s.member_id, ()))) for s in subscriptions
     }
