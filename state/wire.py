@@ -356,7 +356,8 @@ def error_response(api: Any, request_id: str, group_id: Any, error: int, message
     """The answer to a request that could not be handled: the API's response shape with its defaults and the
     error code, plus `error_message` (our extension) saying what was wrong."""
     if api in API_VERSIONS:
-        req = Request(api, 0, request_id, group_id if isinstance(group_id, str) else "", {})
+        readable = isinstance(group_id, str) and api != "ListGroups"
+        req = Request(api, 0, request_id, group_id if readable else "", {})
         if api == "JoinGroup":
             out = join_response(req, error)
         elif api == "SyncGroup":
