@@ -97,13 +97,17 @@ class GroupContext:
             "api": "JoinGroup", "api_version": version, "request_id": self.request_id(), "group_id": self.group_id,
             "session_timeout_ms": session, "rebalance_timeout_ms": rebalance, "member_id": member_id,
             "group_instance_id": instance, "protocol_type": protocol_type, "client_id": client_id,
-            "protocols": [{"name": n, "metadata": m} for n, m in (protocols or [("range", subscription("t"))])],
+            "protocols": [{"name": n, "metadata": m} for n, m in (protocols if protocols is not None else [("range", subscription("t"))])],
         }
         req.update(extra)
         return req
 
     def join(self, member_id: str = "", **kw: Any) -> list[dict]:
         return self.step(self.join_request(member_id, **kw))
+
+    def join_all(self, *member_ids: str, **kw: Any) -> list[dict]:
+        """Several JoinGroups in one batch (one step_group call), as they arrive in one micro-batch."""
+        return self.step(*(self.join_request(m, **kw) for m in member_ids))
 
     def sync_request(self, member_id: str, generation: int, assignments: dict[str, str] | None = None,
                      instance: str | None = None, version: int = 5, protocol_name: str | None = "range") -> dict:
