@@ -142,7 +142,7 @@ def sticky_assign(
         for i, m in enumerate(ordered):
             subscribed[i, [index[t] for t in m.topics if t in index]] = True
         owner = general_assign(space, subscribed, owned)
-        transferring = transferring_from_claims(claims, owner) | (multi & (owner >= 0))
+        transferring = transferring_from_claims(claims, owned, owner)
     if cooperative:
         owner[transferring] = -1
     return build_assignment(space, owner, [m.member_id for m in ordered])

@@ -151,6 +151,7 @@ def general_assign(space: PartitionSpace, subscribed: np.ndarray, owned: np.ndar
     owner = owned.copy()
     held = np.flatnonzero(owner >= 0)
     owner[held[~subscribed[owner[held], topic_of[held]]]] = -1
+    kept = owner.copy()
     sizes = np.bincount(owner[owner >= 0], minlength=members).astype(np.int64)
 
     potential = subscribed.sum(axis=0)
@@ -167,15 +168,23 @@ def general_assign(space: PartitionSpace, subscribed: np.ndarray, owned: np.ndar
             segment[free] = receivers[np.lexsort((receivers, level))]
             sizes[takers] += alloc
 
-    _balance(space, subscribed, owner, sizes, topic_of)
+    _balance(space, subscribed, owner, kept, sizes, topic_of)
     return owner
 
 
 def _balance(
-    space: PartitionSpace, subscribed: np.ndarray, owner: np.ndarray, sizes: np.ndarray, topic_of: np.ndarray
+    space: PartitionSpace,
+    subscribed: np.ndarray,
+    owner: np.ndarray,
+    kept: np.ndarray,
+    sizes: np.ndarray,
+    topic_of: np.ndarray,
 ) -> None:
     """Step 3 of general_assign, in place. Topics with the same subscriber set form a class; each class keeps a lazy
-    min-heap of (size, member) over its subscribers, so finding the least loaded taker is O(log members)."""
+    min-heap of (size, member) over its subscribers, so finding the least loaded taker is O(log members).
+
+    A giver hands over partitions it was only just given (kept[p] != giver) before ones it owned, so a member
+    never revokes a partition while keeping a newly assigned one it could have given instead."""
     members, topics = subscribed.shape
     class_of_topic: dict[bytes, int] = {}
     class_topics: list[list[int]] = []
@@ -202,10 +211,17 @@ def _balance(
         heapq.heapify(heaps[k])
     held: dict[tuple[int, int], list[int]] = {}
 
+    fresh = np.zeros((members, topics), dtype=np.int64)
+    is_fresh = assigned & (kept != owner)
+    np.add.at(fresh, (owner[is_fresh], topic_of[is_fresh]), 1)
+
     def partitions_of(m: int, t: int) -> list[int]:
+        """m's partitions of t, owned ones first, so pop() gives away a fresh one while there is one."""
         if (m, t) not in held:
             lo = int(space.offsets[t])
-            held[(m, t)] = (np.flatnonzero(owner[lo : int(space.offsets[t + 1])] == m) + lo).tolist()
+            mine = np.flatnonzero(owner[lo : int(space.offsets[t + 1])] == m) + lo
+            old = kept[mine] == m
+            held[(m, t)] = mine[old].tolist() + mine[~old].tolist()
         return held[(m, t)]
 
     def least_loaded(k: int) -> tuple[int, int]:
@@ -241,11 +257,13 @@ def _balance(
             if best is None:
                 continue
             _, taker, k = best
-            topic = max(class_topics[k], key=lambda t: counts[giver, t])
+            topic = max(class_topics[k], key=lambda t: (fresh[giver, t], counts[giver, t]))
             partition = partitions_of(giver, topic).pop()
             owner[partition] = taker
             if (taker, topic) in held:
                 held[(taker, topic)].append(partition)
+            fresh[giver, topic] -= kept[partition] != giver
+            fresh[taker, topic] += kept[partition] != taker
             counts[giver, topic] -= 1
             counts[taker, topic] += 1
             sizes[giver] -= 1
@@ -255,14 +273,17 @@ def _balance(
             moved = True
 
 
-def transferring_from_claims(claims: Claims, owner: np.ndarray) -> np.ndarray:
-    """Java's computePartitionsTransferringOwnership for the general path: a partition newly given to a member
-    that some other member still lists as owned (whatever its generation) is transferring."""
+def transferring_from_claims(claims: Claims, owned: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Partitions that change hands on the general path, which cooperative-sticky must withhold for a round.
+
+    Java's computePartitionsTransferringOwnership counts a partition newly given to a member that another member
+    still lists as owned. We also count one the new owner lists too but does not rightfully own (`owned` is the
+    resolved owner): when a higher-generation claimant dropped the topic, Java hands the partition to the
+    lower-generation claimant at once while the other may still hold it."""
     total = owner.size
     if claims.partition.size == 0:
         return np.zeros(total, dtype=bool)
-    claimed = np.bincount(claims.partition, minlength=total) > 0
-    by_new_owner = np.bincount(
-        claims.partition, weights=(owner[claims.partition] == claims.member), minlength=total
+    by_someone_else = np.bincount(
+        claims.partition, weights=(owner[claims.partition] != claims.member), minlength=total
     ) > 0
-    return claimed & ~by_new_owner & (owner >= 0)
+    return by_someone_else & (owner >= 0) & (owned != owner)
