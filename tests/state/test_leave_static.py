@@ -1,0 +1,171 @@
+"""LeaveGroup and static membership (KIP-345, KIP-814), after Kafka's classic coordinator tests."""
+
+from __future__ import annotations
+
+from state.config import CoordinatorConfig
+from state.group import GroupState
+from tests.state.context import GroupContext, assignment, subscription
+
+NO_DELAY = CoordinatorConfig(group_initial_rebalance_delay_ms=0)
+
+
+def static_group(ctx: GroupContext, *instances: str, session: int = 60_000) -> dict[str, str]:
+    """Static members joined and synced; instance -> member id. The first instance leads."""
+    ctx.step(*(ctx.join_request(instance=i, session=session) for i in instances))
+    responses = ctx.sleep(0)
+    ids = {ctx.group.members[r["member_id"]].group_instance_id: r["member_id"] for r in responses}
+    leader = responses[0]["leader"]
+    for instance, member_id in ids.items():
+        if member_id != leader:
+            ctx.sync(member_id, 1, instance=instance)
+    leader_instance = ctx.group.members[leader].group_instance_id
+    ctx.sync(leader, 1, {m: assignment(("t", (n,))) for n, m in enumerate(ids.values())}, instance=leader_instance)
+    assert ctx.group.state == GroupState.STABLE
+    return ids
+
+
+class TestLeaveGroup:
+    def test_leave_from_stable_triggers_a_rebalance(self):
+        ctx = GroupContext()
+        a, b = ctx.stable_group(2)
+        (response,) = ctx.leave(b)
+        assert response["error_code"] == 0 and response["members"][0]["error_code"] == 0
+        assert ctx.group.state == GroupState.PREPARING_REBALANCE and b not in ctx.group.members
+
+    def test_batch_leave_removes_all_then_rebalances_once(self):
+        ctx = GroupContext()
+        a, b, c = ctx.stable_group(3)
+        (response,) = ctx.leave(b, c, "nobody")
+        assert [m["error_code"] for m in response["members"]] == [0, 0, 25]
+        assert ctx.group.state == GroupState.PREPARING_REBALANCE and list(ctx.group.members) == [a]
+
+    def test_leave_of_everyone_ends_empty(self):
+        ctx = GroupContext()
+        a, b = ctx.stable_group(2)
+        ctx.leave(a, b)
+        assert ctx.group.state == GroupState.EMPTY and ctx.group.generation == 2
+
+    def test_leave_of_unknown_group_answers_unknown_member_per_member(self):
+        ctx = GroupContext()
+        (response,) = ctx.leave("a", "b")
+        assert response["error_code"] == 0 and [m["error_code"] for m in response["members"]] == [25, 25]
+
+    def test_v0_reports_the_member_error_at_top_level(self):
+        ctx = GroupContext()
+        ctx.stable_group(1)
+        (response,) = ctx.step({"api": "LeaveGroup", "api_version": 0, "request_id": "x", "group_id": "g",
+                                "member_id": "nobody"})
+        assert response["error_code"] == 25 and response["members"] == []
+
+    def test_leave_of_a_pending_member(self):
+        ctx = GroupContext()
+        pending = ctx.new_member()
+        (response,) = ctx.leave(pending)
+        assert response["members"][0]["error_code"] == 0 and not ctx.group.pending_members
+
+    def test_leave_answers_the_leavers_parked_join(self):
+        ctx = GroupContext()
+        a, b = ctx.stable_group(2)
+        ctx.join(a)
+        responses = ctx.leave(a)
+        assert [(r["api"], r["error_code"]) for r in responses] == [("JoinGroup", 25), ("LeaveGroup", 0)]
+
+    def test_leave_in_preparing_rebalance_completes_the_join_when_the_rest_joined(self):
+        ctx = GroupContext()
+        a, b = ctx.stable_group(2)
+        ctx.join(a)
+        responses = ctx.leave(b)
+        assert [r["api"] for r in responses] == ["JoinGroup", "LeaveGroup"]
+        assert ctx.group.state == GroupState.COMPLETING_REBALANCE
+
+    def test_admin_removal_of_a_static_member_by_instance_id(self):
+        ctx = GroupContext(NO_DELAY)
+        ids = static_group(ctx, "i1", "i2")
+        (response,) = ctx.leave(("", "i2"), ("", "i9"))
+        assert [m["error_code"] for m in response["members"]] == [0, 25]
+        assert ids["i2"] not in ctx.group.members and "i2" not in ctx.group.static_members
+
+    def test_static_leave_with_wrong_member_id_is_fenced(self):
+        ctx = GroupContext(NO_DELAY)
+        static_group(ctx, "i1", "i2")
+        (response,) = ctx.leave(("not-i2", "i2"))
+        assert response["members"][0]["error_code"] == 82
+
+
+class TestStaticMembership:
+    def test_static_member_gets_no_member_id_required(self):
+        ctx = GroupContext()
+        assert ctx.join(instance="i1") == []
+        assert ctx.group.state == GroupState.PREPARING_REBALANCE
+
+    def test_static_follower_restart_in_stable_does_not_rebalance(self):
+        ctx = GroupContext(NO_DELAY)
+        ids = static_group(ctx, "i1", "i2")
+        (response,) = ctx.join(instance="i2", session=60_000)
+        new_id = response["member_id"]
+        assert response["error_code"] == 0 and new_id != ids["i2"] and new_id.startswith("i2-")
+        assert response["generation_id"] == 1 and response["members"] == [] and not response["skip_assignment"]
+        group = ctx.group
+        assert group.state == GroupState.STABLE and group.static_members["i2"] == new_id
+        assert group.members[new_id].assignment == assignment(("t", (1,)))
+        (record,) = ctx.record_values
+        assert new_id in [m["member_id"] for m in record["members"]]
+        (sync,) = ctx.sync(new_id, 1, instance="i2")
+        assert sync["assignment"] == assignment(("t", (1,)))
+        (old,) = ctx.heartbeat(ids["i2"], 1, instance="i2")
+        assert old["error_code"] == 82
+
+    def test_static_leader_restart_on_v9_skips_assignment(self):
+        ctx = GroupContext(NO_DELAY)
+        static_group(ctx, "i1", "i2")
+        (response,) = ctx.join(instance="i1", session=60_000, version=9)
+        assert response["skip_assignment"] and response["leader"] == response["member_id"]
+        assert len(response["members"]) == 2
+
+    def test_static_leader_restart_before_v9_is_told_the_old_leader(self):
+        ctx = GroupContext(NO_DELAY)
+        ids = static_group(ctx, "i1", "i2")
+        (response,) = ctx.join(instance="i1", session=60_000, version=8)
+        assert not response["skip_assignment"] and response["leader"] == ids["i1"]
+        assert response["members"] == []
+
+    def test_static_restart_that_changes_the_selected_protocol_rebalances(self):
+        ctx = GroupContext(NO_DELAY)
+        static_group(ctx, "i1")
+        md = subscription("t")
+        assert ctx.join(instance="i1", session=60_000, protocols=[("roundrobin", md), ("range", md)]) == []
+        assert ctx.group.state == GroupState.PREPARING_REBALANCE
+
+    def test_static_restart_while_parked_fences_the_old_join(self):
+        ctx = GroupContext(NO_DELAY)
+        ids = static_group(ctx, "i1", "i2")
+        ctx.join(ids["i2"], instance="i2", session=60_000, protocols=[("range", subscription("x"))])
+        responses = ctx.join(instance="i2", session=60_000, protocols=[("range", subscription("x"))])
+        fenced = [r for r in responses if r["error_code"] == 82]
+        assert fenced and fenced[0]["member_id"] == ids["i2"]
+
+    def test_known_member_id_with_another_instance_is_fenced(self):
+        ctx = GroupContext(NO_DELAY)
+        ids = static_group(ctx, "i1", "i2")
+        (response,) = ctx.join(ids["i1"], instance="i2", session=60_000)
+        assert response["error_code"] == 82
+
+    def test_unknown_instance_with_member_id_is_unknown(self):
+        ctx = GroupContext(NO_DELAY)
+        ids = static_group(ctx, "i1")
+        (response,) = ctx.join(ids["i1"], instance="i7", session=60_000)
+        assert response["error_code"] == 25
+
+    def test_static_members_are_removed_by_session_expiry(self):
+        ctx = GroupContext(NO_DELAY)
+        ids = static_group(ctx, "i1", "i2", session=10_000)
+        ctx.heartbeat(ids["i1"], 1, instance="i1")
+        ctx.sleep(10_000)
+        assert "i2" not in ctx.group.static_members
+
+    def test_static_restart_rearms_with_the_old_session_timeout(self):
+        ctx = GroupContext(NO_DELAY)
+        static_group(ctx, "i1", "i2", session=10_000)
+        (response,) = ctx.join(instance="i2", session=60_000)
+        assert ctx.group.timers[f"heartbeat:{response['member_id']}"] == ctx.now_ms + 10_000
+        assert ctx.group.members[response["member_id"]].session_timeout_ms == 60_000
