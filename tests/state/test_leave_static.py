@@ -133,8 +133,10 @@ class TestStaticMembership:
         ctx = GroupContext(NO_DELAY)
         static_group(ctx, "i1")
         md = subscription("t")
-        assert ctx.join(instance="i1", session=60_000, protocols=[("roundrobin", md), ("range", md)]) == []
-        assert ctx.group.state == GroupState.PREPARING_REBALANCE
+        (response,) = ctx.join(instance="i1", session=60_000, protocols=[("roundrobin", md), ("range", md)])
+        # it rebalanced, and as the only member it completed the join phase at once
+        assert response["generation_id"] == 2 and response["protocol_name"] == "roundrobin"
+        assert ctx.group.state == GroupState.COMPLETING_REBALANCE
 
     def test_static_restart_while_parked_fences_the_old_join(self):
         ctx = GroupContext(NO_DELAY)
