@@ -110,11 +110,12 @@ class GroupContext:
         return self.step(*(self.join_request(m, **kw) for m in member_ids))
 
     def sync_request(self, member_id: str, generation: int, assignments: dict[str, str] | None = None,
-                     instance: str | None = None, version: int = 5, protocol_name: str | None = "range") -> dict:
+                     instance: str | None = None, version: int = 5, protocol_name: str | None = "range",
+                     protocol_type: str | None = "consumer") -> dict:
         return {
             "api": "SyncGroup", "api_version": version, "request_id": self.request_id(), "group_id": self.group_id,
             "generation_id": generation, "member_id": member_id, "group_instance_id": instance,
-            "protocol_type": "consumer", "protocol_name": protocol_name,
+            "protocol_type": protocol_type, "protocol_name": protocol_name,
             "assignments": [{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
         }
 
@@ -180,9 +181,10 @@ class GroupContext:
         generation = responses[0]["generation_id"]
         leader = responses[0]["leader"]
         ordered = [leader] + [m for m in ids if m != leader]
+        protocol = {"protocol_type": kw.get("protocol_type", "consumer"), "protocol_name": responses[0]["protocol_name"]}
         for member_id in ordered[1:]:
-            self.sync(member_id, generation)
-        self.sync(leader, generation, {m: assignment(("t", (i,))) for i, m in enumerate(ordered)})
+            self.sync(member_id, generation, **protocol)
+        self.sync(leader, generation, {m: assignment(("t", (i,))) for i, m in enumerate(ordered)}, **protocol)
         assert self.group.state.value == "Stable"
         return ordered
 
