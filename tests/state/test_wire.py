@@ -1,0 +1,138 @@
+"""Bad input: malformed JSON, unknown APIs, missing or mistyped fields, oversized values, absurd timeouts.
+
+A request that cannot be handled gets an error response when its request_id can be read, otherwise a dead
+letter with the reason; either way the group state is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from state.batch import route, step_group
+from state.config import CoordinatorConfig
+from tests.state.context import GroupContext
+from tests.state.schemas import validate_response
+
+CONFIG = CoordinatorConfig()
+
+
+def stable_state() -> tuple[GroupContext, bytes]:
+    ctx = GroupContext()
+    ctx.stable_group(2)
+    return ctx, ctx.state
+
+
+@pytest.mark.parametrize(
+    "name, raw, reason_part",
+    [
+        ("malformed_json", b"{not json", "malformed JSON"),
+        ("not_an_object", b"[1,2]", "not a JSON object"),
+        ("not_utf8", b"\xff\xfe\x00", "malformed JSON"),
+        ("missing_request_id", b'{"api":"Heartbeat","group_id":"g"}', "request_id"),
+        ("numeric_request_id", b'{"api":"Heartbeat","group_id":"g","request_id":5}', "request_id"),
+        ("empty_bytes", b"", "malformed JSON"),
+    ],
+)
+def test_unanswerable_requests_are_dead_lettered_and_change_nothing(name, raw, reason_part):
+    ctx, state = stable_state()
+    result = step_group("g", state, [raw], ctx.now_ms, CONFIG)
+    assert result.responses == [] and result.records == []
+    assert len(result.dead_letters) == 1 and reason_part in result.dead_letters[0][1]
+    assert result.state == state
+
+
+@pytest.mark.parametrize(
+    "name, body, error",
+    [
+        ("unknown_api", {"api": "Produce"}, 42),
+        ("unsupported_version", {"api": "Heartbeat", "api_version": 5, "generation_id": 1, "member_id": "m"}, 35),
+        ("missing_field", {"api": "Heartbeat", "member_id": "m"}, 42),
+        ("mistyped_field", {"api": "Heartbeat", "generation_id": "1", "member_id": "m"}, 42),
+        ("boolean_is_not_an_integer", {"api": "Heartbeat", "generation_id": True, "member_id": "m"}, 42),
+        ("int32_overflow", {"api": "Heartbeat", "generation_id": 2**31, "member_id": "m"}, 42),
+        ("float_generation", {"api": "Heartbeat", "generation_id": 1.0, "member_id": "m"}, 42),
+        ("bad_base64", {"api": "JoinGroup", "member_id": "", "session_timeout_ms": 10000,
+                        "rebalance_timeout_ms": 1, "protocol_type": "consumer",
+                        "protocols": [{"name": "range", "metadata": "***"}]}, 42),
+        ("oversized_metadata", {"api": "JoinGroup", "member_id": "", "session_timeout_ms": 10000,
+                                "rebalance_timeout_ms": 1, "protocol_type": "consumer",
+                                "protocols": [{"name": "range", "metadata": "A" * 2_000_000}]}, 42),
+        ("absurd_session_timeout", {"api": "JoinGroup", "member_id": "", "session_timeout_ms": -5,
+                                    "rebalance_timeout_ms": 1, "protocol_type": "consumer", "protocols": []}, 26),
+        ("negative_rebalance_timeout", {"api": "JoinGroup", "member_id": "", "session_timeout_ms": 10000,
+                                        "rebalance_timeout_ms": -1, "protocol_type": "consumer",
+                                        "protocols": []}, 42),
+        ("huge_string", {"api": "Heartbeat", "generation_id": 1, "member_id": "m" * 40_000}, 42),
+        ("lone_surrogate", {"api": "Heartbeat", "generation_id": 1, "member_id": "\ud800"}, 42),
+        ("nested_garbage", {"api": "OffsetCommit", "topics": [{"name": "t", "partitions": [7]}]}, 42),
+        ("leave_v3_without_members", {"api": "LeaveGroup", "api_version": 3}, 42),
+        ("fetch_v1_all_topics", {"api": "OffsetFetch", "api_version": 1, "topics": None}, 42),
+    ],
+)
+def test_bad_requests_get_an_error_response_and_change_nothing(name, body, error):
+    ctx, state = stable_state()
+    raw = json.dumps({"request_id": "bad", "group_id": "g", **body}).encode()
+    result = step_group("g", state, [raw], ctx.now_ms, CONFIG)
+    (response,) = [json.loads(r) for r in result.responses]
+    validate_response(response)
+    assert response["error_code"] == error and response["request_id"] == "bad"
+    assert result.records == [] and result.dead_letters == []
+    assert result.state == state
+
+
+def test_a_bad_request_does_not_stop_the_rest_of_the_batch():
+    ctx, state = stable_state()
+    a, b = list(ctx.group.members)
+    good = json.dumps({"api": "Heartbeat", "request_id": "ok", "group_id": "g", "generation_id": 1,
+                       "member_id": a}).encode()
+    result = step_group("g", state, [b"{", good], ctx.now_ms, CONFIG)
+    assert [json.loads(r)["request_id"] for r in result.responses] == ["ok"]
+    assert result.dead_letters[0][0] == 0
+
+
+def test_request_for_another_group_is_refused():
+    ctx, state = stable_state()
+    raw = json.dumps({"api": "DescribeGroups", "request_id": "x", "group_id": "other"}).encode()
+    (response,) = step_group("g", state, [raw], ctx.now_ms, CONFIG).responses
+    assert json.loads(response)["error_code"] == 42
+
+
+def test_unreadable_stored_state_is_kept_and_requests_dead_lettered():
+    result = step_group("g", b"garbage", [b'{"api":"DescribeGroups","request_id":"x","group_id":"g"}'], 0, CONFIG)
+    assert result.state == b"garbage" and len(result.dead_letters) == 1 and result.responses == []
+
+
+def test_stored_state_from_a_future_schema_version_is_not_misread():
+    result = step_group("g", b'{"v":99,"group":{}}', [], 0, CONFIG)
+    assert result.state == b'{"v":99,"group":{}}'
+
+
+class TestRoute:
+    def test_group_request_goes_to_its_group(self):
+        r = route(b"g", b'{"api":"Heartbeat","request_id":"x","group_id":"g"}')
+        assert r.kind == "group" and r.group_id == "g"
+
+    def test_empty_group_id_still_goes_to_the_group_which_answers_24(self):
+        assert route(b"", b'{"api":"JoinGroup","request_id":"x","group_id":""}').group_id == ""
+
+    @pytest.mark.parametrize(
+        "raw, has_response, code",
+        [
+            (b"{oops", False, None),
+            (b'{"api":"Heartbeat","group_id":"g"}', False, None),
+            (b'{"api":"Produce","request_id":"x","group_id":"g"}', True, 42),
+            (b'{"api":"Heartbeat","request_id":"x"}', True, 24),
+            (b'{"api":"Heartbeat","request_id":"x","group_id":7}', True, 24),
+            (None, False, None),
+        ],
+    )
+    def test_rejects(self, raw, has_response, code):
+        r = route(b"k", raw)
+        assert r.kind == "reject" and r.reason and r.reply_key == b"k"
+        assert (r.response is not None) == has_response
+        if has_response:
+            response = json.loads(r.response)
+            validate_response(response)
+            assert response["error_code"] == code and response["request_id"] == "x"
