@@ -28,7 +28,7 @@ def compute(group: ClassicGroup, protocol: str) -> tuple[dict[str, str] | None, 
     try:
         from assignors import registry  # lazily: the assignors package is optional for everything else
 
-        assignor = registry.get(name)
+        assignor = registry.get(name, kind="server")
     except Exception as exc:  # noqa: BLE001 - any failure to find the assignor is reported, not raised
         return None, f"server assignor {name!r} is not available: {exc}"
     members = []
