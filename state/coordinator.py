@@ -16,13 +16,14 @@ from state.wire import Request, simple_response
 
 def fire_timers(ctx: Context) -> None:
     """Fire every timer due at `now_ms`, earliest deadline first (ties by key), each with its own logic.
-    A late call therefore replays the expiries in the order they would have happened."""
+    A late call therefore replays the expiries in the order they would have happened. Ends with a directory
+    sync, which also records the state a group was loaded in (`load_group` writes no records)."""
     while ctx.group is not None:
         group = ctx.group
         due = min(((deadline, key) for key, deadline in group.timers.items() if deadline <= ctx.now_ms),
                   default=None)
         if due is None:
-            return
+            break
         key = due[1]
         if key == JOIN:
             membership.on_join_timer(ctx, group)
@@ -35,6 +36,7 @@ def fire_timers(ctx: Context) -> None:
         else:
             del group.timers[key]
         sync_directory(ctx)
+    sync_directory(ctx)
 
 
 def handle(ctx: Context, req: Request) -> None:
