@@ -1,0 +1,1 @@
+"""Deployment: spark-submit launchers, a standalone-cluster recipe, Kubernetes manifests and recovery drills."""
