@@ -11,6 +11,7 @@ where it constructs the consumer.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any, Iterable, Mapping
 
@@ -19,7 +20,7 @@ from kafka.consumer.fetcher import ConsumerRecord
 from kafka.structs import OffsetAndMetadata
 
 from client.errors import GroupError
-from client.member import GroupMember, MemberConfig, NoOpListener, RebalanceListener
+from client.member import GroupMember, MemberConfig, MemberState, NoOpListener, RebalanceListener
 from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, KafkaTransport, Transport
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,13 @@ class GroupConsumer:
             auto_offset_reset=auto_offset_reset,
             **config,
         )
+        # Partition counts for the member, on their own connection: the member's join round runs on another
+        # thread than the application's fetching, and KafkaConsumer is not thread-safe.
+        self._metadata = KafkaConsumer(
+            bootstrap_servers=bootstrap_servers, client_id=f"{member_opts['client_id']}-metadata", group_id=None,
+            enable_auto_commit=False, **config,
+        )
+        self._metadata_lock = threading.Lock()
         self._owns_transport = transport is None
         self._transport: Transport = transport or KafkaTransport(
             bootstrap_servers, control_topic, response_topic, client_id=f"{member_opts['client_id']}-coordinator"
@@ -113,7 +121,7 @@ class GroupConsumer:
         """Take part in the group (re-joining if it rebalances, running callbacks), auto-commit when due,
         then fetch from the assigned partitions."""
         start = time.monotonic()
-        self._member.poll()
+        self._member.poll(timeout_ms / 1000)
         self._maybe_auto_commit()
         remaining = max(0, int(timeout_ms - (time.monotonic() - start) * 1000))
         if not self._consumer.assignment():
@@ -153,14 +161,16 @@ class GroupConsumer:
             self._member.close()
         finally:
             self._consumer.close(autocommit=False)
+            self._metadata.close()
             if self._owns_transport:
                 self._transport.close()
 
     # -- the glue ---------------------------------------------------------------------------------------
 
     def _partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
-        self._consumer.topics()  # one metadata refresh, so a topic that grew is seen
-        return {t: len(self._consumer.partitions_for_topic(t) or ()) for t in topics}
+        with self._metadata_lock:
+            self._metadata.topics()  # one metadata refresh, so a topic that grew is seen
+            return {t: len(self._metadata.partitions_for_topic(t) or ()) for t in topics}
 
     def _positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self._consumer.position(tp) for tp in partitions}
@@ -168,6 +178,8 @@ class GroupConsumer:
     def _maybe_auto_commit(self) -> None:
         if not self._auto_commit or time.monotonic() < self._next_auto_commit:
             return
+        if self._member.state is not MemberState.STABLE:
+            return  # never between JoinGroup and SyncGroup: the coordinator would answer 27 (Kafka skips it too)
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval_s
         self._commit_quietly(self._consumer.assignment())
 

@@ -17,6 +17,8 @@ import enum
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
@@ -175,6 +177,8 @@ class GroupMember:
         self._last_metadata_check = 0.0
         self._last_heartbeat_ok = time.monotonic()
         self._closing = threading.Event()
+        self._rounds = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{config.client_id}-join")
+        self._round: Future[tuple[Generation, frozenset[TopicPartition]] | None] | None = None
         self._heartbeat_thread = threading.Thread(
             target=self._heartbeat_loop, name=f"{config.client_id}-heartbeat", daemon=True
         )
@@ -216,9 +220,11 @@ class GroupMember:
                 self._rejoin_needed = True
 
     def poll(self, timeout_s: float | None = None) -> bool:
-        """Take part in the group: (re-)join if needed, running the rebalance callbacks on this thread.
-        Returns True once the member is Stable with a current assignment. Raises FencedInstanceError after
-        fencing and GroupError for configuration errors (bad protocol, session timeout, group id)."""
+        """Take part in the group: start a (re-)join when needed and finish it, running the rebalance callbacks
+        on this thread. The JoinGroup/SyncGroup exchange runs in the background, as Kafka's join future does,
+        so `poll` returns False when `timeout_s` passes mid-rebalance (a cooperative member keeps consuming
+        what it owns meanwhile). Returns True once the member is Stable with a current assignment. Raises
+        FencedInstanceError after fencing, GroupError for configuration errors (protocol, session timeout)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             with self._lock:
@@ -227,19 +233,28 @@ class GroupMember:
                 if self._state is MemberState.CLOSED:
                     raise GroupError(for_code(-1), "poll", "member is closed")
                 need = self._rejoin_needed or self._state is not MemberState.STABLE
+            if self._round is not None:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    outcome = self._round.result(timeout=remaining)
+                except FutureTimeout:
+                    return False
+                self._round = None
+                if outcome is not None:
+                    self._on_join_complete(*outcome)
+                continue
             if not need:
                 self._maybe_check_partition_counts()
                 with self._lock:
                     if not self._rejoin_needed:
                         return True
+                continue
             if not self._topics:
                 return False
-            self._join_and_sync()
+            self._on_join_prepare()
             with self._lock:
-                if self._state is MemberState.STABLE and not self._rejoin_needed:
-                    return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
+                self._state = MemberState.REBALANCING
+            self._round = self._rounds.submit(self._join_round)
 
     def commit(self, offsets: protocol.Offsets, timeout_s: float | None = None) -> None:
         """Commit with this member's generation (Kafka's commitSync). Raises CommitFailedError when the
@@ -300,6 +315,7 @@ class GroupMember:
             self._state = MemberState.CLOSED
         self._closing.set()
         self._heartbeat_thread.join(timeout=5)
+        self._rounds.shutdown(wait=False, cancel_futures=True)
         if owned:
             if gen.generation_id >= 0 and self._fatal is None:
                 self._listener.on_partitions_revoked(set(owned))
@@ -320,63 +336,72 @@ class GroupMember:
 
     # -- the join protocol --------------------------------------------------------------------------------
 
-    def _join_and_sync(self) -> None:
-        """One JoinGroup + SyncGroup round (Kafka's joinGroupIfNeeded), retried per the decision table."""
+    def _join_round(self) -> tuple[Generation, frozenset[TopicPartition]] | None:
+        """JoinGroup then SyncGroup, retried per the decision table (Kafka's joinGroupIfNeeded), on the round
+        thread: no callbacks here. Returns the new generation and assignment, or None when `poll` must
+        prepare again first (the generation was reset, so owned partitions are now lost) or stop."""
         while True:
-            self._on_join_prepare()
             with self._lock:
                 if self._fatal is not None or self._state is MemberState.CLOSED:
-                    return
+                    return None
                 gen = self._generation
-                self._state = MemberState.REBALANCING
-            join = self._request(self._join_request(gen), timeout_ms=self.config.rebalance_timeout_ms + 5000)
-            code = join.get("error_code", 0)
-            reaction = decide("JoinGroup", code)
-            if code == 79:  # MEMBER_ID_REQUIRED: the answer carries the id to join with
-                with self._lock:
-                    self._generation = Generation(-1, str(join.get("member_id") or ""))
+            try:
+                outcome = self._join_and_sync_once(gen)
+            except RequestTimeoutError:
+                log.info("%s: coordinator did not answer, joining again", self.config.group_id)
+                time.sleep(self.config.retry_backoff_ms / 1000)
                 continue
-            if reaction.action is not Action.PROCEED:
-                if self._apply(reaction, gen, "JoinGroup", code):
-                    continue
-                return
-            new_gen = Generation(
-                int(join["generation_id"]), str(join["member_id"]), join.get("protocol_name")
-            )
-            leader = join.get("leader") == new_gen.member_id
+            if outcome != "retry":
+                return outcome  # type: ignore[return-value]
             with self._lock:
-                self._generation = new_gen
-                self._is_leader = leader
-            assignments: dict[str, bytes] = {}
-            if leader and not join.get("skip_assignment"):
-                strategy = str(new_gen.protocol_name)
-                if strategy.startswith(SERVER_ASSIGNOR_PREFIX):
-                    raise GroupError(for_code(23), "JoinGroup", f"coordinator did not assign for {strategy}")
-                assignments, counts = compute_assignment(strategy, join.get("members") or [], self._partition_counts)
+                if self._owned and self._generation.generation_id < 0:
+                    return None
+
+    def _join_and_sync_once(self, gen: Generation) -> tuple[Generation, frozenset[TopicPartition]] | None | str:
+        join = self._request(self._join_request(gen), timeout_ms=self.config.rebalance_timeout_ms + 5000)
+        code = join.get("error_code", 0)
+        if code == 79:  # MEMBER_ID_REQUIRED: the answer carries the id to join with
+            with self._lock:
+                self._generation = Generation(-1, str(join.get("member_id") or ""))
+            return "retry"
+        reaction = decide("JoinGroup", code)
+        if reaction.action is not Action.PROCEED:
+            return "retry" if self._apply(reaction, gen, "JoinGroup", code) else None
+        new_gen = Generation(int(join["generation_id"]), str(join["member_id"]), join.get("protocol_name"))
+        leader = join.get("leader") == new_gen.member_id
+        with self._lock:
+            self._generation = new_gen
+            self._is_leader = leader
+        assignments: dict[str, bytes] = {}
+        if leader and not join.get("skip_assignment"):
+            strategy = str(new_gen.protocol_name)
+            if strategy.startswith(SERVER_ASSIGNOR_PREFIX):
                 with self._lock:
-                    self._assigned_counts = counts
-            elif leader:
-                with self._lock:
-                    self._assigned_counts = dict(self._partition_counts(self._topics))
-            sync = self._request(
-                protocol.sync_group(
-                    self.config.group_id,
-                    new_gen.generation_id,
-                    new_gen.member_id,
-                    self.config.group_instance_id,
-                    str(new_gen.protocol_name),
-                    assignments,
-                )
+                    self._fatal = GroupError(for_code(23), "JoinGroup", f"coordinator did not assign for {strategy}")
+                return None
+            assignments, counts = compute_assignment(strategy, join.get("members") or [], self._partition_counts)
+            with self._lock:
+                self._assigned_counts = counts
+        elif leader:
+            counts = {t: n for t, n in self._partition_counts(self._topics).items() if n > 0}
+            with self._lock:
+                self._assigned_counts = counts
+        sync = self._request(
+            protocol.sync_group(
+                self.config.group_id,
+                new_gen.generation_id,
+                new_gen.member_id,
+                self.config.group_instance_id,
+                str(new_gen.protocol_name),
+                assignments,
             )
-            code = sync.get("error_code", 0)
-            reaction = decide("SyncGroup", code)
-            if reaction.action is not Action.PROCEED:
-                if self._apply(reaction, new_gen, "SyncGroup", code):
-                    continue
-                return
-            assignment = cp.decode_assignment(protocol.unb64(sync.get("assignment")))
-            self._on_join_complete(new_gen, frozenset(assignment.partitions()))
-            return
+        )
+        code = sync.get("error_code", 0)
+        reaction = decide("SyncGroup", code)
+        if reaction.action is not Action.PROCEED:
+            return "retry" if self._apply(reaction, new_gen, "SyncGroup", code) else None
+        assignment = cp.decode_assignment(protocol.unb64(sync.get("assignment")))
+        return new_gen, frozenset(assignment.partitions())
 
     def _join_request(self, gen: Generation) -> protocol.Json:
         with self._lock:
