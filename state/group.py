@@ -137,6 +137,10 @@ class ClassicGroup:
     """The Kafka part of the last group metadata record written (what a load rebuilds from)."""
     directory: list | None = None
     """[state, protocol_type] of the last group metadata record written: a new record when it changes."""
+    supported_protocols: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    """Derived, not stored: how many members offer each protocol name (Kafka keeps the same counts)."""
+    awaiting_join: int = field(default=0, repr=False, compare=False)
+    """Derived, not stored: members with a parked JoinGroup. Both counters keep large joins linear."""
 
     # -- state machine -------------------------------------------------------------------------------------
 
@@ -160,7 +164,7 @@ class ClassicGroup:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def num_awaiting_join(self) -> int:
-        return sum(1 for m in self.members.values() if m.join is not None)
+        return self.awaiting_join
 
     def has_all_members_joined(self) -> bool:
         return self.num_awaiting_join() == len(self.members) and not self.pending_members
@@ -169,6 +173,7 @@ class ClassicGroup:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        self._count(member, 1)
         if self.leader is None:
             self.leader = member.member_id
         if member.group_instance_id is not None:
@@ -182,11 +187,28 @@ class ClassicGroup:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
+        self._count(member, -1)
         if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
             del self.static_members[member.group_instance_id]
         if self.leader == member_id:
             self.leader = next(iter(self.members), None)
         return member
+
+    def set_join(self, member: Member, parked: Parked | None) -> None:
+        """Park (or clear) a member's JoinGroup; the only way `Member.join` changes for a member of the group."""
+        self.awaiting_join += (parked is not None) - (member.join is not None)
+        member.join = parked
+
+    def set_protocols(self, member: Member, protocols: list[tuple[str, str]]) -> None:
+        self._count(member, -1)
+        member.protocols = protocols
+        self._count(member, 1)
+
+    def _count(self, member: Member, delta: int) -> None:
+        for name, _ in member.protocols:
+            self.supported_protocols[name] = self.supported_protocols.get(name, 0) + delta
+        if member.join is not None:
+            self.awaiting_join += delta
 
     def validate_member(self, member_id: str, group_instance_id: str | None) -> None:
         """Kafka's `validateMember`: an instance id must map to this member id; else the id must be a member."""
@@ -205,19 +227,11 @@ class ClassicGroup:
         if self.protocol_type != protocol_type:
             return False
         n = len(self.members)
-        return any(self._support_count(name) == n for name, _ in protocols)
-
-    def _support_count(self, name: str) -> int:
-        return sum(1 for m in self.members.values() if any(p == name for p, _ in m.protocols))
+        return any(self.supported_protocols.get(name, 0) == n for name, _ in protocols)
 
     def candidate_protocols(self) -> set[str]:
-        members = list(self.members.values())
-        if not members:
-            return set()
-        common = {name for name, _ in members[0].protocols}
-        for m in members[1:]:
-            common &= {name for name, _ in m.protocols}
-        return common
+        n = len(self.members)
+        return {name for name, count in self.supported_protocols.items() if count == n and n > 0}
 
     def select_protocol(self) -> str:
         """Each member votes for its most preferred common protocol; most votes wins. Kafka leaves ties open;
@@ -303,6 +317,7 @@ class ClassicGroup:
         for md in d["members"]:
             m = Member.from_doc(md)
             g.members[m.member_id] = m
+            g._count(m, 1)
             if m.group_instance_id is not None:
                 g.static_members[m.group_instance_id] = m.member_id
         g.pending_members = dict.fromkeys(d["pending_members"])

@@ -155,13 +155,13 @@ def _new_member(req: Request, member_id: str) -> Member:
     )
 
 
-def _update_member(member: Member, req: Request) -> None:
+def _update_member(group: ClassicGroup, member: Member, req: Request) -> None:
     f = req.fields
-    member.protocols = list(f["protocols"])
+    group.set_protocols(member, list(f["protocols"]))
     member.rebalance_timeout_ms = f["rebalance_timeout_ms"]
     member.session_timeout_ms = f["session_timeout_ms"]
     member.topic_partitions = list(f["topic_partitions"])
-    member.join = Parked(req.request_id, req.version)
+    group.set_join(member, Parked(req.request_id, req.version))
 
 
 def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: Request, member_id: str) -> None:
@@ -178,7 +178,7 @@ def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, re
 
 def _update_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, member: Member,
                                               req: Request) -> None:
-    _update_member(member, req)
+    _update_member(group, member, req)
     _maybe_prepare_rebalance_or_complete_join(ctx, group)
 
 
@@ -189,11 +189,11 @@ def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: Class
     new = _replace_static_member(ctx, group, old_id, new_id)
     # Re-armed with the old session timeout, before the request's timeouts are stored (as Kafka).
     reschedule_heartbeat(ctx, group, new)
-    _update_member(new, req)
+    _update_member(group, new, req)
     if group.state == STABLE:
         if group.protocol_name == group.select_protocol():
             # No rebalance: persist the new member id and answer at once at the current generation.
-            new.join = None
+            group.set_join(new, None)
             ctx.emit(group_record(group, persist=True))
             skip = req.version >= 9
             is_leader = group.leader == new_id
@@ -210,22 +210,22 @@ def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: Class
 
 
 def _replace_static_member(ctx: Context, group: ClassicGroup, old_id: str, new_id: str) -> Member:
-    old = group.members.pop(old_id)
+    old = group.members[old_id]
     # Fence the old incarnation at once if it still waits for an answer.
     if old.join is not None:
         ctx.respond(parked_join_response(group.group_id, old.join.request_id, FENCED_INSTANCE_ID, member_id=old_id))
     if old.sync is not None:
         ctx.respond(sync_response(group.group_id, old.sync.request_id, FENCED_INSTANCE_ID))
+    was_leader, was_pending_sync = group.leader == old_id, old_id in group.pending_sync
+    group.remove(old_id)
     group.timers.pop(heartbeat_key(old_id), None)
     new = Member(new_id, old.group_instance_id, old.client_id, old.client_host, old.rebalance_timeout_ms,
                  old.session_timeout_ms, old.protocol_type, old.protocols, old.assignment,
                  topic_partitions=old.topic_partitions)
-    group.members[new_id] = new
-    if group.leader == old_id:
+    group.add(new)
+    if was_leader:
         group.leader = new_id
-    group.static_members[new.group_instance_id] = new_id
-    if old_id in group.pending_sync:
-        del group.pending_sync[old_id]
+    if was_pending_sync:
         group.pending_sync[new_id] = None
     return new
 
@@ -317,7 +317,7 @@ def complete_join(ctx: Context, group: ClassicGroup) -> None:
                 protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
                 member_id=member.member_id, members=leader_members if member.member_id == group.leader else [],
             ))
-            member.join = None
+            group.set_join(member, None)
         reschedule_heartbeat(ctx, group, member)
         member.is_new = False
         group.pending_sync[member.member_id] = None
@@ -334,7 +334,7 @@ def _complete_with_server_assignment(ctx: Context, group: ClassicGroup, assignme
                 protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
                 skip_assignment=True, member_id=member.member_id,
             ))
-            member.join = None
+            group.set_join(member, None)
         reschedule_heartbeat(ctx, group, member)
         member.is_new = False
     group.transition_to(STABLE, ctx.now_ms)
@@ -350,7 +350,7 @@ def _fail_members(ctx: Context, group: ClassicGroup, error: int, message: str) -
                                             member_id=member.member_id)
             response["error_message"] = message
             ctx.respond(response)
-            member.join = None
+            group.set_join(member, None)
         group.remove(member.member_id)
         group.timers.pop(heartbeat_key(member.member_id), None)
 

@@ -138,6 +138,12 @@ class Driver:
             persisted = {m["member_id"]: m["assignment"] for m in group.persisted["members"]}
             assert persisted == {m.member_id: m.assignment for m in group.members.values()}
         assert group.state != GroupState.EMPTY or not group.members
+        assert group.num_awaiting_join() == sum(m.join is not None for m in group.members.values())
+        counts: dict[str, int] = {}
+        for m in group.members.values():
+            for name, _ in m.protocols:
+                counts[name] = counts.get(name, 0) + 1
+        assert {k: v for k, v in group.supported_protocols.items() if v} == counts
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
