@@ -8,9 +8,13 @@ leader gave and match what was persisted, and no request is answered twice.
 
 from __future__ import annotations
 
+import json
+from functools import cache
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from state.batch import step_group
 from state.config import CoordinatorConfig
 from state.group import GroupState
 from tests.state.context import GroupContext, assignment, subscription
@@ -152,3 +156,40 @@ def test_invariants_hold_over_random_request_sequences(sequence):
     driver = Driver()
     for op in sequence:
         driver.run(op)
+
+
+FIELD_NAMES = ["member_id", "generation_id", "session_timeout_ms", "rebalance_timeout_ms", "protocol_type",
+               "protocols", "assignments", "members", "topics", "group_instance_id", "api_version",
+               "retention_time_ms", "states_filter", "topic_partitions", "protocol_name"]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8) | st.just("AAE="),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(
+        st.sampled_from(["name", "metadata", "member_id", "partitions", "partition_index", "committed_offset",
+                         "assignment", "partition_indexes", "group_instance_id"]), children, max_size=4),
+    max_leaves=12,
+)
+requests = st.fixed_dictionaries(
+    {"api": st.sampled_from(["JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
+                             "OffsetDelete", "DescribeGroups", "DeleteGroups", "ListGroups", "Nope"]),
+     "request_id": st.just("x"), "group_id": st.just("g")},
+    optional={name: json_values for name in FIELD_NAMES},
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(requests.map(lambda r: json.dumps(r).encode()), st.binary(max_size=40)),
+                max_size=6), st.integers(0, 10**7))
+def test_no_input_raises_or_fails_inside_the_core(raw_requests, now_ms):
+    """Arbitrary bytes and arbitrary JSON against a live group: every request is answered or dead-lettered as
+    bad input, never an internal error, and the result is deterministic."""
+    state, start = stable_two_members()
+    result = step_group("g", state, raw_requests, start + now_ms, CONFIG)
+    assert not [reason for _, reason in result.dead_letters if reason.startswith("internal error")]
+    assert result == step_group("g", state, raw_requests, start + now_ms, CONFIG)
+
+
+@cache
+def stable_two_members() -> tuple[bytes, int]:
+    ctx = GroupContext(CONFIG)
+    ctx.stable_group(2, session=1_000, rebalance=1_500)
+    return ctx.state, ctx.now_ms
