@@ -12,6 +12,7 @@ t1-1 C0, t1-2 C1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import Literal, Sequence
 
 import numpy as np
@@ -28,15 +29,15 @@ class RoundRobinAssignor:
 
     def assign(self, cluster: Cluster, members: Sequence[MemberSubscription]) -> Assignment:
         ordered = sorted(members, key=member_order_key)
-        space = partition_space(cluster.partitions_per_topic, (t for m in members for t in m.topics))
+        space = partition_space(cluster.partitions_per_topic, chain.from_iterable(m.topics for m in members))
         owner = np.full(space.total, -1, dtype=np.int64)
-        subscribed: dict[str, list[int]] = {}
+        groups: dict[frozenset[str], list[int]] = {}
         for position, member in enumerate(ordered):
-            for topic in dict.fromkeys(member.topics):
-                subscribed.setdefault(topic, []).append(position)
+            groups.setdefault(frozenset(member.topics), []).append(position)
+        group_positions = [(topics, np.array(positions, dtype=np.int64)) for topics, positions in groups.items()]
         cursor = 0
         for t, topic in enumerate(space.topics):
-            positions = np.array(subscribed[topic], dtype=np.int64)
+            positions = np.sort(np.concatenate([p for topics, p in group_positions if topic in topics]))
             count = int(space.offsets[t + 1] - space.offsets[t])
             first = int(np.searchsorted(positions, cursor)) % positions.size
             picks = (first + np.arange(count, dtype=np.int64)) % positions.size

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from itertools import chain
 from typing import Literal, Sequence
 
 import numpy as np
@@ -47,23 +48,36 @@ def encode_sticky_user_data(previous_assignment: TopicPartitions, generation: in
     return b"".join(parts)
 
 
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT32_ARRAYS: dict[int, struct.Struct] = {}
+
+
+def _int32_array(n: int) -> struct.Struct:
+    """A compiled `>{n}i`: a rebalance decodes one array per (member, topic), 180,000 at 1M partitions."""
+    compiled = _INT32_ARRAYS.get(n)
+    if compiled is None:
+        compiled = struct.Struct(f">{n}i")
+        if n <= 4096:
+            _INT32_ARRAYS[n] = compiled
+    return compiled
+
+
 def _read_assignment(data: bytes, pos: int) -> tuple[TopicPartitions, int]:
-    (count,) = struct.unpack_from(">i", data, pos)
+    (count,) = _INT32.unpack_from(data, pos)
     pos += 4
     if count < 0 or count > len(data):
         raise ConsumerProtocolError(f"bad topic count {count}")
     out = []
+    size = len(data)
     for _ in range(count):
-        (length,) = struct.unpack_from(">h", data, pos)
-        if length < 0:
-            raise ConsumerProtocolError("null topic name")
-        topic = data[pos + 2 : pos + 2 + length].decode("utf-8")
-        pos += 2 + length
-        (n,) = struct.unpack_from(">i", data, pos)
-        if n < 0 or pos + 4 + 4 * n > len(data):
-            raise ConsumerProtocolError(f"bad partition count {n}")
-        out.append((topic, struct.unpack_from(f">{n}i", data, pos + 4)))
-        pos += 4 + 4 * n
+        (length,) = _INT16.unpack_from(data, pos)
+        end = pos + 2 + length
+        (n,) = _INT32.unpack_from(data, end)
+        pos = end + 4 + 4 * n
+        if length < 0 or n < 0 or pos > size:
+            raise ConsumerProtocolError(f"bad topic or partition count at byte {end}")
+        out.append((data[end - length : end].decode("utf-8"), _int32_array(n).unpack_from(data, end + 4)))
     return tuple(out), pos
 
 
@@ -127,7 +141,7 @@ def sticky_assign(
         return {}
     order = sorted(range(len(members)), key=lambda i: members[i].member_id)
     ordered = [members[i] for i in order]
-    space = partition_space(cluster.partitions_per_topic, (t for m in members for t in m.topics))
+    space = partition_space(cluster.partitions_per_topic, chain.from_iterable(m.topics for m in members))
     member_index, partition = flatten_claims(space, [member_data[i][0] for i in order])
     generations = np.array([member_data[i][1] for i in order], dtype=np.int64)
     claims = Claims(member_index, partition, generations[member_index])

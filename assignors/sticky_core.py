@@ -85,24 +85,24 @@ def constrained_assign(
     gets_max = has_max & (np.cumsum(has_max) <= expected_max) if expected_max else np.zeros(members, dtype=bool)
     keep = np.where(count < min_quota, count, np.where(gets_max, max_quota, min_quota))
 
-    topic_of = space.topic_of()
-    local = owned_parts - space.offsets[topic_of[owned_parts]]
-    order = np.lexsort((topic_of[owned_parts], local, owners))
-    owners, owned_parts = owners[order], owned_parts[order]
-    group_start = np.concatenate(([0], np.cumsum(count)[:-1]))
-    rank = np.arange(owners.size) - group_start[owners]
-    kept = rank < keep[owners]
-
     owner = np.full(total, -1, dtype=np.int64)
-    owner[owned_parts[kept]] = owners[kept]
     revoked = np.zeros(total, dtype=bool)
-    revoked[owned_parts[~kept]] = True
+    trimmed = (count > keep)[owners]
+    owner[owned_parts[~trimmed]] = owners[~trimmed]
+    if trimmed.any():  # only members over quota need their owned list ordered by (partition, topic)
+        parts, who = owned_parts[trimmed], owners[trimmed]
+        topic_of = space.topic_of()
+        local = parts - space.offsets[topic_of[parts]]
+        order = np.lexsort((topic_of[parts], local, who))
+        parts, who = parts[order], who[order]
+        first = np.searchsorted(who, who)
+        kept = np.arange(who.size) - first < keep[who]
+        owner[parts[kept]] = who[kept]
+        revoked[parts[~kept]] = True
 
     under = np.flatnonzero(count < min_quota)
     deficit = min_quota - count[under]
-    dealt = np.repeat(under, deficit)
-    dealt_round = np.arange(dealt.size) - np.repeat(np.cumsum(deficit) - deficit, deficit)
-    first_phase = dealt[np.lexsort((dealt, dealt_round))]
+    first_phase = _round_robin_deal(under, deficit)
 
     if int(has_max.sum()) < expected_max:
         waiting_at_min = np.flatnonzero((count >= min_quota) & ~gets_max)
@@ -119,6 +119,18 @@ def constrained_assign(
     transferring = np.zeros(total, dtype=bool)
     transferring[unassigned] = revoked[unassigned] | multi[unassigned]
     return owner, transferring
+
+
+def _round_robin_deal(members: np.ndarray, deficit: np.ndarray) -> np.ndarray:
+    """Who gets each next partition when dealing round-robin over `members` (in order), each leaving the deal once
+    it has received its deficit. Between two distinct deficit values the round's members are the same, so the
+    sequence is a few np.tile calls instead of a sort of every slot."""
+    chunks = []
+    previous = 0
+    for level in np.unique(deficit).tolist():
+        chunks.append(np.tile(members[deficit >= level], level - previous))
+        previous = level
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
 
 
 def _water_fill(sizes: np.ndarray, n: int) -> np.ndarray:
