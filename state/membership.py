@@ -360,6 +360,9 @@ def _fail_members(ctx: Context, group: ClassicGroup, error: int, message: str) -
 def handle_sync(ctx: Context, req: Request) -> None:
     f = req.fields
     gid, rid = req.group_id, req.request_id
+    if req.version >= 5 and (f["protocol_type"] is None or f["protocol_name"] is None):
+        # KIP-559, checked at Kafka's API layer before anything else.
+        return ctx.respond(sync_response(gid, rid, INCONSISTENT_GROUP_PROTOCOL))
     if gid == "":
         return ctx.respond(sync_response(gid, rid, INVALID_GROUP_ID))
     group = ctx.group
@@ -370,8 +373,6 @@ def handle_sync(ctx: Context, req: Request) -> None:
         group.validate_member(member_id, f["group_instance_id"])
         if f["generation_id"] != group.generation:
             raise CoordinatorError(ILLEGAL_GENERATION)
-        if req.version >= 5 and (f["protocol_type"] is None or f["protocol_name"] is None):
-            raise CoordinatorError(INCONSISTENT_GROUP_PROTOCOL, "protocol_type and protocol_name are required")
         if _inconsistent(f["protocol_type"], group.protocol_type) or _inconsistent(f["protocol_name"],
                                                                                    group.protocol_name):
             raise CoordinatorError(INCONSISTENT_GROUP_PROTOCOL)
@@ -503,7 +504,7 @@ def handle_leave(ctx: Context, req: Request) -> None:
         return ctx.respond(simple_response(req, INVALID_GROUP_ID, members=[]))
     group = ctx.group
     results = []
-    removed_member = removed_pending = False
+    removed_any = False
     for entry in req["members"]:
         member_id, instance = entry["member_id"], entry["group_instance_id"]
         error = NONE
@@ -516,24 +517,25 @@ def handle_leave(ctx: Context, req: Request) -> None:
                 error = UNKNOWN_MEMBER_ID
             else:
                 _remove_member(ctx, group, target)
-                removed_member = True
+                removed_any = True
         elif member_id in group.pending_members:
             group.remove(member_id)
             group.timers.pop(heartbeat_key(member_id), None)
-            removed_pending = True
+            removed_any = True
         else:
             try:
                 group.validate_member(member_id, instance)
                 _remove_member(ctx, group, member_id)
-                removed_member = True
+                removed_any = True
             except CoordinatorError as exc:
                 error = exc.code
         results.append({"member_id": member_id, "group_instance_id": instance, "error_code": error})
-    # Java: remove every leaving member first, then rebalance once.
-    if group is not None and removed_member and group.state in (STABLE, COMPLETING):
-        prepare_rebalance(ctx, group)
-    elif group is not None and (removed_member or removed_pending):
-        maybe_complete_join_phase(ctx, group)
+    # Java: remove every leaving member first, then rebalance once (a leaving pending member counts too).
+    if group is not None and removed_any:
+        if group.state in (STABLE, COMPLETING):
+            prepare_rebalance(ctx, group)
+        else:
+            maybe_complete_join_phase(ctx, group)
     if req.version <= 2:
         ctx.respond(simple_response(req, results[0]["error_code"], members=[]))
     else:

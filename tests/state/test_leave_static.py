@@ -171,3 +171,18 @@ class TestStaticMembership:
         (response,) = ctx.join(instance="i2", session=60_000)
         assert ctx.group.timers[f"heartbeat:{response['member_id']}"] == ctx.now_ms + 10_000
         assert ctx.group.members[response["member_id"]].session_timeout_ms == 60_000
+
+
+def test_leave_of_a_pending_member_from_a_stable_group_rebalances_as_java_does():
+    ctx = GroupContext()
+    ctx.stable_group(1)
+    pending = ctx.new_member()
+    ctx.leave(pending)
+    assert ctx.group.state == GroupState.PREPARING_REBALANCE
+
+
+def test_duplicate_member_in_one_leave_batch_is_unknown_the_second_time():
+    ctx = GroupContext()
+    a, b = ctx.stable_group(2)
+    (response,) = ctx.leave(b, b)
+    assert [m["error_code"] for m in response["members"]] == [0, 25]
