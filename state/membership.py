@@ -249,7 +249,6 @@ def prepare_rebalance(ctx: Context, group: ClassicGroup) -> None:
     if initial:
         # KIP-134: hold the first rebalance of an Empty group so that more members can join it.
         delay = ctx.config.group_initial_rebalance_delay_ms
-        group.new_member_added = False
         group.initial_delay = (delay, max(group.rebalance_timeout_ms() - delay, 0))
         group.timers[JOIN] = ctx.now_ms + delay
     elif group.has_all_members_joined():
