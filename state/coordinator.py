@@ -33,7 +33,7 @@ def fire_timers(ctx: Context) -> None:
             offsets.on_expiration_timer(ctx, group)
         elif key.startswith(HEARTBEAT_PREFIX):
             membership.on_heartbeat_timer(ctx, group, key[len(HEARTBEAT_PREFIX):])
-        else:
+        else:  # a key this release does not know (a newer state): drop it rather than fire it forever
             del group.timers[key]
         sync_directory(ctx)
     sync_directory(ctx)

@@ -150,7 +150,7 @@ class Driver:
         assert {k: v for k, v in group.supported_protocols.items() if v} == counts
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ops, min_size=1, max_size=30))
 def test_invariants_hold_over_random_request_sequences(sequence):
     driver = Driver()
@@ -176,7 +176,8 @@ requests = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(st.one_of(requests.map(lambda r: json.dumps(r).encode()), st.binary(max_size=40)),
                 max_size=6), st.integers(0, 10**7))
 def test_no_input_raises_or_fails_inside_the_core(raw_requests, now_ms):
