@@ -161,3 +161,62 @@ def test_server_range_never_uses_racks() -> None:
         "c1": tps("t-0", "t-1"),
         "c2": tps("t-2", "t-3"),
     }
+
+
+# ---- KIP-881 cases from RangeAssignorTest, with its replica layout: brokers = racks x replication factor, broker i
+# on rack i % racks, replica j of the i-th partition overall (topics in the order given) on broker (i + j) % brokers.
+
+ALL_RACKS = "abcdefg"
+
+
+def _rack_cluster(topics: dict[str, int], replication: int, broker_racks: int) -> Cluster:
+    brokers = broker_racks * replication
+    racks, first = {}, 0
+    for topic, count in topics.items():
+        racks[topic] = tuple(
+            frozenset(ALL_RACKS[(first + i + j) % brokers % broker_racks] for j in range(replication))
+            for i in range(count)
+        )
+        first += count
+    return Cluster(dict(topics), racks)
+
+
+def _expect(*rows: str) -> dict[str, object]:
+    return {f"consumer{i}": tps(*[x.strip() for x in row.split(",")]) if row else () for i, row in enumerate(rows)}
+
+
+T1_T2_T3 = {"t1": 6, "t2": 7, "t3": 2}
+RACK_CASES = [
+    ("uniform_rf1", T1_T2_T3, ["t1,t2,t3"] * 3, 1, 3, "abc",
+     _expect("t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1")),
+    ("uniform_rf2", T1_T2_T3, ["t1,t2,t3"] * 3, 2, 3, "abc",
+     _expect("t1-0, t1-2, t2-0, t2-2, t2-3, t3-1", "t1-1, t1-3, t2-1, t2-4, t3-0", "t1-4, t1-5, t2-5, t2-6")),
+    ("uniform_consumer_on_rack_without_partitions", T1_T2_T3, ["t1,t2,t3"] * 3, 3, 2, "abc",
+     _expect("t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6")),
+    ("non_equal_rf1", T1_T2_T3, ["t1,t2,t3", "t1,t2,t3", "t1,t3"], 1, 3, "abc",
+     _expect("t1-0, t1-3, t2-0, t2-2, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t2-5, t3-0", "t1-2, t1-5, t3-1")),
+    ("non_equal_rf2", T1_T2_T3, ["t1,t2,t3", "t1,t2,t3", "t1,t3"], 2, 3, "abc",
+     _expect("t1-0, t1-2, t2-0, t2-2, t2-3, t2-5, t3-1", "t1-1, t1-3, t2-1, t2-4, t2-6, t3-0", "t1-4, t1-5")),
+    ("co_partitioning_before_rack_alignment", {"t1": 5, "t2": 5, "t3": 5}, ["t1,t2,t3"] * 3, 1, 3, "abc",
+     _expect("t1-0, t1-1, t2-0, t2-1, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t2-4, t3-4")),
+    ("co_partitioning_non_equal_rf2", {"t1": 5, "t2": 5, "t3": 5}, ["t1,t2,t3", "t1,t2,t3", "t1,t3"], 2, 3, "abc",
+     _expect("t1-2, t2-0, t2-1, t2-3, t3-2", "t1-0, t1-3, t2-2, t2-4, t3-0, t3-3", "t1-1, t1-4, t3-1, t3-4")),
+    ("co_partitioned_groups", {"t1": 6, "t2": 6, "t3": 2, "t4": 2}, ["t1,t2", "t1,t2", "t3,t4", "t3,t4"], 1, 2, "abba",
+     _expect("t1-0, t1-2, t1-4, t2-0, t2-2, t2-4", "t1-1, t1-3, t1-5, t2-1, t2-3, t2-5", "t3-1, t4-1", "t3-0, t4-0")),
+    ("co_partitioned_all_topics", {"t1": 6, "t2": 6, "t3": 2, "t4": 2}, ["t1,t2,t3,t4"] * 4, 1, 3, "abba",
+     _expect("t1-0, t1-3, t2-0, t2-3, t3-0, t4-0", "t1-1, t1-4, t2-1, t2-4, t3-1, t4-1", "t1-2, t2-2", "t1-5, t2-5")),
+    ("co_partitioned_same_subscription_rf2",
+     {"t1": 6, "t2": 6, "t3": 2, "t4": 2, "t5": 4, "t6": 4}, ["t1,t2,t3,t4,t5,t6,t7,t8,t9"] * 3, 2, 3, "abc",
+     _expect("t1-0, t1-2, t2-0, t2-2, t3-0, t4-0, t5-1, t6-1", "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1, t5-2, t6-2",
+             "t1-4, t1-5, t2-4, t2-5, t5-0, t5-3, t6-0, t6-3")),
+]
+
+
+@pytest.mark.parametrize("name,topics,subs,replication,broker_racks,consumer_racks,expected", RACK_CASES,
+                         ids=[c[0] for c in RACK_CASES])
+def test_rack_aware_range_kafka_cases(name, topics, subs, replication, broker_racks, consumer_racks, expected) -> None:
+    cluster = _rack_cluster(topics, replication, broker_racks)
+    members = [M(f"consumer{i}", tuple(s.split(",")), rack_id=consumer_racks[i]) for i, s in enumerate(subs)]
+    result = RANGE.assign(cluster, members)
+    assert result == expected
+    verify_validity_and_balance(cluster, members, result, balanced=False)

@@ -440,3 +440,24 @@ def test_cooperative_withholds_every_move_on_the_general_path() -> None:
     assert first["c2"] == ()
     _, final = cooperative_rounds(registry.get("cooperative-sticky"), cluster, ms, first)
     assert as_sets(final)["c2"] <= {("a", p) for p in range(4)} and len(pairs(final["c2"])) == 3
+
+
+@pytest.mark.parametrize("name", STICKY)
+def test_large_assignment_with_multiple_consumers_leaving_and_random_subscription(name) -> None:
+    """200 consumers on up to 20 of 40 small topics, then 50 random departures (upstream's
+    testLargeAssignmentWithMultipleConsumersLeavingAndRandomSubscription, with a fixed seed)."""
+    import random
+
+    rng = random.Random(881)
+    topics = [f"topic{i:02d}" for i in range(40)]
+    cluster = Cluster({t: rng.randint(1, 10) for t in topics})
+    ms = [member(name, f"consumer{i:03d}", sorted({rng.choice(topics) for _ in range(rng.randrange(20))}))
+          for i in range(200)]
+    _, a = settle(name, cluster, ms)
+    gone = {f"consumer{rng.randrange(200):03d}" for _ in range(50)}
+    survivors = [m for m in next_generation(name, ms, a, GEN) if m.member_id not in gone]
+    _, b = settle(name, cluster, survivors)
+    for m in survivors:  # nothing a survivor owned went to another survivor's topic it also gained
+        lost = {t for t, _ in pairs(a[m.member_id]) - pairs(b[m.member_id])}
+        gained = {t for t, _ in pairs(b[m.member_id]) - pairs(a[m.member_id])}
+        assert not lost & gained
