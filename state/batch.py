@@ -40,7 +40,15 @@ from state.context import Context
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import ClassicGroup
 from state.records import dumps
-from state.wire import API_VERSIONS, BadRequest, decode_json, error_response, parse, readable_group_id, readable_request_id
+from state.wire import (
+    API_VERSIONS,
+    BadRequest,
+    decode_json,
+    error_response,
+    parse,
+    readable_group_id,
+    readable_request_id,
+)
 
 STATE_SCHEMA_VERSION = 1
 

@@ -141,7 +141,8 @@ def _current_generation_join_response(group: ClassicGroup, req: Request, member_
 
 def _members_metadata(group: ClassicGroup) -> list[dict]:
     return [
-        {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata(group.protocol_name)}
+        {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+         "metadata": m.metadata(group.protocol_name)}
         for m in group.members.values()
     ]
 

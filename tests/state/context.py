@@ -97,7 +97,8 @@ class GroupContext:
             "api": "JoinGroup", "api_version": version, "request_id": self.request_id(), "group_id": self.group_id,
             "session_timeout_ms": session, "rebalance_timeout_ms": rebalance, "member_id": member_id,
             "group_instance_id": instance, "protocol_type": protocol_type, "client_id": client_id,
-            "protocols": [{"name": n, "metadata": m} for n, m in (protocols if protocols is not None else [("range", subscription("t"))])],
+            "protocols": [{"name": n, "metadata": m}
+                          for n, m in (protocols if protocols is not None else [("range", subscription("t"))])],
         }
         req.update(extra)
         return req
@@ -181,7 +182,8 @@ class GroupContext:
         generation = responses[0]["generation_id"]
         leader = responses[0]["leader"]
         ordered = [leader] + [m for m in ids if m != leader]
-        protocol = {"protocol_type": kw.get("protocol_type", "consumer"), "protocol_name": responses[0]["protocol_name"]}
+        protocol = {"protocol_type": kw.get("protocol_type", "consumer"),
+                    "protocol_name": responses[0]["protocol_name"]}
         for member_id in ordered[1:]:
             self.sync(member_id, generation, **protocol)
         self.sync(leader, generation, {m: assignment(("t", (i,))) for i, m in enumerate(ordered)}, **protocol)

@@ -84,7 +84,9 @@ class TestListGroups:
     def test_lists_every_live_group_with_state_and_type(self):
         response = list_groups(self.directory())
         assert [(g["group_id"], g["group_state"], g["protocol_type"]) for g in response["groups"]] == [
-            ("rebalancing", "PreparingRebalance", "consumer"), ("simple", "Empty", ""), ("stable", "Stable", "consumer"),
+            ("rebalancing", "PreparingRebalance", "consumer"),
+            ("simple", "Empty", ""),
+            ("stable", "Stable", "consumer"),
         ]
 
     def test_states_filter_is_case_insensitive(self):
