@@ -155,8 +155,9 @@ def general_assign(space: PartitionSpace, subscribed: np.ndarray, owned: np.ndar
        to the least loaded subscriber, ties to the lowest member id: Java's TreeSet order, computed per topic as
        "slots" (member, level) sorted by level then member.
     3. While some member holds a partition that a member with at least 2 fewer partitions could take, move one from
-       the most loaded such member to the least loaded taker. This ends in Java's `isBalanced` state, and every
-       move strictly reduces imbalance, so nothing moves that need not.
+       the most loaded such member to the least loaded taker. Each move lowers the sum of squared sizes, so this
+       ends, and it ends in Java's `isBalanced` state. Only moves balance asks for are made, and givers part with
+       newly assigned partitions before owned ones.
     """
     members, topics = subscribed.shape
     topic_of = space.topic_of()
