@@ -335,3 +335,13 @@ class TestMaxSize:
         (response,) = ctx.join(b)
         assert response["error_code"] == 81
         assert b not in ctx.group.pending_members and b not in ctx.group.members
+
+
+def test_a_late_timer_call_rearms_the_initial_delay_from_the_call_time(ctx):
+    """Timers fire in deadline order with the call's time as now: an extension counts from when it ran."""
+    a, b = ctx.new_member(), ctx.new_member()
+    ctx.join(a)
+    ctx.join(b)
+    assert ctx.sleep(5_000) == []  # the 3000 deadline fires at 5000 and extends the delay to 8000
+    assert ctx.group.timers["join"] == 8_000
+    assert len(ctx.sleep(3_000)) == 2
