@@ -2,12 +2,15 @@
 # Sets: root, spark_submit, zip, merged_props; functions: build_zip, merge_properties, die.
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-if [ -n "${SPARK_HOME:-}" ]; then
-  spark_submit="$SPARK_HOME/bin/spark-submit"
-else
-  spark_submit="$root/.venv/bin/spark-submit"
-fi
 python_bin="${COORDINATOR_PYTHON:-$root/.venv/bin/python}"
+# spark-submit from SPARK_HOME if set, else from the pyspark installation of that Python (the pip wheel ships
+# bin/spark-submit and bin/spark-class, whose find-spark-home needs a `python` it may not find on PATH).
+if [ -z "${SPARK_HOME:-}" ]; then
+  SPARK_HOME="$("$python_bin" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+fi
+export SPARK_HOME
+spark_submit="$SPARK_HOME/bin/spark-submit"
+export PYSPARK_PYTHON="${PYSPARK_PYTHON:-$python_bin}" PYSPARK_DRIVER_PYTHON="${PYSPARK_DRIVER_PYTHON:-$python_bin}"
 
 die() { echo "$(basename "$0"): $*" >&2; exit 2; }
 
