@@ -2,6 +2,10 @@
 
 `emit` is the only way durable state changes: it appends a record and replays it onto the group, exactly as a
 load replays the records topic (Kafka's `CoordinatorResult(records, response)` followed by `replay(record)`).
+What the records carry (offsets, the persisted group value, the directory entry) changes only here. The live
+membership (members, generation, leader, parked requests) is updated in place by the handlers, as Kafka's Java
+coordinator does for classic groups (their results are appended with `replayRecords=false`); the tests check
+after every step that the records written so far rebuild the durable part.
 """
 
 from __future__ import annotations
