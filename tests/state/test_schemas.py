@@ -1,0 +1,38 @@
+"""The published JSON Schemas: one per request, response and record, all valid, and the examples conform."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from state.wire import API_VERSIONS
+from tests.state.schemas import SCHEMAS, validate_request, validator
+from tests.state.test_replay_tool import SCENARIO
+
+
+@pytest.mark.parametrize("api", sorted(API_VERSIONS))
+def test_every_api_has_a_request_and_a_response_schema(api):
+    request = validator(f"{api}Request")
+    validator(f"{api}Response")
+    assert request.schema["properties"]["api_version"]["maximum"] == API_VERSIONS[api][1]
+
+
+@pytest.mark.parametrize("name", ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue",
+                                  "ErrorResponse"])
+def test_record_schemas_are_valid(name):
+    validator(name)
+
+
+def test_no_stray_schema_files():
+    names = {p.stem for p in SCHEMAS.glob("*.json")}
+    expected = {f"{api}{kind}" for api in API_VERSIONS for kind in ("Request", "Response")}
+    expected |= {"GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", "ErrorResponse"}
+    assert names == expected
+
+
+def test_the_hand_written_scenario_requests_conform():
+    for line in SCENARIO.read_text().splitlines():
+        event = json.loads(line)
+        if "request" in event:
+            validate_request(event["request"])
