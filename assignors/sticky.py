@@ -125,7 +125,8 @@ def cooperative_member_data(member: MemberSubscription) -> tuple[TopicPartitions
 
 
 def encode_cooperative_user_data(generation: int) -> bytes:
-    """CooperativeStickyAssignor's userData: the int32 generation, for brokers whose subscription is below v2."""
+    """CooperativeStickyAssignor's userData: the int32 generation, which carries it when the subscription is older
+    than v2 (no generation field)."""
     return struct.pack(">i", generation)
 
 
