@@ -200,3 +200,41 @@ class Broker:
 
     def stop(self) -> None:
         self.embedded.stop()
+
+
+class Environment:
+    """A broker (embedded tansu unless `bootstrap` is given), fresh topics, a checkpoint directory, and the job
+    process; `close()` stops the job and the broker this environment started, by pid."""
+
+    def __init__(self, workdir: Path, bootstrap: str | None = None, props: Mapping[str, str] | None = None,
+                 spark_conf: Mapping[str, str] | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.broker = None if bootstrap else Broker()
+        self.bootstrap = bootstrap or self.broker.bootstrap
+        self.checkpoint = self.workdir / "checkpoint"
+        self.props = job_properties(self.bootstrap, self.checkpoint, overrides=props)
+        create_topics(self.props)
+        self.job = JobProcess(self.props, self.workdir, dict(spark_conf or {}))
+
+    @property
+    def topics(self):
+        from streaming.config import Topics
+
+        return Topics.from_properties(self.props)
+
+    def wire(self):
+        from deploy.drills.fleet import Wire
+
+        return Wire(self.bootstrap, self.topics.requests, self.topics.responses)
+
+    def close(self) -> None:
+        try:
+            self.job.stop()
+        finally:
+            if self.broker is not None:
+                self.broker.stop()
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)

@@ -43,24 +43,33 @@ else
 fi
 entry="${COORDINATOR_ENTRY:-$root/deploy/spark/entry.py}"
 merge_properties "${props_files[@]}"
-log4j="${COORDINATOR_LOG4J:-$root/deploy/spark/log4j2.properties}"
-files="$log4j,$root/conf/coordinator.properties"
+# Files spark-submit uploads: the log4j2 config and coordinator.properties, unless they are already in the image
+# (COORDINATOR_FILES="" with the log4j options in your properties file, as deploy/k8s/submit.sh does).
+log4j="$root/deploy/spark/log4j2.properties"
+files="${COORDINATOR_FILES-$log4j,$root/conf/coordinator.properties}"
+java_opts=()
+if [ -n "$files" ]; then
+  # YARN localizes --files into the containers' working directories before the JVMs start.
+  java_opts=(--conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=log4j2.properties"
+             --conf "spark.executor.extraJavaOptions=-Dlog4j2.configurationFile=log4j2.properties")
+fi
 # In cluster mode the conf files arrive in the driver's working directory under their base names.
 run_args=(run --checkpoint-location "$checkpoint")
 [ -n "$bootstrap" ] && run_args+=(--bootstrap-servers "$bootstrap")
 if [ -n "$user_config" ]; then
-  files="$files,$user_config"
+  files="${files:+$files,}$user_config"
   run_args+=(--config "$(basename "$user_config")")
 fi
 python_remote="${COORDINATOR_REMOTE_PYTHON:-python3}"
+files_args=()
+[ -n "$files" ] && files_args=(--files "$files")
 
 # shellcheck disable=SC2086
 exec "$spark_submit" \
   --master "$master" --deploy-mode cluster \
   --properties-file "$merged_props" \
   --conf "spark.pyspark.python=$python_remote" --conf "spark.pyspark.driver.python=$python_remote" \
-  --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=log4j2.properties" \
-  --conf "spark.executor.extraJavaOptions=-Dlog4j2.configurationFile=log4j2.properties" \
-  --py-files "$zip" --files "$files" \
+  "${java_opts[@]}" \
+  --py-files "$zip" "${files_args[@]}" \
   ${SPARK_SUBMIT_ARGS:-} \
   "$entry" "${run_args[@]}" "$@"

@@ -1,0 +1,130 @@
+"""Drill: kill -9 the driver at random points under client load, restart from the checkpoint, check nothing broke.
+
+    python -m deploy.drills.kill_driver [--kills 3] [--points random,mid-rebalance,mid-commit] [--groups 4]
+        [--members 3] [--session-timeout-ms 60000] [--seed 7] [--bootstrap-servers HOST:PORT] [--workdir DIR]
+
+A fleet of simulated consumers (deploy/drills/fleet.py) joins, syncs, heartbeats and commits through the job. At
+each kill point the job's whole process group gets SIGKILL and is started again on the same checkpoint right away,
+while the clients keep sending. Kill points:
+- `random`: after a random 2-8 s of load;
+- `mid-rebalance`: a new member joins a group; the kill comes while JoinGroup/SyncGroup requests are unanswered and
+  a micro-batch is in flight (offsets logged, not committed);
+- `mid-commit`: while an OffsetCommit is unanswered and a micro-batch is in flight.
+At the end the clients stop, every request must get its answer, and OffsetFetch must return every acknowledged
+commit. Checks: no committed offset lost, generations never go back, every request answered, duplicates only
+byte-identical, and sessions not expired by the outage itself (members heartbeat throughout; Kafka restarts their
+session timers when a coordinator loads the group).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from deploy.drills.fleet import Fleet
+from deploy.drills.harness import Checkpoint, Environment, log
+from deploy.drills.verdict import Verdict
+
+POINTS = ("random", "mid-rebalance", "mid-commit")
+
+
+def wait_for_kill_point(point: str, fleet: Fleet, checkpoint: Checkpoint, rng: random.Random,
+                        timeout_s: float) -> str:
+    """Drive the load until `point` is reached (or `timeout_s`); return what the moment looked like."""
+    if point == "random":
+        fleet.run_for(rng.uniform(2, 8))
+    else:
+        if point == "mid-rebalance":
+            group = rng.choice(sorted({m.group for m in fleet.members}))
+            fleet.add_member(group)
+            condition = fleet.rebalancing
+        else:
+            condition = fleet.commit_in_flight
+        if not fleet.run_until(lambda: condition() and checkpoint.batch_in_flight(), timeout_s):
+            fleet.run_until(condition, 5)
+    return (f"batch in flight={checkpoint.batch_in_flight()} rebalancing={fleet.rebalancing()} "
+            f"commit in flight={fleet.commit_in_flight()}")
+
+
+def run(points: list[str], groups: int, members: int, session_timeout_ms: int, seed: int, workdir: Path,
+        bootstrap: str | None = None, start_timeout_s: float = 300.0) -> Verdict:
+    rng = random.Random(seed)
+    env = Environment(workdir, bootstrap)
+    fleet = None
+    try:
+        env.job.start()
+        env.job.wait_running(start_timeout_s)
+        log(f"job running on {env.bootstrap}, checkpoint {env.checkpoint}")
+        fleet = Fleet(env.wire(), [f"g{i}" for i in range(groups)], members, session_timeout_ms=session_timeout_ms,
+                      rebalance_timeout_ms=session_timeout_ms, heartbeat_interval_ms=1000,
+                      commit_interval_ms=1000, seed=seed)
+        if not fleet.run_until(fleet.all_stable, start_timeout_s):
+            log("warning: not every member became Stable before the first kill")
+        checkpoint = Checkpoint(env.checkpoint)
+        recover: list[float] = []
+        expired_before = 0
+        expired_by_outage = 0
+        notes = []
+        for i, point in enumerate(points):
+            moment = wait_for_kill_point(point, fleet, checkpoint, rng, timeout_s=60)
+            killed_at = time.monotonic()
+            env.job.kill()
+            log(f"kill {i + 1}/{len(points)} ({point}): {moment}; restarting")
+            notes.append(f"kill {i + 1} ({point}): {moment}")
+            expired_before = len(fleet.ledger.expired_while_stable)
+            env.job.start()
+            # Recovered = the first answer to a request sent after the kill.
+            recovered = fleet.run_until(
+                lambda: any(fleet.ledger.sent[r].at > killed_at for r in fleet.ledger.first_at
+                            if fleet.ledger.first_at[r] > killed_at), start_timeout_s)
+            recover.append(time.monotonic() - killed_at if recovered else float("nan"))
+            log(f"recovered in {recover[-1]:.1f} s")
+            # Give the members a session timeout's worth of load so an expiry caused by the outage shows up.
+            fleet.run_for(min(10.0, session_timeout_ms / 1000))
+            expired_by_outage += len(fleet.ledger.expired_while_stable) - expired_before
+        fleet.run_until(fleet.all_stable, 60)
+        if not fleet.quiesce(start_timeout_s):
+            log("warning: some requests still unanswered after the quiet period")
+        committed = fleet.fetch_committed(120)
+        verdict = Verdict.from_fleet("kill -9 the driver: " + ", ".join(points), fleet, committed)
+        verdict.time_to_recover_s = recover
+        verdict.sessions_expired_by_outage = expired_by_outage
+        verdict.notes = notes + verdict.notes
+        return verdict
+    finally:
+        if fleet is not None:
+            fleet.wire.close()
+        env.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deploy.drills.kill_driver", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=3)
+    parser.add_argument("--points", default=",".join(POINTS), help="kill points, cycled: " + ", ".join(POINTS))
+    parser.add_argument("--groups", type=int, default=4)
+    parser.add_argument("--members", type=int, default=3)
+    parser.add_argument("--session-timeout-ms", type=int, default=60000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--bootstrap-servers", help="a Kafka cluster; default: an embedded tansu broker")
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--json", action="store_true", help="also print the verdict as one JSON line")
+    args = parser.parse_args(argv)
+    cycle = [p.strip() for p in args.points.split(",") if p.strip()]
+    if any(p not in POINTS for p in cycle):
+        parser.error(f"--points: choose from {POINTS}")
+    points = [cycle[i % len(cycle)] for i in range(args.kills)]
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="drill-kill-driver-"))
+    verdict = run(points, args.groups, args.members, args.session_timeout_ms, args.seed, workdir,
+                  args.bootstrap_servers)
+    print(verdict.table())
+    if args.json:
+        print(verdict.to_json())
+    return 0 if verdict.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
