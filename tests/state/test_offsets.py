@@ -42,6 +42,7 @@ class TestOffsetCommit:
             ("stable_wrong_generation", "stable", "leader", 0, 22),
             ("stable_unknown_member", "stable", "nobody", 1, 25),
             ("stable_no_generation_no_member", "stable", "", -1, 25),
+            ("stable_member_without_generation_is_illegal", "stable", "leader", -1, 22),
             ("completing_is_rebalance_in_progress", "completing", "leader", 1, 27),
             ("completing_wrong_generation_first", "completing", "leader", 3, 22),
             ("preparing_accepts_current_generation", "preparing", "follower", 1, 0),
