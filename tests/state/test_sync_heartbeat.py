@@ -213,7 +213,16 @@ class TestSessionExpiry:
         assert len(responses) == 2
         assert ctx.group.timers[f"heartbeat:{follower}"] == ctx.now_ms + 10_000
 
-    def test_member_in_completing_rebalance_without_sync_expires(self):
+    def test_silent_member_in_completing_rebalance_expires_and_aborts_parked_syncs(self):
+        ctx = GroupContext(NO_DELAY)
+        leader, (follower,) = completing_group(ctx, session=10_000, rebalance=60_000)
+        assert ctx.sync(follower, 1) == []  # follower parked; the leader neither syncs nor heartbeats
+        responses = ctx.sleep(10_000)
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", 27)]
+        assert leader not in ctx.group.members
+        assert ctx.group.state == GroupState.PREPARING_REBALANCE
+
+    def test_member_in_stable_without_sync_expires(self):
         ctx = GroupContext(NO_DELAY)
         leader, (follower,) = completing_group(ctx, session=10_000, rebalance=60_000)
         ctx.sync(leader, 1)  # stable; follower never syncs nor heartbeats
