@@ -78,9 +78,10 @@ class JobProcess:
     starts: int = 0
     log_path: Path | None = None
     metrics_path: Path | None = None
+    extra_args: list[str] = field(default_factory=list)
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "streaming.cli", "run", "--metrics-log", str(self.metrics_path)]
+        cmd = [self.python, "-m", "streaming.cli", "run", "--metrics-log", str(self.metrics_path), *self.extra_args]
         for key, value in self.props.items():
             if key != "metrics.log":
                 cmd += ["--set", f"{key}={value}"]
@@ -234,6 +235,13 @@ class Environment:
         finally:
             if self.broker is not None:
                 self.broker.stop()
+
+
+def cli_supports(*args: str, needle: str) -> bool:
+    """Whether `coordinator <args> --help` mentions `needle` (drills adapt to what this build offers)."""
+    proc = subprocess.run([sys.executable, "-m", "streaming.cli", *args, "--help"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return proc.returncode == 0 and needle in proc.stdout
 
 
 def log(message: str) -> None:
