@@ -72,3 +72,20 @@ def test_group_above_max_size_rebalances_after_load():
     ctx.stable_group(3)
     group = decode_state(load_group("g", ctx.records, ctx.now_ms, CoordinatorConfig(group_max_size=2)))
     assert group.state == GroupState.PREPARING_REBALANCE
+
+
+def test_last_joining_members_are_kicked_out_when_a_loaded_group_is_over_max_size():
+    """After Kafka's testLastJoiningMembersAreKickedOutWhenRejoiningGroupWithMaxSize, via a load."""
+    ctx = GroupContext()
+    ids = ctx.stable_group(12)
+    small = CoordinatorConfig(group_max_size=10)
+    stored = load_group("g", ctx.records, ctx.now_ms, small)
+    requests = [json.dumps(ctx.join_request(m)).encode() for m in ids]
+    result = step_group("g", stored, requests, ctx.now_ms, small)
+    responses = [json.loads(r) for r in result.responses]
+    assert [r["error_code"] for r in responses] == [81, 81]  # the last two; as in Kafka, no completion yet
+    result = step_group("g", result.state, [], ctx.now_ms + 30_000, small)  # the rebalance timeout
+    assert [json.loads(r)["error_code"] for r in result.responses] == [0] * 10
+    group = decode_state(result.state)
+    assert group.state == GroupState.COMPLETING_REBALANCE and len(group.members) == 10
+    assert set(group.members) == set(ids[:10])
