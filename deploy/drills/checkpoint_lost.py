@@ -50,10 +50,11 @@ def summary(described: dict) -> tuple:
     return (described.get("group_state"), sorted(m["member_id"] for m in described.get("members", [])))
 
 
-def run(groups: int, members: int, workdir: Path, start_timeout_s: float = 300.0) -> Verdict:
+def run(groups: int, members: int, workdir: Path, bootstrap: str | None = None,
+        start_timeout_s: float = 300.0) -> Verdict:
     verdict = Verdict("checkpoint lost: rebuild from the records topic")
     entry = rebuild_entry_point()
-    env = Environment(workdir)
+    env = Environment(workdir, bootstrap)
     fleet = None
     try:
         env.job.start()

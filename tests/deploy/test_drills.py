@@ -1,0 +1,42 @@
+"""Short versions of the recovery drills in deploy/drills: each runs the job as its own process (so it can be
+kill -9'd), prints its verdict table, and the test asserts the correctness verdicts (nothing lost, no non-identical
+duplicates, no offset lost, generations never back), never timings.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from deploy.drills import broker_restart, checkpoint_lost, kill_driver
+
+pytestmark = [pytest.mark.spark, pytest.mark.broker]
+
+
+def _assert_correct(verdict) -> None:
+    print(verdict.table())
+    failed = [name for name, ok in verdict.correctness().items() if not ok]
+    assert not failed, f"{failed}\n{verdict.table()}"
+
+
+def test_kill_minus_nine_mid_commit_loses_nothing(broker, tmp_path):
+    verdict = kill_driver.run(["mid-commit"], groups=2, members=2, session_timeout_ms=30000, seed=11,
+                              workdir=tmp_path, bootstrap=broker)
+    _assert_correct(verdict)
+    assert verdict.requests_sent > 0 and verdict.answered == verdict.requests_sent
+    if verdict.sessions_expired_by_outage:
+        pytest.xfail(f"{verdict.sessions_expired_by_outage} sessions expired by the outage: the job does not yet "
+                     "restart session timers after recovery (docs/drills.md, 'hooks')")
+
+
+def test_checkpoint_lost_is_rebuilt_from_the_records_topic(broker, tmp_path):
+    if checkpoint_lost.rebuild_entry_point() is None:
+        pytest.xfail("streaming/cli.py has no `coordinator rebuild` / `run --rebuild-from-records` yet")
+    _assert_correct(checkpoint_lost.run(groups=2, members=2, workdir=tmp_path, bootstrap=broker))
+
+
+def test_broker_restarted_empty_is_reported_as_data_loss(tmp_path):
+    verdict = broker_restart.run(True, tmp_path, report_timeout_s=90)
+    print(verdict.table())
+    if not verdict.checks.get("data loss reported in the job's log"):
+        pytest.xfail("the job does not detect a requests topic whose offsets went back (docs/drills.md)")
+    _assert_correct(verdict)
