@@ -58,6 +58,7 @@ class GroupContext:
         result = step_group(self.group_id, self.state, raw, self.now_ms, self.config)
         again = step_group(self.group_id, self.state, raw, self.now_ms, self.config)
         assert again == result, "step_group is not deterministic"
+        assert not [d for d in result.dead_letters if d[1].startswith("internal error")], result.dead_letters
         for response in result.responses:
             validate_response(json.loads(response))
         for key, value in result.records:
