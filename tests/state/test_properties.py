@@ -29,14 +29,15 @@ CONFIG = CoordinatorConfig(
 PROTOCOLS = [
     [("range", subscription("t"))],
     [("roundrobin", subscription("t", "u")), ("range", subscription("t", "u"))],
+    [("server:uniform", subscription("t")), ("range", subscription("t"))],
 ]
 
 member_index = st.integers(0, 7)
 ops = st.one_of(
     st.tuples(st.just("new"), st.integers(0, 3), st.booleans(), st.sampled_from([3, 9])),
-    st.tuples(st.just("join"), member_index, st.integers(0, 1)),
+    st.tuples(st.just("join"), member_index, st.integers(0, 2)),
     st.tuples(st.just("sync"), member_index),
-    st.tuples(st.just("round"), st.integers(0, 1)),
+    st.tuples(st.just("round"), st.integers(0, 2)),
     st.tuples(st.just("heartbeat"), member_index),
     st.tuples(st.just("leave"), member_index),
     st.tuples(st.just("commit"), member_index, st.integers(-1, 1)),
@@ -97,7 +98,8 @@ class Driver:
         generation = self.generation.get(member_id, -1)
         if kind == "join":
             self.observe(ctx.join(member_id, instance=instance, session=1_000, rebalance=1_500,
-                                  protocols=PROTOCOLS[op[2]]), instance)
+                                  protocols=PROTOCOLS[op[2]], topic_partitions=[{"name": "t", "partitions": 3}]),
+                         instance)
         elif kind == "sync":
             group = ctx.group
             name = group.protocol_name if group is not None and group.protocol_name else "range"
