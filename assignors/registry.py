@@ -45,7 +45,8 @@ def get(name: str, kind: Kind | None = None) -> Assignor:
         if assignor is not None:
             return assignor
     known = ", ".join(f"{n} ({k})" for k, n in _ASSIGNORS)
-    raise UnknownAssignorError(f"unknown partition assignor {name!r}{f' of kind {kind}' if kind else ''}; known: {known}")
+    of_kind = f" of kind {kind}" if kind else ""
+    raise UnknownAssignorError(f"unknown partition assignor {name!r}{of_kind}; known: {known}")
 
 
 def names(kind: Kind | None = None) -> tuple[str, ...]:

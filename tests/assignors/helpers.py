@@ -40,7 +40,9 @@ def member(
     if assignor == "sticky":
         user_data = encode_sticky_user_data(owned, generation) if owned or generation != -1 else None
         return MemberSubscription(member_id, topics, user_data=user_data, **extra)  # type: ignore[arg-type]
-    return MemberSubscription(member_id, topics, owned_partitions=owned, generation_id=generation, **extra)  # type: ignore[arg-type]
+    return MemberSubscription(
+        member_id, topics, owned_partitions=owned, generation_id=generation, **extra  # type: ignore[arg-type]
+    )
 
 
 def owned_of(assignor: str, m: MemberSubscription) -> TopicPartitions:

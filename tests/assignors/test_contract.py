@@ -71,7 +71,8 @@ def test_rejoin_with_own_assignment_changes_nothing_for_sticky_ones(kind, name) 
     cluster, members = random_group(7, uniform=False)
     assignor = registry.get(name, kind=kind)
     first = assignor.assign(cluster, members)
-    again = [member(name if name != "uniform" else "cooperative-sticky", m.member_id, m.topics, first[m.member_id], 1) for m in members]
+    view = name if name != "uniform" else "cooperative-sticky"
+    again = [member(view, m.member_id, m.topics, first[m.member_id], 1) for m in members]
     second = assignor.assign(cluster, again)
     if name in BALANCING:
         assert second == first

@@ -111,7 +111,10 @@ def test_uniform_extra_partitions_stay_with_members_that_hold_them() -> None:
 
 def test_uniform_member_removed_partitions_spread_over_survivors() -> None:
     cluster = Cluster({"t1": 3, "t2": 3})
-    members = [M("A", ("t1", "t2"), owned_partitions=tps("t1-0", "t1-1")), M("B", ("t1", "t2"), owned_partitions=tps("t2-0", "t2-1"))]
+    members = [
+        M("A", ("t1", "t2"), owned_partitions=tps("t1-0", "t1-1")),
+        M("B", ("t1", "t2"), owned_partitions=tps("t2-0", "t2-1")),
+    ]
     result = UNIFORM.assign(cluster, members)
     assert names(result["A"]) >= {"t1-0", "t1-1"} and names(result["B"]) >= {"t2-0", "t2-1"}
     verify_validity_and_balance(cluster, members, result)

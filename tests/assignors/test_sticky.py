@@ -120,7 +120,11 @@ def test_max_quota_consumer_more_than_expected_max_capacity_members(name) -> Non
 @pytest.mark.parametrize("name", STICKY)
 def test_all_consumers_are_under_min_quota(name) -> None:
     topics = ("t1", "t2")
-    ms = [member(name, "c1", topics, tps("t1-0"), GEN), member(name, "c2", topics, tps("t1-1"), GEN), member(name, "c3", topics, (), GEN)]
+    ms = [
+        member(name, "c1", topics, tps("t1-0"), GEN),
+        member(name, "c2", topics, tps("t1-1"), GEN),
+        member(name, "c3", topics, (), GEN),
+    ]
     first, final = settle(name, Cluster({"t1": 2, "t2": 3}), ms)
     assert final == first == {"c1": tps("t1-0", "t2-1"), "c2": tps("t1-1", "t2-2"), "c3": tps("t2-0")}
 
@@ -305,7 +309,11 @@ def test_no_exception_when_only_subscribed_topic_deleted(name) -> None:
 
 @pytest.mark.parametrize("name", STICKY)
 def test_all_consumers_reach_expected_quota_and_are_considered_filled(name) -> None:
-    ms = [member(name, "c1", ("t",), tps("t-0", "t-1"), GEN), member(name, "c2", ("t",), tps("t-2"), GEN), member(name, "c3", ("t",), (), GEN)]
+    ms = [
+        member(name, "c1", ("t",), tps("t-0", "t-1"), GEN),
+        member(name, "c2", ("t",), tps("t-2"), GEN),
+        member(name, "c3", ("t",), (), GEN),
+    ]
     first, a = settle(name, Cluster({"t": 4}), ms)
     assert first == a == {"c1": tps("t-0", "t-1"), "c2": tps("t-2"), "c3": tps("t-3")}
 
@@ -332,7 +340,11 @@ def test_owned_partitions_are_invalidated_for_consumer_with_multiple_generation(
 
 @pytest.mark.parametrize("name", STICKY)
 def test_partitions_claimed_by_multiple_consumers_in_same_generation_transfer(name) -> None:
-    ms = [member(name, "c1", ("t",), tps("t-0", "t-1"), GEN), member(name, "c2", ("t",), tps("t-0", "t-2"), GEN), member(name, "c3", ("t",), (), GEN)]
+    ms = [
+        member(name, "c1", ("t",), tps("t-0", "t-1"), GEN),
+        member(name, "c2", ("t",), tps("t-0", "t-2"), GEN),
+        member(name, "c3", ("t",), (), GEN),
+    ]
     first, a = settle(name, Cluster({"t": 3}), ms)
     assert a == {"c1": tps("t-1"), "c2": tps("t-2"), "c3": tps("t-0")}
     if name == "cooperative-sticky":
@@ -342,7 +354,11 @@ def test_partitions_claimed_by_multiple_consumers_in_same_generation_transfer(na
 
 @pytest.mark.parametrize("name", STICKY)
 def test_multiply_claimed_partition_with_unequal_partitions_per_consumer(name) -> None:
-    ms = [member(name, "c1", ("t",), tps("t-0", "t-1"), GEN), member(name, "c2", ("t",), tps("t-0", "t-2"), GEN), member(name, "c3", ("t",), (), GEN)]
+    ms = [
+        member(name, "c1", ("t",), tps("t-0", "t-1"), GEN),
+        member(name, "c2", ("t",), tps("t-0", "t-2"), GEN),
+        member(name, "c3", ("t",), (), GEN),
+    ]
     first, a = settle(name, Cluster({"t": 4}), ms)
     assert first["c1"] == tps("t-1", "t-3") and first["c2"] == tps("t-2")
     assert first["c3"] == (tps("t-0") if name == "sticky" else ())
