@@ -1,14 +1,15 @@
 """Our assignors against kafka-python 3.0.12's on the same inputs, side by side.
 
-    .venv/bin/python -m bench.assignors_bench            # full run, about 10 minutes on 2 cores
-    .venv/bin/python -m bench.assignors_bench --quick    # smaller run, under 2 minutes
+    .venv/bin/python -m bench.assignors_bench            # full run: about 6 CPU-minutes, ~10 minutes on 2 quiet cores
+    .venv/bin/python -m bench.assignors_bench --quick    # smaller run: under 2 minutes on 2 quiet cores
 
-Every (workload, implementation, assignor) runs in its own child process with a wall-clock limit and an address-space
-limit, so kafka-python's sticky assignor at 1,000,000 partitions is reported as "did not finish" instead of running
-for minutes; once a kafka-python assignor fails a fresh run, larger workloads are not tried for it. Our runs get at
-least 180 s: the limit is there to stop runaway peers. Only the assign() call is timed (inputs are built first; for
-a rebalance the previous assignment comes from the same assignor, untimed). Peak memory is the child's peak RSS,
-interpreter and inputs included.
+Every (workload, implementation, assignor) runs in its own child process with a CPU-time limit (wall clock is
+stretched by whoever else shares the machine), a wall-clock backstop and an address-space limit, so kafka-python's
+sticky assignor at 1,000,000 partitions is reported as "did not finish" instead of running for minutes; once a
+kafka-python assignor fails a fresh run, larger workloads are not tried for it. Our runs get at least 180 s: the
+limits are there to stop runaway peers. Only the assign() call is timed (inputs are built first; for a rebalance the
+previous assignment comes from the same assignor, untimed). Peak memory is the child's peak RSS, interpreter and
+inputs included.
 
 Columns: wall and CPU time of assign() (best of up to 5 runs when one run is under 0.2 s; CPU time is what other
 tenants of a shared machine inflate least), peak RSS, max-min of assignment sizes, and partitions moved from
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -75,12 +77,13 @@ def _as_sets(result: dict[str, Any]) -> dict[str, set[tuple[str, int]]]:
 
 def _timed(call: Any) -> tuple[float, float, Any]:
     """(wall seconds, CPU seconds, result) of the fastest of up to 5 runs. CPU time is what the machine's other
-    tenants cannot inflate much, so both are reported."""
+    tenants cannot inflate much, so both are reported. It is the thread's CPU clock: under RLIMIT_CPU Linux
+    reports the process clock only in scheduler ticks."""
     best, best_cpu, result = float("inf"), float("inf"), None
     for _ in range(5):
-        start, start_cpu = time.perf_counter(), time.process_time()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         result = call()
-        wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+        wall, cpu = time.perf_counter() - start, time.thread_time() - start_cpu
         if wall < best:
             best, best_cpu = wall, cpu
         if best >= 0.2:
@@ -190,7 +193,8 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     seconds, cpu_seconds, result = _timed(lambda: impl.assign(members))
     sets = _as_sets(result)
     sizes = [len(s) for s in sets.values()]
-    out.update(seconds=seconds, cpu_seconds=cpu_seconds, balance=max(sizes) - min(sizes), assigned=sum(sizes), total=total)
+    out.update(seconds=seconds, cpu_seconds=cpu_seconds, balance=max(sizes) - min(sizes), assigned=sum(sizes),
+               total=total)
     if previous is not None:
         before = _as_sets(previous)
         out["minimum"] = minimum_moves(total, [len(before.get(m, ())) for m in ids])
@@ -206,20 +210,30 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Limits:
-    wall_seconds: float
+    """Per child: CPU seconds (what a shared machine's other tenants cannot stretch), a wall-clock backstop of
+    four times that, and an address-space cap."""
+
+    cpu_seconds: int
     memory_bytes: int
+
+    @property
+    def wall_seconds(self) -> float:
+        return 4.0 * self.cpu_seconds + 30.0
 
 
 def measure(spec: dict[str, Any], limits: Limits) -> dict[str, Any]:
-    def cap_memory() -> None:
+    def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
 
     cmd = [sys.executable, "-m", "bench.assignors_bench", "--child", json.dumps(spec)]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=limits.wall_seconds, preexec_fn=cap_memory,
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=limits.wall_seconds, preexec_fn=cap,
                               cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     except subprocess.TimeoutExpired:
-        return {"error": f"did not finish within {limits.wall_seconds:.0f} s"}
+        return {"error": f"did not finish within {limits.wall_seconds:.0f} s wall"}
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return {"error": f"did not finish within {limits.cpu_seconds} s CPU"}
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
         if "MemoryError" in tail[0]:
@@ -238,13 +252,14 @@ def cell(r: dict[str, Any]) -> list[str]:
     moved = f"{r['moved']} / {r['minimum']}" if "moved" in r else "-"
     if r.get("withheld"):
         moved += f" ({r['withheld']} withheld)"
-    return [_duration(r["seconds"]), _duration(r["cpu_seconds"]), f"{r['peak_rss_mb']:.0f} MB", str(r["balance"]), moved]
+    return [_duration(r["seconds"]), _duration(r["cpu_seconds"]), f"{r['peak_rss_mb']:.0f} MB", str(r["balance"]),
+            moved]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer workloads and a 10 s limit per case")
-    parser.add_argument("--wall", type=float, help="wall-clock limit per case in seconds (default 60, quick 10)")
+    parser.add_argument("--quick", action="store_true", help="fewer workloads and a 10 s CPU limit per case")
+    parser.add_argument("--cpu", type=int, help="CPU-seconds limit per kafka-python case (default 40, quick 10)")
     parser.add_argument("--memory-gb", type=float, default=6.0, help="address-space limit per case (default 6)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -252,9 +267,9 @@ def main() -> None:
         print(json.dumps(run_case(json.loads(args.child))))
         return
 
-    limits = Limits(args.wall or (10.0 if args.quick else 60.0), int(args.memory_gb * 2**30))
+    limits = Limits(args.cpu or (10 if args.quick else 40), int(args.memory_gb * 2**30))
     workloads = WORKLOADS_QUICK if args.quick else WORKLOADS_FULL
-    ours_limits = Limits(max(limits.wall_seconds, 180.0), limits.memory_bytes)  # the limit is for runaway peers
+    ours_limits = Limits(max(limits.cpu_seconds, 180), limits.memory_bytes)  # the limit is for runaway peers
     header = ["workload", "assignor", "ours: time", "cpu", "peak", "max-min", "moved / min",
               "kafka-python: time", "cpu", "peak", "max-min", "moved / min"]
     load_before = os.getloadavg()[0]
@@ -278,7 +293,7 @@ def main() -> None:
             name_col = name if kind == "client" else f"{name} (server)"
             rows.append([label, name_col, *cell(ours), *cell(theirs)])
             print(f"  {label:36} {name_col:20} {' | '.join(rows[-1][2:])}", file=sys.stderr, flush=True)
-    print(f"\nkafka-python 3.0.12 vs ours; limits per kafka-python case: {limits.wall_seconds:.0f} s, "
+    print(f"\nkafka-python 3.0.12 vs ours; limits per kafka-python case: {limits.cpu_seconds} s CPU, "
           f"{limits.memory_bytes / 2**30:.0f} GiB address space; total {time.monotonic() - started:.0f} s; "
           f"1-minute load average {load_before:.1f} at start, {os.getloadavg()[0]:.1f} at end "
           f"on {os.cpu_count()} CPUs\n")
