@@ -40,6 +40,13 @@ Assignment = dict[str, TopicPartitions]
 
 
 class Assignor(Protocol):
+    """What `assignors.registry.get(name, kind=None)` returns.
+
+    `name` is the Kafka protocol name a member lists in JoinGroup; `kind` says who runs it (the group leader, or the
+    coordinator for KIP-848 server-side assignment); `rebalance_protocols` are the ones it supports, preferred
+    first, as Java's `supportedProtocols()`. `assign` is pure: same inputs, same result, whatever the members'
+    order."""
+
     name: str
     kind: Literal["client", "server"]
     rebalance_protocols: tuple[Literal["EAGER", "COOPERATIVE"], ...]
