@@ -151,9 +151,6 @@ class ClassicGroup:
         self.state = target
         self.state_timestamp = now_ms
 
-    def is_in(self, *states: GroupState) -> bool:
-        return self.state in states
-
     def can_rebalance(self) -> bool:
         return self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY)
 

@@ -118,14 +118,12 @@ def _join_existing_member(ctx: Context, group: ClassicGroup, req: Request) -> No
                                                           with_members=group.leader == member_id))
         else:
             _update_member_then_rebalance_or_complete(ctx, group, member, req)
-    elif group.state == STABLE:
-        if group.leader == member_id or not member.matches(f["protocols"]):
-            # A leader's JoinGroup always rebalances: it is how a leader asks for a new assignment.
-            _update_member_then_rebalance_or_complete(ctx, group, member, req)
-        else:
-            ctx.respond(_current_generation_join_response(group, req, member_id, with_members=False))
+    elif group.leader == member_id or not member.matches(f["protocols"]):
+        # Stable (an Empty group has no members to validate). A leader's JoinGroup always rebalances: it is
+        # how a leader asks for a new assignment.
+        _update_member_then_rebalance_or_complete(ctx, group, member, req)
     else:
-        ctx.respond(join_response(req, UNKNOWN_MEMBER_ID, member_id=member_id))
+        ctx.respond(_current_generation_join_response(group, req, member_id, with_members=False))
 
 
 def _current_generation_join_response(group: ClassicGroup, req: Request, member_id: str, *,
@@ -391,12 +389,10 @@ def handle_sync(ctx: Context, req: Request) -> None:
             _propagate_assignment(ctx, group, NONE)
             group.transition_to(STABLE, ctx.now_ms)
             ctx.emit(group_record(group, persist=True))
-    elif group.state == STABLE:
-        # Java does not reset the session timer here (Scala does).
+    else:
+        # Stable (an Empty group has no members to validate). Java does not reset the session here (Scala does).
         _remove_pending_sync_member(group, member_id)
         ctx.respond(sync_response(gid, rid, NONE, group.protocol_type, group.protocol_name, member.assignment))
-    else:
-        ctx.respond(sync_response(gid, rid, UNKNOWN_MEMBER_ID))
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:
@@ -452,9 +448,8 @@ def handle_heartbeat(ctx: Context, req: Request) -> None:
             raise CoordinatorError(ILLEGAL_GENERATION)
     except CoordinatorError as exc:
         return ctx.respond(simple_response(req, exc.code))
+    # A validated member means the group is not Empty (Kafka's Empty branch cannot be reached either).
     member = group.members[f["member_id"]]
-    if group.state == EMPTY:
-        return ctx.respond(simple_response(req, UNKNOWN_MEMBER_ID))
     reschedule_heartbeat(ctx, group, member)
     ctx.respond(simple_response(req, REBALANCE_IN_PROGRESS if group.state == PREPARING else NONE))
 
@@ -474,6 +469,7 @@ def on_heartbeat_timer(ctx: Context, group: ClassicGroup, member_id: str) -> Non
             complete_join(ctx, group)
         return
     member = group.members.get(member_id)
+    # A timer is dropped with its member; the guard keeps a stray one from failing every later call.
     if member is None:
         return
     # Members parked in JoinGroup or SyncGroup are waiting on the group, not failing; new members are not.

@@ -111,3 +111,9 @@ class TestListGroups:
         response = json.loads(GroupDirectory().answer(b'{"api":"ListGroups","request_id":"x","states_filter":3}'))
         assert response["error_code"] == 42 and response["request_id"] == "x"
         validate_response(response)
+
+
+def test_malformed_list_groups_gets_an_error_response():
+    response = json.loads(GroupDirectory().answer(b"{nope"))
+    validate_response(response)
+    assert response["error_code"] == 42 and response["api"] == "ListGroups"

@@ -186,3 +186,61 @@ def test_duplicate_member_in_one_leave_batch_is_unknown_the_second_time():
     a, b = ctx.stable_group(2)
     (response,) = ctx.leave(b, b)
     assert [m["error_code"] for m in response["members"]] == [0, 25]
+
+
+class TestStaticEdgeCases:
+    def test_static_restart_in_completing_rebalance_fences_the_old_sync_and_rebalances(self):
+        ctx = GroupContext(NO_DELAY)
+        ctx.step(ctx.join_request(instance="i1", session=60_000), ctx.join_request(instance="i2", session=60_000))
+        responses = ctx.sleep(0)
+        leader = responses[0]["leader"]
+        follower = next(r["member_id"] for r in responses if r["member_id"] != leader)
+        follower_instance = ctx.group.members[follower].group_instance_id
+        assert ctx.sync(follower, 1, instance=follower_instance) == []
+        responses = ctx.join(instance=follower_instance, session=60_000)
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", 82)]
+        assert ctx.group.state == GroupState.PREPARING_REBALANCE
+
+    def test_static_restart_before_syncing_keeps_the_pending_sync_under_the_new_id(self):
+        ctx = GroupContext(NO_DELAY)
+        ctx.step(ctx.join_request(instance="i1", session=60_000), ctx.join_request(instance="i2", session=60_000))
+        responses = ctx.sleep(0)
+        leader = responses[0]["leader"]
+        follower = next(r["member_id"] for r in responses if r["member_id"] != leader)
+        ctx.sync(leader, 1, instance=ctx.group.members[leader].group_instance_id)  # Stable; follower pending
+        (response,) = ctx.join(instance=ctx.group.members[follower].group_instance_id, session=60_000)
+        assert list(ctx.group.pending_sync) == [response["member_id"]]
+
+    def test_static_leader_that_did_not_rejoin_is_replaced_by_a_member_that_did(self):
+        ctx = GroupContext(NO_DELAY)
+        ctx.join(instance="i1", session=60_000)
+        (r,) = ctx.sleep(0)
+        static_leader = r["member_id"]
+        ctx.sync(static_leader, 1, instance="i1")
+        dynamic = ctx.new_member(session=60_000)
+        ctx.join(dynamic, session=60_000)
+        responses = ctx.sleep(30_000)  # the static leader never re-joins; it stays, but cannot lead
+        (response,) = [r for r in responses if r["api"] == "JoinGroup"]
+        assert response["leader"] == dynamic and static_leader in ctx.group.members
+
+    def test_pending_member_id_with_an_instance_id_is_refused(self):
+        ctx = GroupContext()
+        pending = ctx.new_member()
+        (response,) = ctx.join(pending, instance="i1")
+        assert response["error_code"] == 42
+
+    def test_known_member_with_a_protocol_the_group_cannot_use_is_inconsistent(self):
+        ctx = GroupContext()
+        a, b = ctx.stable_group(2)
+        (response,) = ctx.join(b, protocols=[("sticky", subscription("t"))])
+        assert response["error_code"] == 23 and response["member_id"] == b
+
+    def test_leaving_member_with_a_parked_sync_gets_an_answer(self):
+        ctx = GroupContext(NO_DELAY)
+        a, b = ctx.new_member(), ctx.new_member()
+        ctx.join_all(a, b)
+        leader = ctx.sleep(0)[0]["leader"]
+        follower = b if leader == a else a
+        ctx.sync(follower, 1)
+        responses = ctx.leave(follower)
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", 25), ("LeaveGroup", 0)]

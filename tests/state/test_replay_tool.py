@@ -60,3 +60,20 @@ def test_runs_as_a_module_with_a_config_file(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
     code, events, _ = run([str(SCENARIO), "--config", "group.initial.rebalance.delay.ms=1000"])
     assert [json.loads(line) for line in out.splitlines()] == events
+
+
+def test_raw_lines_and_bad_lines():
+    lines = "\n".join([
+        '{"at_ms": 0, "raw": "{\\"api\\":\\"Produce\\",\\"request_id\\":\\"p\\",\\"group_id\\":\\"g\\"}"}',
+        '{"at_ms": 1, "request": {"api": "ListGroups", "request_id": "l"}}',
+    ])
+    code, events, _ = run([], lines + "\n")
+    assert code == 0
+    assert [sorted(e) for e in events] == [["at_ms", "dead_letter"], ["at_ms", "response"], ["at_ms", "response"]]
+    assert events[1]["response"]["error_code"] == 42
+    code, _, err = run([], '{"at_ms": "soon"}\n')
+    assert code == 2 and "line 1" in err
+    code, _, err = run(["--config", "no-equals-sign"], "")
+    assert code == 2 and "key=value" in err
+    code, _, err = run(["--config", "group.max.size=lots"], "")
+    assert code == 2 and "bad configuration value" in err

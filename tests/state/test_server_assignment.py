@@ -50,3 +50,18 @@ def test_undecodable_subscription_fails_the_join_instead_of_raising():
     ctx.join(a, protocols=[("server:range", "AAE=")], topic_partitions=TOPICS)
     (response,) = ctx.sleep(0)
     assert response["error_code"] == 112
+
+
+def test_a_failing_assignor_fails_the_join_instead_of_raising(monkeypatch):
+    from assignors import registry
+
+    class Broken:
+        def assign(self, cluster, members):
+            raise ValueError("no partitions for you")
+
+    monkeypatch.setattr(registry, "get", lambda name, kind=None: Broken())
+    ctx = GroupContext(NO_DELAY)
+    a = ctx.new_member()
+    ctx.join(a, protocols=[("server:uniform", subscription("t"))], topic_partitions=TOPICS)
+    (response,) = ctx.sleep(0)
+    assert response["error_code"] == 112 and "no partitions for you" in response["error_message"]

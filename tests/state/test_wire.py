@@ -69,6 +69,11 @@ def test_unanswerable_requests_are_dead_lettered_and_change_nothing(name, raw, r
         ("nested_garbage", {"api": "OffsetCommit", "topics": [{"name": "t", "partitions": [7]}]}, 42),
         ("leave_v3_without_members", {"api": "LeaveGroup", "api_version": 3}, 42),
         ("fetch_v1_all_topics", {"api": "OffsetFetch", "api_version": 1, "topics": None}, 42),
+        ("boolean_field_mistyped", {"api": "OffsetFetch", "require_stable": "yes"}, 42),
+        ("bytes_field_not_a_string", {"api": "SyncGroup", "generation_id": 1, "member_id": "m",
+                                      "assignments": [{"member_id": "m", "assignment": 5}]}, 42),
+        ("api_version_not_an_integer", {"api": "Heartbeat", "api_version": "4"}, 42),
+        ("leave_v0_without_member_id", {"api": "LeaveGroup", "api_version": 0}, 42),
     ],
 )
 def test_bad_requests_get_an_error_response_and_change_nothing(name, body, error):
@@ -136,3 +141,57 @@ class TestRoute:
             response = json.loads(r.response)
             validate_response(response)
             assert response["error_code"] == code and response["request_id"] == "x"
+
+
+def test_sync_error_response_keeps_the_sync_shape():
+    ctx, state = stable_state()
+    raw = json.dumps({"api": "SyncGroup", "request_id": "x", "group_id": "g", "member_id": "m"}).encode()
+    (response,) = step_group("g", state, [raw], ctx.now_ms, CONFIG).responses
+    response = json.loads(response)
+    validate_response(response)
+    assert response["assignment"] == "" and response["error_code"] == 42
+
+
+def test_request_id_with_a_lone_surrogate_is_unreadable():
+    ctx, state = stable_state()
+    result = step_group("g", state, [b'{"api":"Heartbeat","group_id":"g","request_id":"\\ud800"}'], 0, CONFIG)
+    assert result.responses == [] and len(result.dead_letters) == 1
+
+
+def test_old_heartbeat_versions_ignore_the_instance_id():
+    ctx = GroupContext()
+    (a, b) = ctx.stable_group(2)
+    (response,) = ctx.step({"api": "Heartbeat", "api_version": 2, "request_id": "x", "group_id": "g",
+                            "generation_id": 1, "member_id": a, "group_instance_id": "not-mine"})
+    assert response["error_code"] == 0
+
+
+def test_an_unexpected_failure_dead_letters_that_request_only_and_rolls_it_back(monkeypatch):
+    """A handler bug must not leave half a change behind: the step is re-run without the failing request."""
+    from state import coordinator
+
+    ctx, state = stable_state()
+    a, _ = list(ctx.group.members)
+    real = coordinator._HANDLERS["OffsetCommit"]
+
+    def commit_then_fail(c, req):
+        real(c, req)
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(coordinator._HANDLERS, "OffsetCommit", commit_then_fail)
+    commit = json.dumps({"api": "OffsetCommit", "request_id": "c", "group_id": "g", "topics": [
+        {"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1}]}]}).encode()
+    heartbeat = json.dumps({"api": "Heartbeat", "request_id": "h", "group_id": "g", "generation_id": 1,
+                            "member_id": a}).encode()
+    result = step_group("g", state, [commit, heartbeat], ctx.now_ms, CONFIG)
+    assert result.dead_letters == [(0, "internal error: RuntimeError: boom")]
+    assert [json.loads(r)["request_id"] for r in result.responses] == ["h"]
+    assert result.records == [] and b'"offsets":[]' in result.state
+
+
+def test_unknown_timer_keys_in_a_stored_state_are_dropped():
+    ctx, state = stable_state()
+    doc = json.loads(state)
+    doc["group"]["timers"].append(["from-the-future", 0])
+    result = step_group("g", json.dumps(doc).encode(), [], ctx.now_ms, CONFIG)
+    assert b"from-the-future" not in result.state
