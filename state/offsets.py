@@ -6,6 +6,8 @@ those records are replayed (`Context.emit`).
 
 from __future__ import annotations
 
+from typing import Callable
+
 from state.context import Context
 from state.errors import (
     GROUP_ID_NOT_FOUND,
@@ -138,32 +140,31 @@ def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:
     """The periodic retention check: tombstone expired offsets; an Empty group left without offsets is deleted
     (Java always writes the group tombstone; Scala only for generation > 0)."""
     group.timers[OFFSETS_EXPIRATION] = next_retention_check(ctx.now_ms, ctx.config)
-    condition = _expiration_base(group)
-    if condition is not None:
-        retention = ctx.config.offsets_retention_ms
+    retention_base = _retention_base(group)
+    if retention_base is not None:
         for (topic, partition), value in sorted(group.offsets.items()):
-            if condition(topic) is False:
+            base = retention_base(topic, value)
+            if base is None:
                 continue
-            base = value.commit_timestamp if condition(topic) is None else condition(topic)
             expired = (ctx.now_ms >= value.expire_timestamp if value.expire_timestamp is not None
-                       else ctx.now_ms - base >= retention)
+                       else ctx.now_ms - base >= ctx.config.offsets_retention_ms)
             if expired:
                 ctx.emit(offset_tombstone(ctx.group_id, topic, partition))
     if group.state == GroupState.EMPTY and not group.offsets:
         delete_group(ctx, group)
 
 
-def _expiration_base(group: ClassicGroup):
-    """Kafka's offsetExpirationCondition as a function of the topic: False = not eligible, None = measure from
-    the commit timestamp, an int = measure from that time. None overall: nothing of this group expires."""
-    if not group.protocol_type:
-        return lambda topic: None
-    if group.state == GroupState.EMPTY:
-        since = group.state_timestamp if group.state_timestamp >= 0 else None
-        return lambda topic: since
+def _retention_base(group: ClassicGroup) -> Callable[[str, OffsetValue], int | None] | None:
+    """Kafka's offsetExpirationCondition: for each offset, the time its retention counts from, or None when
+    that offset must be kept (its topic is still subscribed). None overall: nothing of this group expires
+    (a rebalancing group, or a live one whose subscriptions are unknown)."""
+    if not group.protocol_type:  # a simple group: from each commit
+        return lambda topic, offset: offset.commit_timestamp
+    if group.state == GroupState.EMPTY:  # from when the group became Empty
+        return lambda topic, offset: group.state_timestamp if group.state_timestamp >= 0 else offset.commit_timestamp
     if group.protocol_type == "consumer" and group.state == GroupState.STABLE and group.subscribed_topics is not None:
         subscribed = set(group.subscribed_topics)
-        return lambda topic: False if topic in subscribed else None
+        return lambda topic, offset: None if topic in subscribed else offset.commit_timestamp
     return None
 
 
