@@ -44,6 +44,7 @@ class GroupContext:
         self.state: bytes | None = None
         self.records: list[tuple[bytes, bytes | None]] = []
         self.last: GroupStep | None = None
+        self.last_requests: list[dict] = []
         self.check_replay = check_replay
         self._next_request = 0
 
@@ -55,6 +56,7 @@ class GroupContext:
             for request in requests:
                 validate_request(request)
         raw = [json.dumps(r).encode() for r in requests]
+        self.last_requests = list(requests)
         result = step_group(self.group_id, self.state, raw, self.now_ms, self.config)
         again = step_group(self.group_id, self.state, raw, self.now_ms, self.config)
         assert again == result, "step_group is not deterministic"
