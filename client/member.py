@@ -523,7 +523,10 @@ class GroupMember:
             try:
                 response = self._request(
                     protocol.heartbeat(self.config.group_id, gen.generation_id, gen.member_id, self.config.group_instance_id),
-                    timeout_ms=max(self.config.heartbeat_interval_ms, 1000),
+                    # One heartbeat in flight at a time, waited for as long as the session lasts (Kafka waits
+                    # request.timeout.ms): answers come a micro-batch later, often after the next interval, and
+                    # dropping a late REBALANCE_IN_PROGRESS would keep the member from re-joining.
+                    timeout_ms=min(self.config.request_timeout_ms, self.config.session_timeout_ms),
                     attempts=1,
                 )
             except RequestTimeoutError:
