@@ -128,9 +128,32 @@ def format_assignment(assignment: Iterable[tuple[str, int]]) -> str:
     return ", ".join(f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in sorted(by_topic.items())) or "-"
 
 
+def _lane(m: MemberSnapshot) -> str:
+    return m.group_instance_id or m.member_id
+
+
+def segments(snapshots: list[Snapshot], end_ms: int) -> list[tuple[str, int, int, int, tuple[tuple[str, int], ...]]]:
+    """(lane, start_ms, stop_ms, generation, assignment): one span per member and unchanged
+    (generation, assignment), so a picture draws each holding once however many snapshots repeat it."""
+    out = []
+    open_spans: dict[str, tuple[int, int, tuple[tuple[str, int], ...]]] = {}
+    for snap in snapshots:
+        current = {_lane(m): (snap.generation, m.assignment) for m in snap.members}
+        for lane, (start, generation, assignment) in list(open_spans.items()):
+            if current.get(lane) != (generation, assignment):
+                out.append((lane, start, snap.timestamp_ms, generation, assignment))
+                del open_spans[lane]
+        for lane, (generation, assignment) in current.items():
+            if lane not in open_spans:
+                open_spans[lane] = (snap.timestamp_ms, generation, assignment)
+    for lane, (start, generation, assignment) in open_spans.items():
+        out.append((lane, start, end_ms, generation, assignment))
+    return out
+
+
 def render_png(snapshots: list[Snapshot], group_id: str, path: str) -> None:
-    """A timeline: one lane per member, a bar per span it held an assignment (labelled with its partitions),
-    and a vertical line per new generation."""
+    """A timeline: one lane per member, a bar per span it held an assignment in one generation (coloured by
+    generation, labelled with its partitions), and a dashed line with the state at each new generation."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,30 +163,25 @@ def render_png(snapshots: list[Snapshot], group_id: str, path: str) -> None:
         raise ValueError(f"no history for group {group_id}")
     t0 = snapshots[0].timestamp_ms
     end = snapshots[-1].timestamp_ms + max(1000, (snapshots[-1].timestamp_ms - t0) // 10)
-    lanes: list[str] = []
-    for snap in snapshots:
-        for m in snap.members:
-            label = m.group_instance_id or m.member_id
-            if label not in lanes:
-                lanes.append(label)
-    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.5 * max(1, len(lanes))))
-    colors = plt.get_cmap("tab20")
+    lanes = list(dict.fromkeys(_lane(m) for snap in snapshots for m in snap.members))
+    fig, ax = plt.subplots(figsize=(12, 1.6 + 0.5 * max(1, len(lanes))))
+    colors = plt.get_cmap("tab10")
+    for lane, start, stop, generation, assignment in segments(snapshots, end):
+        y = lanes.index(lane)
+        left, width = (start - t0) / 1000, (stop - start) / 1000
+        ax.barh(y, width, left=left, height=0.6, color=colors(generation % 10), alpha=0.55, edgecolor="black",
+                linewidth=0.4)
+        text = format_assignment(assignment)
+        ax.text(left + 0.01 * (end - t0) / 1000, y, text if len(text) <= 30 else f"{len(assignment)} partitions",
+                va="center", fontsize=7, clip_on=True)
     for i, snap in enumerate(snapshots):
-        start_s = (snap.timestamp_ms - t0) / 1000
-        stop_s = ((snapshots[i + 1].timestamp_ms if i + 1 < len(snapshots) else end) - t0) / 1000
-        for m in snap.members:
-            lane = lanes.index(m.group_instance_id or m.member_id)
-            ax.barh(lane, stop_s - start_s, left=start_s, height=0.6, color=colors(snap.generation % 20),
-                    edgecolor="black", linewidth=0.3)
-            text = format_assignment(m.assignment)
-            ax.text(start_s + 0.02, lane, text if len(text) < 40 else f"{len(m.assignment)} partitions",
-                    va="center", fontsize=7)
         if i == 0 or snap.generation != snapshots[i - 1].generation:
-            ax.axvline(start_s, color="grey", linestyle="--", linewidth=0.8)
-            ax.text(start_s, len(lanes) - 0.4, f"gen {snap.generation}\n{snap.state}", fontsize=7, va="bottom")
+            x = (snap.timestamp_ms - t0) / 1000
+            ax.axvline(x, color="grey", linestyle="--", linewidth=0.8)
+            ax.text(x, -0.55, f" gen {snap.generation} ({snap.state})", fontsize=7, va="bottom")
     ax.set_yticks(range(len(lanes)), [lane if len(lane) < 32 else lane[:29] + "..." for lane in lanes], fontsize=7)
-    ax.set_ylim(-0.6, len(lanes) + 0.4)
-    ax.invert_yaxis()
+    ax.set_ylim(len(lanes) - 0.4, -0.9)
+    ax.set_xlim(0, (end - t0) / 1000)
     ax.set_xlabel("seconds since the first snapshot")
     ax.set_title(f"consumer group {group_id}: members and assignments by generation")
     fig.tight_layout()
@@ -173,17 +191,12 @@ def render_png(snapshots: list[Snapshot], group_id: str, path: str) -> None:
 
 def render_html(snapshots: list[Snapshot], group_id: str, path: str) -> None:
     """The same history as a self-contained HTML table, one row per snapshot and one column per member."""
-    lanes: list[str] = []
-    for snap in snapshots:
-        for m in snap.members:
-            label = m.group_instance_id or m.member_id
-            if label not in lanes:
-                lanes.append(label)
+    lanes = list(dict.fromkeys(_lane(m) for snap in snapshots for m in snap.members))
     t0 = snapshots[0].timestamp_ms if snapshots else 0
     head = "".join(f"<th>{html.escape(lane)}</th>" for lane in lanes)
     rows = []
     for snap in snapshots:
-        cells = {m.group_instance_id or m.member_id: format_assignment(m.assignment) for m in snap.members}
+        cells = {_lane(m): format_assignment(m.assignment) for m in snap.members}
         hue = (snap.generation * 47) % 360
         row = "".join(
             f"<td style='background:hsl({hue},60%,85%)'>{html.escape(cells[lane])}</td>" if lane in cells else "<td></td>"

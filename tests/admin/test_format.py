@@ -89,3 +89,15 @@ def test_pictures_are_written(tmp_path):
     hist.render_html(snaps, "g", str(tmp_path / "g.html"))
     assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
     assert "m2" in (tmp_path / "g.html").read_text()
+
+
+def test_a_member_holding_the_same_partitions_over_several_snapshots_is_one_span():
+    key = json.dumps({"version": 2, "group": "g"}).encode()
+    snaps = hist.history([(key, _value(1, [("m1", [("t", 0)])]), 1000),
+                          (key, _value(1, [("m1", [("t", 0)])], state="PreparingRebalance"), 2000),
+                          (key, _value(2, [("m1", [("t", 0)]), ("m2", [("t", 1)])]), 4000)], "g")
+    assert hist.segments(snaps, 5000) == [
+        ("m1", 1000, 4000, 1, (("t", 0),)),
+        ("m1", 4000, 5000, 2, (("t", 0),)),
+        ("m2", 4000, 5000, 2, (("t", 1),)),
+    ]
