@@ -17,7 +17,7 @@ import enum
 import logging
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
@@ -177,7 +177,6 @@ class GroupMember:
         self._last_metadata_check = 0.0
         self._last_heartbeat_ok = time.monotonic()
         self._closing = threading.Event()
-        self._rounds = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{config.client_id}-join")
         self._round: Future[tuple[Generation, frozenset[TopicPartition]] | None] | None = None
         self._heartbeat_thread = threading.Thread(
             target=self._heartbeat_loop, name=f"{config.client_id}-heartbeat", daemon=True
@@ -254,7 +253,7 @@ class GroupMember:
             self._on_join_prepare()
             with self._lock:
                 self._state = MemberState.REBALANCING
-            self._round = self._rounds.submit(self._join_round)
+            self._round = self._start_round()
 
     def commit(self, offsets: protocol.Offsets, timeout_s: float | None = None) -> None:
         """Commit with this member's generation (Kafka's commitSync). Raises CommitFailedError when the
@@ -315,7 +314,6 @@ class GroupMember:
             self._state = MemberState.CLOSED
         self._closing.set()
         self._heartbeat_thread.join(timeout=5)
-        self._rounds.shutdown(wait=False, cancel_futures=True)
         if owned:
             if gen.generation_id >= 0 and self._fatal is None:
                 self._listener.on_partitions_revoked(set(owned))
@@ -335,6 +333,20 @@ class GroupMember:
                 log.warning("LeaveGroup for %s not answered; the session timeout will remove it", gen.member_id)
 
     # -- the join protocol --------------------------------------------------------------------------------
+
+    def _start_round(self) -> Future[tuple[Generation, frozenset[TopicPartition]] | None]:
+        """Run `_join_round` on a daemon thread: a JoinGroup can be parked for the whole rebalance timeout,
+        and a member closed meanwhile must not keep the process from exiting."""
+        future: Future[tuple[Generation, frozenset[TopicPartition]] | None] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(self._join_round())
+            except BaseException as exc:  # handed to poll(), which raises it on the application's thread
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name=f"{self.config.client_id}-join", daemon=True).start()
+        return future
 
     def _join_round(self) -> tuple[Generation, frozenset[TopicPartition]] | None:
         """JoinGroup then SyncGroup, retried per the decision table (Kafka's joinGroupIfNeeded), on the round
