@@ -3,13 +3,13 @@
     .venv/bin/python -m bench.assignors_bench            # full run: about 6 CPU-minutes, ~10 minutes on 2 quiet cores
     .venv/bin/python -m bench.assignors_bench --quick    # smaller run: under 2 minutes on 2 quiet cores
 
-Every (workload, implementation, assignor) runs in its own child process with a CPU-time limit (wall clock is
-stretched by whoever else shares the machine), a wall-clock backstop and an address-space limit, so kafka-python's
-sticky assignor at 1,000,000 partitions is reported as "did not finish" instead of running for minutes; once a
-kafka-python assignor fails a fresh run, larger workloads are not tried for it. Our runs get at least 180 s: the
-limits are there to stop runaway peers. Only the assign() call is timed (inputs are built first; for a rebalance the
-previous assignment comes from the same assignor, untimed). Peak memory is the child's peak RSS, interpreter and
-inputs included.
+Every (workload, implementation, assignor) runs in its own child process with a CPU-time limit on assign() (wall
+clock is stretched by whoever else shares the machine), a wall-clock backstop and an address-space limit, so
+kafka-python's sticky assignor at 1,000,000 partitions is reported as "did not finish" instead of running for
+minutes; once a kafka-python assignor fails a fresh run, larger workloads are not tried for it. Our runs get at
+least 180 s: the limits are there to stop runaway peers. Only the assign() call is timed (inputs are built first;
+for a rebalance the previous assignment comes from the same assignor, untimed). Peak memory is the child's peak
+RSS, interpreter and inputs included.
 
 Columns: wall and CPU time of assign() (best of up to 5 runs when one run is under 0.2 s; CPU time is what other
 tenants of a shared machine inflate least), peak RSS, max-min of assignment sizes, and partitions moved from
@@ -190,6 +190,11 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             ids = ids + _members(spec["members"] // 10, start=spec["members"])
         members = impl.members(ids, topics, previous)
+    if "cpu_limit" in spec:  # the limit is for assign() itself, not for building inputs or the previous round
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        soft = int(usage.ru_utime + usage.ru_stime) + spec["cpu_limit"] + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (min(soft, hard), hard))
     seconds, cpu_seconds, result = _timed(lambda: impl.assign(members))
     sets = _as_sets(result)
     sizes = [len(s) for s in sets.values()]
@@ -210,22 +215,27 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Limits:
-    """Per child: CPU seconds (what a shared machine's other tenants cannot stretch), a wall-clock backstop of
-    four times that, and an address-space cap."""
+    """Per child: CPU seconds for assign() (what a shared machine's other tenants cannot stretch), the same again
+    twice over for building inputs and a rebalance's previous round, a wall-clock backstop, an address-space cap."""
 
     cpu_seconds: int
     memory_bytes: int
 
     @property
+    def child_cpu_seconds(self) -> int:
+        return 3 * self.cpu_seconds + 30
+
+    @property
     def wall_seconds(self) -> float:
-        return 4.0 * self.cpu_seconds + 30.0
+        return 4.0 * self.child_cpu_seconds
 
 
 def measure(spec: dict[str, Any], limits: Limits) -> dict[str, Any]:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.child_cpu_seconds, limits.child_cpu_seconds + 5))
 
+    spec = {**spec, "cpu_limit": limits.cpu_seconds}
     cmd = [sys.executable, "-m", "bench.assignors_bench", "--child", json.dumps(spec)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=limits.wall_seconds, preexec_fn=cap,
