@@ -95,6 +95,8 @@ class Ledger:
     acked: dict[tuple[str, int], int] = field(default_factory=dict)
     expired_while_stable: list[tuple[float, str, str]] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+    """`api:error_code` -> count, for every first copy with a non-zero error (diagnostics for the verdict)."""
 
     def record(self, raw: bytes, now: float) -> tuple[str, dict] | None:
         """Store one response copy; return (request_id, body) for the first copy of a request of ours."""
@@ -108,6 +110,11 @@ class Ledger:
         if len(self.copies[request_id]) > 1 or request_id not in self.sent:
             return None
         self.first_at[request_id] = now
+        codes = [body.get("error_code", 0)] + [p.get("error_code", 0) for t in body.get("topics") or []
+                                               for p in t.get("partitions") or [] if isinstance(p, dict)]
+        if any(codes):
+            key = f"{body.get('api')}:{max(codes)}"
+            self.errors[key] = self.errors.get(key, 0) + 1
         if body.get("api") == "JoinGroup" and body.get("error_code") == NONE:
             self.generations.setdefault(body["group_id"], []).append(body["generation_id"])
         return request_id, body
@@ -263,8 +270,9 @@ class Fleet:
             return
         # Errors: Kafka's consumer reactions.
         if error == UNKNOWN_MEMBER_ID:
-            if m.phase == "stable":
-                self.ledger.expired_while_stable.append((time.monotonic(), m.name, api))
+            if m.member_id and m.generation >= 0:
+                # A member that had joined is unknown now: its session expired (or it was removed).
+                self.ledger.expired_while_stable.append((time.monotonic(), m.name, f"{api} while {m.phase}"))
             m.member_id, m.generation = "", -1
         elif error not in (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION):
             self.ledger.unexpected.append(f"{m.name} {api} error {error}")

@@ -35,6 +35,9 @@ class Verdict:
         v.notes += [f"unanswered: {rid} {ledger.sent[rid].body.get('api')}" for rid in ledger.unanswered()[:10]]
         v.notes += [f"non-identical duplicate: {rid}" for rid in ledger.non_identical()[:10]]
         v.notes += ledger.unexpected[:10]
+        if ledger.errors:
+            v.notes.append("error answers (api:code count): " + ", ".join(f"{k} {n}" for k, n in
+                                                                          sorted(ledger.errors.items())))
         return v
 
     def correctness(self) -> dict[str, bool]:
