@@ -85,6 +85,9 @@ class StandaloneCluster:
             "SPARK_DAEMON_MEMORY": "256m",
             "SPARK_NO_DAEMONIZE": "1",
         })
+        # The master declares a silent worker dead after spark.worker.timeout (60 s by default); on one machine a
+        # lost worker is known at once, so tell the master sooner (the driver notices a lost executor by itself).
+        env.setdefault("SPARK_MASTER_OPTS", "-Dspark.worker.timeout=10")
         env.setdefault("PYSPARK_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
         return env
 
