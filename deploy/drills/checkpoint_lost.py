@@ -54,6 +54,11 @@ def run(groups: int, members: int, workdir: Path, bootstrap: str | None = None,
         start_timeout_s: float = 300.0) -> Verdict:
     verdict = Verdict("checkpoint lost: rebuild from the records topic")
     entry = rebuild_entry_point()
+    if entry is None:
+        verdict.checks["this build can rebuild from the records topic"] = False
+        verdict.notes.append("no `coordinator rebuild` subcommand and no `run --rebuild-from-records` flag in "
+                             "streaming/cli.py: the state cannot be rebuilt (docs/drills.md, hooks)")
+        return verdict
     env = Environment(workdir, bootstrap)
     fleet = None
     try:
@@ -69,13 +74,6 @@ def run(groups: int, members: int, workdir: Path, bootstrap: str | None = None,
         shutil.rmtree(env.checkpoint)
         lost_at = time.monotonic()
         log(f"driver killed, checkpoint {env.checkpoint} deleted; rebuild entry point: {entry}")
-        if entry is None:
-            verdict.checks["this build can rebuild from the records topic"] = False
-            verdict.notes.append("no `coordinator rebuild` subcommand and no `run --rebuild-from-records` flag in "
-                                 "streaming/cli.py: the state cannot be rebuilt (see docs/drills.md)")
-            verdict.requests_sent = len(fleet.ledger.sent)
-            verdict.answered = verdict.requests_sent - len(fleet.ledger.unanswered())
-            return verdict
         if entry == "subcommand":
             cmd = [sys.executable, "-m", "streaming.cli", "rebuild", "--bootstrap-servers", env.bootstrap,
                    "--checkpoint-location", str(env.checkpoint)]
