@@ -112,7 +112,7 @@ class GroupConsumer:
         self._member.subscribe(topics)
 
     def subscription(self) -> set[str]:
-        return set(self._member._topics)
+        return set(self._member.subscription)
 
     def assignment(self) -> set[TopicPartition]:
         return {TopicPartition(t, p) for t, p in self._member.assignment()}

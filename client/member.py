@@ -204,6 +204,17 @@ class GroupMember:
         with self._lock:
             return self._is_leader
 
+    @property
+    def subscription(self) -> tuple[str, ...]:
+        with self._lock:
+            return self._topics
+
+    @property
+    def rejoin_needed(self) -> bool:
+        """The member knows it must (re-)join: the next poll() starts a rebalance round."""
+        with self._lock:
+            return self._rejoin_needed
+
     def assignment(self) -> frozenset[TopicPartition]:
         with self._lock:
             return self._owned

@@ -147,7 +147,7 @@ def settled(workers, partitions: int) -> bool:
     owned = [tp.partition for w in workers for tp in w.assignment()]
     gens = {w.generation for w in workers}
     return sorted(owned) == list(range(partitions)) and len(gens) == 1 and not any(
-        w.consumer.member._rejoin_needed for w in workers
+        w.consumer.member.rejoin_needed for w in workers
     )
 
 

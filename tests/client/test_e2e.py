@@ -133,7 +133,10 @@ def test_a_static_member_restarted_within_its_session_gets_its_partitions_back_w
     b = Worker(run, topic, group, "b", group_instance_id="inst-b", session_timeout_ms=30_000)
     b2 = None
     try:
-        wait_until(lambda: settled([a, b], partitions) and a.assignment() and b.assignment(), what="static pair")
+        def callbacks_done(w: Worker) -> bool:  # the assignment is visible just before its callback runs
+            return bool(w.events) and w.events[-1] == ("assigned", frozenset(w.assignment()))
+
+        wait_until(lambda: settled([a, b], partitions) and callbacks_done(a) and callbacks_done(b), what="static pair")
         generation = a.consumer.member.generation.generation_id
         before = b.assignment()
         events_a = list(a.events)

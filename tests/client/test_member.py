@@ -110,7 +110,7 @@ def make(coordinator):
 
 def stable(*members: GroupMember) -> bool:
     gens = {m.generation.generation_id for m in members}
-    return all(m.state is MemberState.STABLE and not m._rejoin_needed for m in members) and len(gens) == 1
+    return all(m.state is MemberState.STABLE and not m.rejoin_needed for m in members) and len(gens) == 1
 
 
 def covers(members, n=6, topic="t") -> bool:
