@@ -1,0 +1,50 @@
+"""The CLI's commands that need only the coordinator, run against the real core in-process (client.loopback),
+plus Kafka's option rules."""
+
+import io
+
+import pytest
+
+from admin.cli import main
+from client import protocol
+from client.loopback import LoopbackCoordinator
+
+
+@pytest.fixture
+def coordinator():
+    c = LoopbackCoordinator()
+    yield c
+    c.close()
+
+
+def cli(coordinator, *args):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--bootstrap-server", "127.0.0.1:1", *args], transport=coordinator.transport(), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_list_and_delete_groups(coordinator):
+    t = coordinator.transport()
+    for group in ("b", "a"):
+        t.request(group, protocol.offset_commit(group, -1, "", None, {("t", 0): (5, "")}), 5)
+    assert cli(coordinator, "--list") == (0, "a\nb\n", "")
+    code, out, _ = cli(coordinator, "--delete", "--group", "a", "--group", "missing")
+    assert code == 1
+    assert out == ("Deletion of requested consumer groups ('a') was successful.\n"
+                   "Deletion of some consumer groups failed:\n"
+                   "* Group 'missing' could not be deleted due to: The group id does not exist.\n")
+    assert cli(coordinator, "--list", "--output", "json")[1].split() == [
+        "[", "{", '"group":', '"b",', '"protocol_type":', '"",', '"state":', '"Empty"', "}", "]"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--describe"], "Option --group or --all-groups must be specified"),
+    (["--reset-offsets", "--group", "g", "--to-earliest"], "needs one of the following scopes"),
+    (["--reset-offsets", "--group", "g", "--all-topics"], "needs a reset specification"),
+    (["--reset-offsets", "--group", "g", "--all-topics", "--topic", "t", "--to-latest"], "cannot be used with"),
+    (["--delete-offsets", "--group", "g"], "needs --topic"),
+    (["--list", "--picture", "x.png"], "only valid with --history"),
+])
+def test_kafka_option_rules(coordinator, args, message):
+    code, _, err = cli(coordinator, *args)
+    assert code == 1 and message in err
