@@ -212,6 +212,7 @@ def offset_rows(desc: GroupDescription, committed: dict[tuple[str, int], int],
 
 
 def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, groups: list[str], o: Output) -> int:
+    columns: Sequence[str] = STATE_COLUMNS if args.state else OFFSET_COLUMNS
     all_rows: list[Sequence[Any]] = []
     status = 0
     for group_id in groups:
@@ -223,18 +224,16 @@ def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, 
             columns, rows = member_rows(desc, args.verbose)
             o.table(columns, rows, {"#PARTITIONS": 15})
         elif args.state:
-            columns = STATE_COLUMNS
             coordinator = f"{args.bootstrap_server}  ({args.requests_topic})"
             rows = [(desc.group_id, coordinator, desc.protocol or None, desc.state, len(desc.members))]
             o.table(columns, rows, {"ASSIGNMENT-STRATEGY": 20, "STATE": 20})
         else:
             committed = admin.committed(group_id)
             assigned = {tp for m in desc.members for tp in m.assignment}
-            log_end = offsets.log_end(sorted(set(committed) | assigned))
-            columns, rows = OFFSET_COLUMNS, offset_rows(desc, committed, log_end)
+            rows = offset_rows(desc, committed, offsets.log_end(sorted(set(committed) | assigned)))
             o.table(columns, rows, {"PARTITION": 10, "CURRENT-OFFSET": 15, "LOG-END-OFFSET": 15, "LAG": 15})
         all_rows.extend(rows)
-    o.records(columns if groups and all_rows else OFFSET_COLUMNS, all_rows)
+    o.records(columns, all_rows)
     return status
 
 
