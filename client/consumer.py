@@ -153,6 +153,18 @@ class GroupConsumer:
     def highwater(self, partition: TopicPartition) -> int | None:
         return self._consumer.highwater(partition)
 
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self._consumer.seek(partition, offset)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._consumer.pause(*partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._consumer.resume(*partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        return self._consumer.paused()
+
     def close(self, autocommit: bool = True) -> None:
         """Commit (if auto-commit and `autocommit`), leave the group (dynamic members), release clients."""
         if not autocommit:
