@@ -9,7 +9,8 @@ import pytest
 
 from deploy.drills import broker_restart, checkpoint_lost, kill_driver
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker]
+# Generous: on a 2-core machine shared with other Spark jobs one JVM start can take minutes.
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500)]
 
 
 def _assert_correct(verdict) -> None:
@@ -19,7 +20,7 @@ def _assert_correct(verdict) -> None:
 
 
 def test_kill_minus_nine_mid_commit_loses_nothing(broker, tmp_path):
-    verdict = kill_driver.run(["mid-commit"], groups=2, members=2, session_timeout_ms=30000, seed=11,
+    verdict = kill_driver.run(["mid-commit"], groups=1, members=2, session_timeout_ms=30000, seed=11,
                               workdir=tmp_path, bootstrap=broker)
     _assert_correct(verdict)
     assert verdict.requests_sent > 0 and verdict.answered == verdict.requests_sent

@@ -20,7 +20,8 @@ from deploy.drills.fleet import Wire
 from deploy.standalone.cluster import StandaloneCluster
 from tests.support import protocol as p
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker]
+# Generous: on a 2-core machine shared with other Spark jobs one JVM start can take minutes.
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"group.initial.rebalance.delay.ms": "500", "trigger.interval.ms": "100"}
