@@ -6,6 +6,7 @@ keeps everything in memory and ignores SIGTERM, so it is stopped with SIGKILL, b
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -52,7 +53,7 @@ def start_broker(port: int | None = None, timeout_s: float = 20.0, log_path: Pat
     process = subprocess.Popen(
         [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
          "--storage-engine", "memory://tansu/"],
-        stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+        stdout=out, stderr=out, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
     )
     broker = EmbeddedBroker(process, port)
     try:
@@ -61,6 +62,14 @@ def start_broker(port: int | None = None, timeout_s: float = 20.0, log_path: Pat
         broker.stop()
         raise
     return broker
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL the broker if the process that started it dies without stopping it (kill -9, crash)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def _wait_ready(broker: EmbeddedBroker, timeout_s: float) -> None:

@@ -7,6 +7,7 @@ Python `DataSourceStreamWriter` in the same tasks as the state operator.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Mapping
 
@@ -30,6 +31,8 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     """The session with `conf` applied. Under spark-submit the launcher's settings win: `conf` only fills gaps."""
     from pyspark import SparkConf
 
+    # Python workers must run this interpreter (the one with kafka-python and the project installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     launched = SparkConf() if "PYSPARK_GATEWAY_PORT" in os.environ else None
     for key, value in conf.items():
@@ -40,6 +43,21 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     spark.dataSource.register(KafkaSource)
     spark.dataSource.register(KafkaSink)
     return spark
+
+
+def warm_up(spark: SparkSession) -> None:
+    """Start the Python workers and import the core and kafka-python in them before the first micro-batch, so the
+    first requests after a (re)start do not wait for worker start-up (`spark.python.worker.reuse` keeps them)."""
+
+    def load(batches):
+        import kafka  # noqa: F401
+        import state.batch  # noqa: F401
+        import streaming.stateful  # noqa: F401
+
+        yield from batches
+
+    parallelism = int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
+    spark.range(parallelism, numPartitions=parallelism).mapInPandas(load, "id long").collect()
 
 
 def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str = QUERY_NAME) -> StreamingQuery:
@@ -66,11 +84,11 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     sink = F.col("sink")
     out = out.observe(
         "coordinator",
-        F.sum((sink == "response").cast("long")).alias("responses"),
-        F.sum((sink == "record").cast("long")).alias("records"),
-        F.sum((sink == "dead_letter").cast("long")).alias("dead_letters"),
-        F.sum((sink == "timer").cast("long")).alias("groups_called"),
-        F.sum(((sink == "timer") & F.col("deadline").isNotNull()).cast("long")).alias("groups_with_timer"),
+        F.count(F.when(sink == "response", 1)).alias("responses"),
+        F.count(F.when(sink == "record", 1)).alias("records"),
+        F.count(F.when(sink == "dead_letter", 1)).alias("dead_letters"),
+        F.count(F.when(sink == "timer", 1)).alias("groups_called"),
+        F.count(F.when((sink == "timer") & F.col("deadline").isNotNull(), 1)).alias("groups_with_timer"),
     )
     return (out.writeStream.format(KafkaSink.name()).options(**kafka)
             .option("topic.responses", topics.responses).option("topic.records", topics.records)

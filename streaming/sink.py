@@ -22,6 +22,7 @@ from typing import Iterator, Mapping, Sequence
 from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, WriterCommitMessage
 
 from streaming.kafka_clients import cached_producer, client_config
+from streaming.source import lower_keys
 
 OUTPUT_SCHEMA = ("sink STRING, key BINARY, value BINARY, reason STRING, partition INT, offset LONG, "
                  "deadline LONG")
@@ -49,10 +50,11 @@ class KafkaSink(DataSource):
 
 class KafkaStreamWriter(DataSourceStreamWriter):
     def __init__(self, options: Mapping[str, str]) -> None:
+        options = lower_keys(options)
         self.client_config = client_config(options)
         self.topics = {"response": options["topic.responses"], "record": options["topic.records"],
                        "dead_letter": options["topic.dead.letters"]}
-        self.timer_file = options.get("timerFile") or None
+        self.timer_file = options.get("timerfile") or None
 
     def write(self, rows: Iterator) -> Written:
         producer = cached_producer(self.client_config)

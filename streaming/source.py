@@ -60,21 +60,27 @@ class KafkaSource(DataSource):
         return KafkaStreamReader(dict(self.options))
 
 
+def lower_keys(options: Mapping[str, str]) -> dict[str, str]:
+    """Spark hands options over case-insensitively (as lower-case keys once copied); look them up that way."""
+    return {k.lower(): v for k, v in options.items()}
+
+
 def _flag(options: Mapping[str, str], name: str, default: bool) -> bool:
     return str(options.get(name, str(default))).strip().lower() == "true"
 
 
 class KafkaStreamReader(DataSourceStreamReader):
     def __init__(self, options: Mapping[str, str]) -> None:
+        options = lower_keys(options)
         self.topic = options["subscribe"]
         self.client_config = client_config(options)
-        self.starting_offsets = options.get("startingOffsets", "earliest")
-        cap = options.get("maxOffsetsPerTrigger")
+        self.starting_offsets = options.get("startingoffsets", "earliest")
+        cap = options.get("maxoffsetspertrigger")
         self.max_offsets_per_trigger = int(cap) if cap else None
-        self.fail_on_data_loss = _flag(options, "failOnDataLoss", True)
+        self.fail_on_data_loss = _flag(options, "failondataloss", True)
         self.route = _flag(options, "route", False)
-        self.timer_file = options.get("timerFile") or None
-        self.poll_timeout_ms = int(options.get("pollTimeoutMs", "120000"))
+        self.timer_file = options.get("timerfile") or None
+        self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
 
     # -- planning (driver) ---------------------------------------------------------------------------------------
 

@@ -13,11 +13,13 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from state.batch import STATE_SCHEMA_VERSION, GroupStep, step_group
+from state.batch import GroupStep, step_group
 from state.config import CoordinatorConfig
 
 STATE_SCHEMA = "version INT, state BINARY"
-"""Versioned so that a later release can read an older checkpoint: it sees `version` and converts `state`."""
+"""The state store row. `state` is the core's bytes, which carry the core's own schema version (the core upgrades
+older ones); `version` is this envelope's, so a later shell can change the row and still read an old checkpoint."""
+ENVELOPE_VERSION = 1
 
 INPUT_COLUMNS = ["kind", "group_id", "partition", "offset", "key", "value", "reply_key", "reason", "response"]
 
@@ -59,7 +61,7 @@ def _group(group_id: str, rows: list[tuple], state, now_ms: int, config: Coordin
     if step.state is None:
         state.remove()
         return out
-    state.update((STATE_SCHEMA_VERSION, step.state))
+    state.update((ENVELOPE_VERSION, step.state))
     if step.next_deadline_ms is not None:
         # ProcessingTimeTimeout stores batch time + duration: exactly the core's deadline (1 ms when overdue).
         state.setTimeoutDuration(max(1, step.next_deadline_ms - now_ms))
@@ -68,9 +70,9 @@ def _group(group_id: str, rows: list[tuple], state, now_ms: int, config: Coordin
 
 def _load(stored: tuple) -> bytes:
     version, blob = stored
-    if version != STATE_SCHEMA_VERSION:
-        raise ValueError(f"state schema version {version} is not readable by this release "
-                         f"(reads {STATE_SCHEMA_VERSION})")
+    if version != ENVELOPE_VERSION:
+        raise ValueError(f"state envelope version {version} is not readable by this release "
+                         f"(reads {ENVELOPE_VERSION})")
     return bytes(blob)
 
 

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Callable, Iterator
 
 import pytest
@@ -32,13 +31,13 @@ def broker() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from streaming.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
-    from streaming.query import spark_session
+    from streaming.query import spark_session, warm_up
 
     conf = read_spark_defaults(DEFAULT_SPARK_DEFAULTS)
     conf["spark.app.name"] = "coordinator-tests"
     conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("warehouse"))
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     session = spark_session(conf)
+    warm_up(session)
     try:
         yield session
     finally:

@@ -10,7 +10,8 @@ import itertools
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+import time
+from typing import Any, Callable, Mapping, TypeVar
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -34,6 +35,7 @@ TEST_PROPERTIES = {
 }
 
 _ids = itertools.count()
+T = TypeVar("T")
 
 
 @dataclass
@@ -74,7 +76,7 @@ class CoordinatorRun:
             self._producer = producer(self.bootstrap)
         send_raw(self._producer, self.topics.requests, value, key)
 
-    def request(self, request: dict[str, Any], timeout_s: float = 60.0) -> dict[str, Any]:
+    def request(self, request: dict[str, Any], timeout_s: float = 180.0) -> dict[str, Any]:
         """Send one request (a `request_id` is added if missing) and wait for its response."""
         request = {"request_id": f"r{next(_ids)}-{uuid.uuid4().hex[:6]}", **request}
         self.send(request)
@@ -82,6 +84,23 @@ class CoordinatorRun:
 
     def read(self, topic: str):
         return read_topic(self.bootstrap, topic)
+
+    def wait(self, probe: Callable[[], T | None], timeout_s: float = 180.0, every_s: float = 0.25) -> T:
+        """Poll `probe` until it returns something truthy (an upper bound, not a timing expectation)."""
+        deadline = time.monotonic() + timeout_s
+        while not (result := probe()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"condition not met within {timeout_s} s")
+            time.sleep(every_s)
+        return result
+
+    def forget_last_commit(self) -> None:
+        """Delete the newest entry of the checkpoint's commit log (query stopped), as if the driver had died after
+        the sink wrote the batch and before Spark recorded it: the next start replays that batch."""
+        commits = Path(self.props["checkpoint.location"]) / "commits"
+        last = max((f for f in commits.iterdir() if f.name.isdigit()), key=lambda f: int(f.name))
+        last.unlink()
+        (commits / f".{last.name}.crc").unlink(missing_ok=True)
 
     def close(self) -> None:
         self.stop()

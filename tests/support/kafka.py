@@ -95,7 +95,7 @@ class ResponseReader:
                 new.append(body)
         return new
 
-    def wait_for(self, request_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
+    def wait_for(self, request_id: str, timeout_s: float = 180.0) -> dict[str, Any]:
         """The first response to `request_id`, waiting up to `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         while request_id not in self.copies:
@@ -104,7 +104,7 @@ class ResponseReader:
             self.poll()
         return json.loads(self.copies[request_id][0])
 
-    def wait_until(self, predicate, timeout_s: float = 60.0) -> dict[str, Any]:
+    def wait_until(self, predicate, timeout_s: float = 180.0) -> dict[str, Any]:
         """The first new response for which `predicate(response)` holds."""
         deadline = time.monotonic() + timeout_s
         while True:

@@ -1,0 +1,122 @@
+"""`coordinator run`: the job's console script (also the spark-submit entry, via streaming/submit.py).
+
+Configuration: conf/coordinator.properties and conf/spark-defaults.conf, then --config / --spark-defaults files,
+then flags. With no bootstrap servers it runs on the embedded default: a tansu broker on a free loopback port, a fresh
+checkpoint, topics created, and the address printed for clients; the broker is killed (by pid) on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from streaming import config as job_config
+
+log = logging.getLogger("coordinator")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="coordinator", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the coordinator query until interrupted")
+    run.add_argument("--config", type=Path, help="properties file over conf/coordinator.properties")
+    run.add_argument("--spark-defaults", type=Path, default=job_config.DEFAULT_SPARK_DEFAULTS,
+                     help="Spark settings file (spark-defaults.conf format)")
+    run.add_argument("--bootstrap-servers", help="Kafka bootstrap servers; none: the embedded tansu broker")
+    run.add_argument("--checkpoint-location", help="Spark checkpoint directory (required with a real cluster)")
+    run.add_argument("--trigger-interval-ms", type=int, help="micro-batch trigger interval")
+    run.add_argument("--metrics-log", help="per-batch JSON lines: a file, or - for stdout")
+    run.add_argument("--set", dest="props", action="append", default=[], metavar="KEY=VALUE",
+                     help="any coordinator.properties key (repeatable)")
+    run.add_argument("--conf", dest="spark_conf", action="append", default=[], metavar="KEY=VALUE",
+                     help="any Spark setting (repeatable)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("kafka", "py4j"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    overrides = job_config.parse_assignments(args.props)
+    for key, value in (("bootstrap.servers", args.bootstrap_servers),
+                       ("checkpoint.location", args.checkpoint_location),
+                       ("trigger.interval.ms", args.trigger_interval_ms), ("metrics.log", args.metrics_log)):
+        if value is not None:
+            overrides[key] = str(value)
+    props = job_config.load(args.config, overrides)
+    spark_conf = {**job_config.read_spark_defaults(args.spark_defaults),
+                  **job_config.parse_assignments(args.spark_conf)}
+    return run(props, spark_conf)
+
+
+def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
+    """Start everything, block until the query ends or the process is told to stop, then clean up."""
+    from streaming.embedded import start_broker
+    from streaming.metrics import JsonLinesMetrics
+    from streaming.query import QUERY_NAME, spark_session, start_query, warm_up
+    from streaming.topics import ensure_topics
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    broker = None
+    metrics_out = None
+    try:
+        if not props.get("bootstrap.servers"):
+            Path("var").mkdir(exist_ok=True)
+            broker = start_broker(log_path=Path("var/tansu.log"))
+            props["bootstrap.servers"] = broker.bootstrap_servers
+            log.info("embedded tansu broker (pid %d) on %s", broker.process.pid, broker.bootstrap_servers)
+        if not props.get("checkpoint.location"):
+            if broker is None:
+                raise SystemExit("checkpoint.location is required with a Kafka cluster (--checkpoint-location)")
+            # The embedded broker keeps nothing across runs, so neither may the checkpoint.
+            props["checkpoint.location"] = tempfile.mkdtemp(prefix="checkpoint-", dir="var")
+        ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
+        spark = spark_session(spark_conf)
+        target = props.get("metrics.log", "-")
+        if target:
+            metrics_out = sys.stdout if target == "-" else open(target, "a")
+            spark.streams.addListener(JsonLinesMetrics(metrics_out, QUERY_NAME))
+        warm_up(spark)
+        query = start_query(spark, props)
+        print(f"group coordinator running: bootstrap.servers={props['bootstrap.servers']} "
+              f"requests={props['topic.requests']} responses={props['topic.responses']} "
+              f"records={props['topic.records']} dead-letters={props['topic.dead.letters']} "
+              f"checkpoint={props['checkpoint.location']}", flush=True)
+        try:
+            query.awaitTermination()
+        except (KeyboardInterrupt, SystemExit):
+            log.info("stopping")
+        finally:
+            _quietly(query.stop)
+        return 0
+    finally:
+        if metrics_out not in (None, sys.stdout):
+            metrics_out.close()
+        if broker is not None:
+            broker.stop()
+            log.info("embedded broker stopped")
+
+
+def _quietly(action) -> None:
+    """Run a shutdown step that may fail because the JVM got the same signal and is already going away."""
+    try:
+        action()
+    except Exception as exc:
+        log.debug("during shutdown: %s", exc)
+
+
+def _security(props: dict[str, str]) -> dict[str, object]:
+    from streaming.kafka_clients import client_config
+
+    settings = client_config(job_config.kafka_options(props))
+    settings.pop("bootstrap_servers")
+    return settings
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""The Kafka source's reader methods called directly (no Spark), against the session's tansu broker."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+from streaming.sink import merge_deadlines
+from streaming.source import KafkaRange, KafkaStreamReader, cap_rows
+
+pytestmark = pytest.mark.broker
+
+
+@pytest.fixture
+def topic(broker) -> str:
+    name = f"source-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker)
+    admin.create_topics([NewTopic(name, 2, 1)])
+    admin.close()
+    return name
+
+
+def produce(broker: str, topic: str, per_partition: int) -> None:
+    producer = KafkaProducer(bootstrap_servers=broker, linger_ms=5)
+    for i in range(per_partition):
+        for partition in (0, 1):
+            producer.send(topic, key=b"k", value=f"{partition}-{i}".encode(), partition=partition)
+    producer.flush()
+    producer.close()
+
+
+def reader(broker: str, topic: str, **options: str) -> KafkaStreamReader:
+    return KafkaStreamReader({"kafka.bootstrap.servers": broker, "subscribe": topic, **options})
+
+
+def read_all(r: KafkaStreamReader, start: dict, end: dict) -> list[tuple]:
+    return [row for part in r.partitions(start, end) for row in r.read(part)]
+
+
+def test_offsets_plan_and_read_every_record_once(broker, topic):
+    produce(broker, topic, 5)
+    r = reader(broker, topic)
+    start = r.initialOffset()
+    assert start == {topic: {"0": 0, "1": 0}, "tick": 0}
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end == {topic: {"0": 5, "1": 5}, "tick": 0}
+    rows = read_all(r, start, end)
+    assert sorted(row[4] for row in rows) == sorted(f"{p}-{i}".encode() for p in (0, 1) for i in range(5))
+    assert r.latestOffset(end, ReadAllAvailable()) == end
+    assert r.partitions(end, end) == []
+
+
+def test_read_is_the_same_on_replay(broker, topic):
+    produce(broker, topic, 4)
+    r = reader(broker, topic)
+    part = KafkaRange(topic, 1, 1, 3)
+    assert list(r.read(part)) == list(r.read(part))
+    assert [row[1] for row in r.read(part)] == [1, 2]
+
+
+def test_max_offsets_per_trigger_caps_each_batch_across_partitions(broker, topic):
+    produce(broker, topic, 10)
+    r = reader(broker, topic, maxOffsetsPerTrigger="6")
+    assert r.getDefaultReadLimit() == ReadMaxRows(6)
+    start = r.initialOffset()
+    end = r.latestOffset(start, ReadMaxRows(6))
+    assert end[topic] == {"0": 3, "1": 3}
+    assert len(read_all(r, start, end)) == 6
+
+
+def test_starting_offsets_latest_and_json(broker, topic):
+    produce(broker, topic, 3)
+    assert reader(broker, topic, startingOffsets="latest").initialOffset()[topic] == {"0": 3, "1": 3}
+    given = json.dumps({topic: {"0": 1, "1": -2}})
+    assert reader(broker, topic, startingOffsets=given).initialOffset()[topic] == {"0": 1, "1": 0}
+
+
+def test_new_partitions_are_picked_up_from_their_start(broker, topic):
+    """tansu has no CreatePartitions, so the checkpointed offsets play the older topic that had partition 0 only."""
+    produce(broker, topic, 2)
+    r = reader(broker, topic)
+    start = {topic: {"0": 2}, "tick": 0}
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end[topic] == {"0": 2, "1": 2}
+    assert [part.partition for part in r.partitions(start, end)] == [1]
+    assert sorted(row[4] for row in read_all(r, start, end)) == [b"1-0", b"1-1"]
+
+
+def test_routing_adds_the_cores_decision(broker, topic):
+    producer = KafkaProducer(bootstrap_servers=broker)
+    producer.send(topic, key=b"g", value=b'{"api":"Heartbeat","request_id":"r1","group_id":"g","member_id":"m",'
+                                         b'"generation_id":1}', partition=0)
+    producer.send(topic, key=b"x", value=b"not json", partition=0)
+    producer.flush()
+    r = reader(broker, topic, route="true")
+    rows = list(r.read(KafkaRange(topic, 0, 0, 2)))
+    assert [(row[5], row[6]) for row in rows] == [("group", "g"), ("reject", "")]
+    assert rows[1][8]  # the reason
+
+
+def test_timer_tick_advances_only_when_the_earliest_deadline_has_passed(broker, topic, tmp_path):
+    timers = str(tmp_path / "timers.json")
+    r = reader(broker, topic, timerFile=timers)
+    start = r.initialOffset()
+    assert r.latestOffset(start, ReadAllAvailable())["tick"] == 0  # no timers at all
+    now = int(time.time() * 1000)
+    merge_deadlines(timers, [{"g1": now + 3_600_000}])
+    assert r.latestOffset(start, ReadAllAvailable())["tick"] == 0
+    merge_deadlines(timers, [{"g2": now - 1}])
+    assert r.latestOffset(start, ReadAllAvailable())["tick"] == 1
+    merge_deadlines(timers, [{"g2": None}])
+    assert r.latestOffset(start, ReadAllAvailable())["tick"] == 0
+
+
+@pytest.mark.parametrize("available, cap, expected", [
+    ({0: 10, 1: 10}, None, {0: 10, 1: 10}),
+    ({0: 10, 1: 10}, 6, {0: 3, 1: 3}),
+    ({0: 1, 1: 10}, 6, {0: 1, 1: 5}),
+    ({0: 0, 1: 10, 2: 10}, 5, {0: 0, 1: 2, 2: 3}),
+])
+def test_cap_rows_shares_the_budget(available, cap, expected):
+    assert cap_rows(available, cap) == expected
