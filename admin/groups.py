@@ -146,10 +146,50 @@ class LogOffsets:
                 raise TimeoutError(f"no fetch response for {[tp for tp, m in marks.items() if m is None]}")
 
     def for_time(self, tps: Iterable[tuple[str, int]], timestamp_ms: int) -> dict[tuple[str, int], int | None]:
-        """The earliest offset whose timestamp is >= `timestamp_ms` (None: no such record)."""
+        """The earliest offset whose record timestamp is >= `timestamp_ms` (None: no such record).
+
+        ListOffsets by timestamp answers this, but tansu answers offset 0 whatever the timestamp; so the
+        answer is checked against the records around it, and when it does not hold, the partition is
+        scanned (correct everywhere, slower on long logs)."""
         kafka_tps = [TopicPartition(t, p) for t, p in tps]
-        found = self._consumer.offsets_for_times({tp: timestamp_ms for tp in kafka_tps})
-        return {(tp.topic, tp.partition): (v.offset if v is not None else None) for tp, v in found.items()}
+        hints = self._consumer.offsets_for_times({tp: timestamp_ms for tp in kafka_tps})
+        ends = self.log_end([(tp.topic, tp.partition) for tp in kafka_tps])
+        out: dict[tuple[str, int], int | None] = {}
+        for tp in kafka_tps:
+            end = ends[(tp.topic, tp.partition)]
+            hint = hints.get(tp)
+            if hint is not None and self._holds(tp, hint.offset, timestamp_ms, end):
+                out[(tp.topic, tp.partition)] = hint.offset
+            else:
+                out[(tp.topic, tp.partition)] = self._scan(tp, timestamp_ms, end)
+        return out
+
+    def _records(self, tp: TopicPartition, start: int, stop: int, timeout_s: float = 30.0):
+        """(offset, timestamp) of the records in [start, stop), in order."""
+        self._consumer.assign([tp])
+        self._consumer.seek(tp, start)
+        deadline = time.monotonic() + timeout_s
+        while self._consumer.position(tp) < stop:
+            for record in self._consumer.poll(timeout_ms=100).get(tp, []):
+                if record.offset < stop:
+                    yield record.offset, record.timestamp
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not read {tp} from {start} to {stop}")
+
+    def _holds(self, tp: TopicPartition, offset: int, timestamp_ms: int, end: int) -> bool:
+        if offset >= end:
+            return False
+        first = self.earliest([(tp.topic, tp.partition)])[(tp.topic, tp.partition)]
+        around = dict(self._records(tp, max(first, offset - 1), offset + 1))
+        before_ok = offset == first or around.get(offset - 1, timestamp_ms) < timestamp_ms
+        return around.get(offset, -1) >= timestamp_ms and before_ok
+
+    def _scan(self, tp: TopicPartition, timestamp_ms: int, end: int) -> int | None:
+        first = self.earliest([(tp.topic, tp.partition)])[(tp.topic, tp.partition)]
+        for offset, ts in self._records(tp, first, end):
+            if ts >= timestamp_ms:
+                return offset
+        return None
 
     def close(self) -> None:
         self._consumer.close()
