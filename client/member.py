@@ -175,7 +175,7 @@ class GroupMember:
         self._is_leader = False
         self._assigned_counts: dict[str, int] | None = None
         self._last_metadata_check = 0.0
-        self._last_heartbeat_ok = time.monotonic()
+        self._last_poll = time.monotonic()
         self._closing = threading.Event()
         self._round: Future[tuple[Generation, frozenset[TopicPartition]] | None] | None = None
         self._heartbeat_thread = threading.Thread(
@@ -236,6 +236,8 @@ class GroupMember:
         what it owns meanwhile). Returns True once the member is Stable with a current assignment. Raises
         FencedInstanceError after fencing, GroupError for configuration errors (protocol, session timeout)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._lock:
+            self._last_poll = time.monotonic()
         while True:
             with self._lock:
                 if self._fatal is not None:
@@ -476,8 +478,8 @@ class GroupMember:
             owned = self._owned
             self._owned = assigned
             self._state = MemberState.STABLE
+            self._last_poll = time.monotonic()  # a long rebalance inside poll() is not the application's idling
             self._rejoin_needed = False
-            self._last_heartbeat_ok = time.monotonic()
         if self._protocol == "COOPERATIVE":
             revoked = owned - assigned
             if revoked:
@@ -541,7 +543,11 @@ class GroupMember:
             with self._lock:
                 gen = self._generation
                 active = self._state is MemberState.STABLE and gen.generation_id >= 0 and self._fatal is None
+                idle_s = time.monotonic() - self._last_poll
             if not active:
+                continue
+            if idle_s > self.config.rebalance_timeout_ms / 1000:
+                self._leave_after_poll_timeout(gen)
                 continue
             try:
                 response = self._request(
@@ -561,6 +567,26 @@ class GroupMember:
             reaction = decide("Heartbeat", code)
             if reaction.action is not Action.PROCEED:
                 self._apply(reaction, gen, "Heartbeat", code)
+
+    def _leave_after_poll_timeout(self, gen: Generation) -> None:
+        """Kafka's poll timeout (`max.poll.interval.ms`): an application that stopped polling is presumed stuck,
+        so its partitions go to others. A dynamic member leaves the group; both kinds forget their generation,
+        so the next poll() reports the partitions lost and joins again."""
+        log.warning("%s: poll() not called for %d ms, leaving the group", self.config.group_id,
+                    self.config.rebalance_timeout_ms)
+        with self._lock:
+            if self._generation != gen:
+                return
+            self._generation = NO_GENERATION
+            self._rejoin_needed = True
+        if self.config.group_instance_id is None:
+            try:
+                self._request(
+                    protocol.leave_group(self.config.group_id, [(gen.member_id, None)], "consumer poll timeout has expired"),
+                    attempts=1,
+                )
+            except RequestTimeoutError:
+                log.warning("LeaveGroup for %s not answered; the session timeout will remove it", gen.member_id)
 
     def _request(self, body: protocol.Json, timeout_ms: int | None = None, attempts: int = 3) -> protocol.Json:
         timeout_s = (timeout_ms or self.config.request_timeout_ms) / 1000

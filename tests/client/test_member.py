@@ -223,3 +223,17 @@ def test_server_side_assignment_skips_the_leader(coordinator, make):
     assert joins[-1]["topic_partitions"] == [{"name": "t", "partitions": 6}]
     syncs = [r for r in coordinator.requests if r["api"] == "SyncGroup"]
     assert all(s["assignments"] == [] for s in syncs)
+
+
+def test_a_member_that_stops_polling_leaves_and_its_partitions_move(make):
+    a, rec_a = make("a", loop=False)
+    b, _ = make("b")
+    deadline = time.monotonic() + 10
+    while not (stable(a, b) and a.assignment() and b.assignment()) and time.monotonic() < deadline:
+        a.poll(0.05)
+    assert a.assignment() and b.assignment()
+    # a's application hangs for longer than max.poll.interval.ms (the rebalance timeout, 2 s here).
+    wait_until(lambda: covers([b]), timeout_s=15)
+    a.poll(5)
+    assert rec_a.events[-2][0] == "lost"
+    wait_until(lambda: (a.poll(0.05) or True) and stable(a, b) and covers([a, b]) and a.assignment(), timeout_s=15)
