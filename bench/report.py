@@ -4,8 +4,10 @@
 
 Writes `<out>/report.md` and `<out>/report.png`. Figures (each for both peers where it applies):
 
-1. sustained requests/s: a backlog of heartbeats + offset commits from the members of many groups, drained;
-2. latency p50/p99 vs offered load: open-loop heartbeats + commits at fixed rates;
+1. sustained requests/s and latency at half that rate, idle CPU, graceful restart: `bench.stream_bench` (the
+   streaming job's benchmark, reused as is) for both peers;
+2. latency p50/p99 vs offered load: open-loop heartbeats + commits at several fixed rates from the members of
+   G groups x M members;
 3. time to Stable for a new group of 10, 100, 1,000 members (every member starts at once);
 4. time to reassign a failed member's partitions: one member of a Stable group goes silent, until the others are
    Stable again in a new generation;
@@ -43,12 +45,14 @@ if str(ROOT) not in sys.path:
 from deploy.drills.fleet import ASSIGNMENT, SUBSCRIPTION, Fleet, Member, percentile  # noqa: E402
 
 SCALES = {
-    #            stable sizes        latency rates (req/s)   backlog  population (groups x members)
-    "quick": dict(sizes=[10, 100], rates=[100, 500], backlog=3000, population=(100, 10), duration=8),
+    # sizes: time-to-Stable groups; rates: latency sweep; backlog/population: batch time with G x M in state;
+    # sb_*: bench.stream_bench's sustained-rate and fixed-rate run (groups, burst, seconds).
+    "quick": dict(sizes=[10, 100], rates=[100, 500], backlog=3000, population=(100, 10), duration=8,
+                  sb_groups=200, sb_burst=5000, sb_seconds=10),
     "default": dict(sizes=[10, 100, 1000], rates=[100, 500, 1000, 2000], backlog=20000, population=(1000, 10),
-                    duration=15),
+                    duration=15, sb_groups=1000, sb_burst=100_000, sb_seconds=30),
     "full": dict(sizes=[10, 100, 1000], rates=[100, 500, 1000, 2000, 4000], backlog=50000,
-                 population=(100_000, 10), duration=20),
+                 population=(100_000, 10), duration=20, sb_groups=1000, sb_burst=100_000, sb_seconds=30),
 }
 SESSION_MS = 30000
 STABLE_SESSION_MS = 10000
@@ -74,6 +78,12 @@ class Results:
     recovery_s: float | None = None
     population: tuple[int, int] | None = None
     population_batch_ms: list[int] = field(default_factory=list)
+    population_note: str = ""
+    first_answer_s: float | None = None
+    fixed_rate: dict | None = None
+    batch_parts_ms: dict | None = None
+    idle_cores: float | None = None
+    restart_s: float | None = None
     state_rows: int | None = None
     state_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
@@ -84,44 +94,22 @@ class Results:
 # ---------------------------------------------------------------------------------------------------------------
 
 class RawConnection:
-    """One Kafka connection with pipelined requests: `await call(...)` returns the decoded response."""
+    """bench.stream_bench's pipelined raw Kafka connection, with the call shape this module uses."""
 
     def __init__(self, port: int) -> None:
         self.port = port
-        self.ids = itertools.count(1)
-        self.pending: dict[int, tuple[asyncio.Future, type, int]] = {}
 
     async def open(self) -> "RawConnection":
-        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        self.task = asyncio.ensure_future(self._read())
+        from bench.stream_bench import RawConnection as StreamBenchConnection
+
+        self.conn = await StreamBenchConnection.open(self.port)
         return self
 
-    async def _read(self) -> None:
-        try:
-            while True:
-                size = struct.unpack(">i", await self.reader.readexactly(4))[0]
-                data = await self.reader.readexactly(size)
-                cid = struct.unpack(">i", data[:4])[0]
-                fut, cls, version = self.pending.pop(cid)
-                if not fut.done():
-                    fut.set_result(cls.decode(data, version=version, header=True))
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            for fut, _, _ in self.pending.values():
-                if not fut.done():
-                    fut.set_exception(ConnectionError("closed"))
-
     def call(self, req_cls, resp_cls, version: int, **fields) -> asyncio.Future:
-        cid = next(self.ids)
-        req = req_cls[version](**fields)
-        req.with_header(correlation_id=cid, client_id="bench")
-        fut = asyncio.get_running_loop().create_future()
-        self.pending[cid] = (fut, resp_cls, version)
-        self.writer.write(req.encode(header=True, framed=True))
-        return fut
+        return asyncio.ensure_future(self.conn.send(req_cls(**fields), version, resp_cls))
 
     async def close(self) -> None:
-        self.task.cancel()
-        self.writer.close()
+        self.conn.close()
 
 
 class TansuMember:
@@ -211,23 +199,6 @@ class TansuPeer:
                 await m.conn.close()
         return out
 
-    async def drain(self, members: list[TansuMember], backlog: int) -> float:
-        """Requests/s draining `backlog` heartbeats + commits pipelined over 8 connections."""
-        conns = [await RawConnection(self.port).open() for _ in range(8)]
-        start = time.monotonic()
-        futures = []
-        for i in range(backlog):
-            m = members[i % len(members)]
-            conn = conns[i % len(conns)]
-            futures.append(m.heartbeat(conn) if i % 2 else m.commit(i, i % 16, conn))
-            if len(futures) % 2000 == 0:
-                await asyncio.sleep(0)
-        await asyncio.gather(*futures, return_exceptions=True)
-        took = time.monotonic() - start
-        for c in conns:
-            await c.close()
-        return backlog / took
-
     async def latency(self, members: list[TansuMember], rate: int, duration: float) -> tuple[float, float, float]:
         conns = [await RawConnection(self.port).open() for _ in range(8)]
         lat: list[float] = []
@@ -309,9 +280,6 @@ def run_tansu(scale: dict, results: Results) -> None:
             pop = await peer.form(groups, members)
             results.population = (groups, members)
             log(f"tansu: formed {groups} x {members}")
-            results.sustained_rps = await peer.drain(pop, scale["backlog"])
-            results.sustained_note = f"{scale['backlog']:,} heartbeats + commits pipelined on 8 connections"
-            log(f"tansu: drained at {results.sustained_rps:.0f}/s")
             for rate in scale["rates"]:
                 achieved, p50, p99 = await peer.latency(pop, rate, scale["duration"])
                 results.latency.append((rate, achieved, p50, p99))
@@ -338,9 +306,18 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
     wire = None
     try:
         env.job.start()
+        started = time.monotonic()
         env.job.wait_running(600)
         wire = env.wire()
         seq = itertools.count()
+        # Warm-up: the first batch starts the Python workers; it is not part of any figure below.
+        from client import protocol as wire_protocol
+
+        warm = Fleet(wire, [], 0)
+        rid = warm.send_admin(wire_protocol.describe_group("warm-up"))
+        warm.run_until(lambda: rid in warm.ledger.first_at, 600)
+        results.first_answer_s = time.monotonic() - started
+        log(f"job: first answer {results.first_answer_s:.1f} s after start")
 
         def fleet(groups: list[str], n: int, session_ms: int = SESSION_MS, hb_ms: int = HEARTBEAT_MS) -> Fleet:
             f = Fleet(wire, groups, n, session_timeout_ms=session_ms, rebalance_timeout_ms=session_ms,
@@ -379,7 +356,7 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
         pop.sending = False
         stable = [m for m in pop.members if m.phase == "stable"]
 
-        # Sustained: a backlog of heartbeats + commits, drained.
+        # Batch time with the population in state: one heartbeat or commit from every member, at once.
         metrics_from = len(env.job.metrics())
         rids = []
         start = time.monotonic()
@@ -390,14 +367,14 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
         pop.run_until(lambda: all(r in shared.first_at for r in rids), 1800)
         answered = sum(r in shared.first_at for r in rids)
         took = max(shared.first_at[r] for r in rids if r in shared.first_at) - start if answered else None
-        results.sustained_rps = answered / took if took else None
-        results.sustained_note = f"{scale['backlog']:,} heartbeats + commits produced at once, {answered:,} answered"
+        results.population_note = (f"{scale['backlog']:,} heartbeats + commits from the population produced at once, "
+                                   f"{answered:,} answered in {_fmt(took)} s")
         batches = env.job.metrics()[metrics_from:]
         results.population_batch_ms = [b["batch_duration_ms"] for b in batches if b.get("requests_in")]
         if batches:
             results.state_rows = batches[-1].get("state_rows")
             results.state_bytes = batches[-1].get("state_memory_bytes")
-        log(f"job: drained at {results.sustained_rps}/s; batches {results.population_batch_ms[:10]}")
+        log(f"job: population backlog batches {results.population_batch_ms[:10]}")
 
         for rate in scale["rates"]:
             sent = []
@@ -428,6 +405,40 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
         if wire is not None:
             wire.close()
         env.close()
+
+
+def run_stream_bench(scale: dict, job: Results | None, tansu: Results | None) -> None:
+    """Sustained requests/s and latency at a fixed load, from bench.stream_bench (the streaming job's own
+    benchmark: one-member groups, heartbeats + commits), for both peers, in this run."""
+    from bench import stream_bench
+
+    groups, burst, seconds = scale["sb_groups"], scale["sb_burst"], scale["sb_seconds"]
+    rate = None
+    if job is not None:
+        log(f"stream_bench (job): {groups} groups, burst {burst:,}, {seconds} s fixed rate")
+        ours = stream_bench.run_ours(groups, burst, None, seconds, 100)
+        _stop_spark()
+        job.sustained_rps = ours["sustained"]["requests_per_s"]
+        job.sustained_note = f"bench.stream_bench: {groups:,} one-member groups, burst of {burst:,}"
+        job.fixed_rate, job.batch_parts_ms = ours["fixed_rate"], ours["batch_ms_median"]
+        job.idle_cores, job.restart_s = ours["idle_cores"], ours["restart_to_first_response_s"]
+        rate = ours["fixed_rate"]["offered_per_s"]
+        log(f"stream_bench (job): {ours}")
+    if tansu is not None:
+        theirs = stream_bench.run_tansu(groups, min(burst, 50_000), rate or 500, seconds)
+        tansu.sustained_rps = theirs["sustained"]["requests_per_s"]
+        tansu.sustained_note = f"bench.stream_bench: {groups:,} one-member groups, burst of {min(burst, 50_000):,}"
+        tansu.fixed_rate = theirs["fixed_rate"]
+        log(f"stream_bench (tansu): {theirs}")
+
+
+def _stop_spark() -> None:
+    """stream_bench leaves its SparkSession running; stop it so it does not compete with what follows."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        session.stop()
 
 
 def _send_load(fleet: Fleet, m: Member, i: int) -> str:
@@ -477,8 +488,15 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
         "",
         "| figure | " + " | ".join(r.peer for r in peers) + " |",
         "|---|" + "---|" * len(peers),
-        "| sustained requests/s (backlog drained) | " + " | ".join(_fmt(r.sustained_rps, digits=0) for r in peers)
-        + " |",
+        "| sustained requests/s (bench.stream_bench burst) | "
+        + " | ".join(_fmt(r.sustained_rps, digits=0) for r in peers) + " |",
+        "| latency p50 / p99 at half the job's sustained rate (ms) | "
+        + " | ".join("n/a" if not r.fixed_rate else
+                     f"{_fmt(r.fixed_rate.get('p50_ms'))} / {_fmt(r.fixed_rate.get('p99_ms'))} "
+                     f"at {_fmt(r.fixed_rate.get('offered_per_s'), digits=0)}/s" for r in peers) + " |",
+        "| idle CPU (cores) | " + " | ".join(_fmt(r.idle_cores, digits=2) for r in peers) + " |",
+        "| graceful restart to first response (s) | " + " | ".join(_fmt(r.restart_s) for r in peers) + " |",
+        "| first answer after a cold start (s) | " + " | ".join(_fmt(r.first_answer_s) for r in peers) + " |",
     ]
     for n in scale["sizes"]:
         lines.append(f"| time to Stable, new group of {n:,} (s) | "
@@ -489,7 +507,7 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
     lines.append("| recovery after kill -9 (s, to the first answer) | "
                  + " | ".join(_fmt(r.recovery_s) for r in peers) + " |")
     lines += ["", "## Latency vs offered load (heartbeats + commits, open loop)", "",
-              "| offered/s | " + " | ".join(f"{r.peer} achieved/s | {r.peer} p50 ms | {r.peer} p99 ms"
+              "| offered/s | " + " | ".join(f"{r.peer} answered/s | {r.peer} p50 ms | {r.peer} p99 ms"
                                           for r in peers) + " |",
               "|---|" + "---|---|---|" * len(peers)]
     for rate in scale["rates"]:
@@ -507,9 +525,12 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
                      f"(scale `{scale_name}`; `--scale full` runs 100,000 x 10). State rows after the run: "
                      f"{job.state_rows}, state memory reported by Spark: {_fmt((job.state_bytes or 0) / 1e6, ' MB')}.")
         if batches:
-            lines.append(f"- Batch time while draining the backlog over that state: median "
-                         f"{_fmt(percentile(batches, 0.5), ' ms', 0)}, max {_fmt(max(batches), ' ms', 0)} "
-                         f"({len(batches)} batches).")
+            lines.append(f"- Batch time with that state, every member sending one request at once "
+                         f"({job.population_note}): median {_fmt(percentile(batches, 0.5), ' ms', 0)}, "
+                         f"max {_fmt(max(batches), ' ms', 0)} ({len(batches)} batches).")
+    if job is not None and job.batch_parts_ms:
+        lines.append("- Median batch parts under the fixed load (bench.stream_bench, ms): "
+                     + ", ".join(f"{k} {v}" for k, v in job.batch_parts_ms.items()) + ".")
     lines.append(f"- The core's state row for a 10-member group with one committed offset per member: "
                  f"{state_per_group:,} bytes, so 100,000 groups / 1,000,000 members = "
                  f"{_fmt(state_per_group * 100_000 / 1e9, ' GB', 2)} of state rows before RocksDB compression.")
@@ -519,7 +540,8 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
     lines += ["", "## Notes", ""]
     for r in peers:
         lines += [f"- {r.peer}: {n}" for n in r.notes]
-        lines.append(f"- {r.peer} sustained: {r.sustained_note}")
+        if r.sustained_note:
+            lines.append(f"- {r.peer} sustained: {r.sustained_note}")
     lines += ["", "![report](report.png)", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))
@@ -576,12 +598,12 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     started, load = time.time(), os.getloadavg()
     random.seed(1)
-    tansu = job = None
+    tansu = None if args.skip_tansu else Results("tansu")
+    job = None if args.skip_job else Results("coordinator job")
+    run_stream_bench(scale, job, tansu)
     if not args.skip_tansu:
-        tansu = Results("tansu")
         run_tansu(scale, tansu)
     if not args.skip_job:
-        job = Results("coordinator job")
         run_job(scale, job, Path(tempfile.mkdtemp(prefix="bench-report-")))
     state_per_group = core_state_size(10)
     report = write_report(args.out, args.scale, scale, job, tansu, state_per_group, started, load)
