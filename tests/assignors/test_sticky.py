@@ -477,3 +477,22 @@ def test_large_assignment_with_multiple_consumers_leaving_and_random_subscriptio
         lost = {t for t, _ in pairs(a[m.member_id]) - pairs(b[m.member_id])}
         gained = {t for t, _ in pairs(b[m.member_id]) - pairs(a[m.member_id])}
         assert not lost & gained
+
+
+@pytest.mark.parametrize("name", STICKY)
+def test_assignment_with_multiple_generations(name) -> None:
+    """StickyAssignorTest.testAssignmentWithMultipleGenerations1: a member returning with an old generation keeps
+    only what the newer generation did not hand to someone else."""
+    cluster = Cluster({"t": 6})
+    _, r1 = settle(name, cluster, [member(name, c, ("t",)) for c in ("c1", "c2", "c3")])
+    assert all(len(pairs(a)) == 2 for a in r1.values())
+
+    _, r2 = settle(name, cluster, [member(name, c, ("t",), r1[c], 1) for c in ("c1", "c2")])
+    assert all(len(pairs(r2[c])) == 3 and pairs(r1[c]) <= pairs(r2[c]) for c in ("c1", "c2"))
+    assert pairs(r2["c2"]) & pairs(r1["c3"])  # c2 took one of c3's
+
+    ms = [member(name, "c2", ("t",), r2["c2"], 2), member(name, "c3", ("t",), r1["c3"], 1)]
+    first, r3 = settle(name, cluster, ms)
+    assert pairs(first["c2"]) == pairs(r2["c2"])  # the newer generation keeps everything
+    assert len(pairs(r3["c2"])) == len(pairs(r3["c3"])) == 3
+    assert pairs(r1["c3"]) - pairs(r2["c2"]) <= pairs(r3["c3"])  # c3 keeps what nobody newer took
