@@ -274,21 +274,22 @@ def _cpu_seconds(pids: list[int]) -> float:
 
 
 def _job_pids() -> list[int]:
-    """The JVM and its Python workers: children of this process, except the broker."""
-    me = os.getpid()
-    out = []
+    """The JVM and its Python workers: every descendant of this process except the broker."""
+    children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                cmd = (entry / "cmdline").read_bytes()
+                if b"tansu" in (entry / "cmdline").read_bytes():
+                    continue
             except (FileNotFoundError, ProcessLookupError):
                 continue
-            if b"tansu" in cmd:
-                continue
-            if ppid == me or b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd:
-                out.append(int(entry.name))
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    out, todo = [], [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
     return out
 
 

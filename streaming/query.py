@@ -24,6 +24,7 @@ from streaming.source import KafkaSource
 from streaming.stateful import INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
 
 QUERY_NAME = "group-coordinator"
+GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 TIMER_FILE = "coordinator-timers.json"
 
 
@@ -82,6 +83,9 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
            .applyInPandasWithState(coordinator_function(CoordinatorConfig.from_properties(props), records_source),
                                    OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout))
     sink = F.col("sink")
+    # Group metadata records carry the group's new state: counting them gives state changes per batch.
+    group_state = F.when(sink == "record", F.get_json_object(F.col("value").cast("string"),
+                                                             "$.directory.group_state"))
     out = out.observe(
         "coordinator",
         F.count(F.when(sink == "response", 1)).alias("responses"),
@@ -89,6 +93,7 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
         F.count(F.when(sink == "dead_letter", 1)).alias("dead_letters"),
         F.count(F.when(sink == "timer", 1)).alias("groups_called"),
         F.count(F.when((sink == "timer") & F.col("deadline").isNotNull(), 1)).alias("groups_with_timer"),
+        *(F.count(F.when(group_state == state, 1)).alias(f"groups_to_{state}") for state in GROUP_STATES),
     )
     return (out.writeStream.format(KafkaSink.name()).options(**kafka)
             .option("topic.responses", topics.responses).option("topic.records", topics.records)

@@ -1,0 +1,43 @@
+"""Configuration files and precedence: defaults, then a user file, then flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from streaming import config
+from streaming.kafka_clients import client_config
+
+
+def test_defaults_then_user_file_then_flags(tmp_path):
+    user = tmp_path / "my.properties"
+    user.write_text("# comment\ntopic.requests = mine\ngroup.max.size: 5\ntrigger.interval.ms=500\n")
+    props = config.load(user, {"trigger.interval.ms": "250"})
+    assert props["topic.requests"] == "mine"
+    assert props["group.max.size"] == "5"
+    assert props["trigger.interval.ms"] == "250"
+    assert props["topic.responses"] == "group-coordinator-responses"  # from conf/coordinator.properties
+
+
+def test_a_bad_coordinator_value_fails_at_start_up():
+    with pytest.raises(ValueError):
+        config.load(overrides={"group.max.size": "many"})
+
+
+def test_spark_defaults_are_whitespace_separated():
+    conf = config.read_spark_defaults(config.DEFAULT_SPARK_DEFAULTS)
+    assert conf["spark.sql.shuffle.partitions"] == "1"
+    assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+
+
+def test_kafka_keys_pass_through_to_kafka_python():
+    props = {"bootstrap.servers": "h:9092", "kafka.security.protocol": "SASL_SSL",
+             "kafka.sasl.mechanism": "PLAIN", "kafka.request.timeout.ms": "5000", "topic.requests": "x"}
+    assert client_config(config.kafka_options(props)) == {
+        "bootstrap_servers": "h:9092", "security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+        "request_timeout_ms": 5000}
+
+
+def test_flags_must_be_key_value():
+    assert config.parse_assignments(["a.b=1", "c= 2 "]) == {"a.b": "1", "c": "2"}
+    with pytest.raises(ValueError):
+        config.parse_assignments(["novalue"])
