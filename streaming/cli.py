@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import signal
 import sys
 import tempfile
@@ -64,6 +65,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     broker = None
     metrics_out = None
+    throwaway_checkpoint = None
     try:
         if not props.get("bootstrap.servers"):
             Path("var").mkdir(exist_ok=True)
@@ -74,7 +76,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             if broker is None:
                 raise SystemExit("checkpoint.location is required with a Kafka cluster (--checkpoint-location)")
             # The embedded broker keeps nothing across runs, so neither may the checkpoint.
-            props["checkpoint.location"] = tempfile.mkdtemp(prefix="checkpoint-", dir="var")
+            throwaway_checkpoint = tempfile.mkdtemp(prefix="checkpoint-", dir="var")
+            props["checkpoint.location"] = throwaway_checkpoint
         ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
         spark = spark_session(spark_conf)
         target = props.get("metrics.log", "-")
@@ -100,6 +103,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         if broker is not None:
             broker.stop()
             log.info("embedded broker stopped")
+        if throwaway_checkpoint:
+            shutil.rmtree(throwaway_checkpoint, ignore_errors=True)
 
 
 def _quietly(action) -> None:
