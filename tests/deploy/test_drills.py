@@ -36,7 +36,7 @@ def test_checkpoint_lost_is_rebuilt_from_the_records_topic(broker, tmp_path):
 
 
 def test_broker_restarted_empty_is_reported_as_data_loss(tmp_path):
-    verdict = broker_restart.run(True, tmp_path, report_timeout_s=90)
+    verdict = broker_restart.run(True, tmp_path, report_timeout_s=45)
     print(verdict.table())
     if not verdict.checks.get("data loss reported in the job's log"):
         pytest.xfail("the job does not detect a requests topic whose offsets went back (docs/drills.md)")
