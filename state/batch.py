@@ -8,10 +8,12 @@ CONTRACT (the streaming job depends on exactly these names; the core issue repla
         Route(kind="directory", reply_key=...) -> ListGroups, answered from the group directory
         Route(kind="reject", reason=..., response=bytes|None, reply_key=...) -> dead letter (+ error response)
 
-    step_group(group_id, stored, requests, now_ms, config) -> GroupStep
+    step_group(group_id, stored, requests, now_ms, config, request_times_ms=None) -> GroupStep
         stored:   the bytes this function returned as `state` last time for this group (None: never seen)
         requests: the raw record values routed to this group, in (partition, offset) order; may be empty
-                  (a timer call). First expires everything due at now_ms, then handles the requests in order.
+                  (a timer call). Before each request, fires every timer due at its arrival time
+                  (request_times_ms: the records' timestamps; default now_ms); a call without requests fires
+                  what is due at now_ms. What comes due later is next_deadline_ms, which may be <= now_ms.
         Returns GroupStep(state, responses, records, dead_letters, next_deadline_ms):
           state            bytes to store, or None to drop the key from the state store
           responses        JSON values for the response topic (key = group_id)
@@ -97,14 +99,22 @@ def route(key: bytes | None, value: bytes | None) -> Route:
 
 
 def step_group(
-    group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig
+    group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
+    request_times_ms: Sequence[int] | None = None,
 ) -> GroupStep:
     """Never raises. A request whose handling fails unexpectedly is dead-lettered and the whole step is re-run
-    from `stored` without it, so a failure cannot leave half a change behind."""
+    from `stored` without it, so a failure cannot leave half a change behind.
+
+    `request_times_ms` (one per request: when it reached the control topic) makes each request count at its
+    arrival, as Kafka handles a request when it arrives: timers due before a request fire before it, so a
+    heartbeat that arrived in time keeps its member even when the micro-batch runs late. Times are clamped
+    between the group's last processing time and `now_ms`, so time never goes back. Without them every
+    request counts at `now_ms`. Timers that come due after the last request fire on the next call
+    (`next_deadline_ms` may then be <= `now_ms`)."""
     failed: dict[int, str] = {}
     while True:
         try:
-            return _step(group_id, stored, requests, now_ms, config, failed)
+            return _step(group_id, stored, requests, now_ms, config, failed, request_times_ms)
         except _RequestFailed as exc:
             failed[exc.index] = exc.reason
         except Exception as exc:  # noqa: BLE001 - the state itself cannot be processed: keep it untouched
@@ -120,11 +130,19 @@ class _RequestFailed(Exception):
 
 
 def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
-          failed: dict[int, str]) -> GroupStep:
-    ctx = Context(group_id, decode_state(stored), now_ms, config)
-    coordinator.fire_timers(ctx)
+          failed: dict[int, str], request_times_ms: Sequence[int] | None) -> GroupStep:
+    group = decode_state(stored)
+    clock = group.clock_ms if group is not None else -1
+    ctx = Context(group_id, group, now_ms, config)
     dead_letters = []
+    fired_at = None
     for index, raw in enumerate(requests):
+        if request_times_ms is not None:
+            clock = min(max(request_times_ms[index], clock), now_ms)
+            ctx.now_ms = clock
+        if ctx.now_ms != fired_at:  # requests of one instant see the timers as they were at that instant
+            coordinator.fire_timers(ctx)
+            fired_at = ctx.now_ms
         if index in failed:
             dead_letters.append((index, failed[index]))
             continue
@@ -147,6 +165,11 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
             coordinator.handle(ctx, req)
         except Exception as exc:  # noqa: BLE001 - reported as a dead letter, the step is re-run without it
             raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
+    ctx.now_ms = now_ms
+    if not requests:
+        coordinator.fire_timers(ctx)
+    if ctx.group is not None:
+        ctx.group.clock_ms = now_ms
     return GroupStep(
         state=encode_state(ctx.group),
         responses=[dumps(r) for r in ctx.responses],

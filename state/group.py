@@ -133,6 +133,8 @@ class ClassicGroup:
     timers: dict[str, int] = field(default_factory=dict)
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
     id_counter: int = 0
+    clock_ms: int = -1
+    """The latest time this group was processed at: request times are clamped to it so time never goes back."""
     persisted: dict | None = None
     """The Kafka part of the last group metadata record written (what a load rebuilds from)."""
     directory: list | None = None
@@ -297,6 +299,7 @@ class ClassicGroup:
                 for (t, p), o in sorted(self.offsets.items())
             ],
             "id_counter": self.id_counter,
+            "clock_ms": self.clock_ms,
             "persisted": self.persisted,
             "directory": self.directory,
         }
@@ -325,6 +328,7 @@ class ClassicGroup:
         g.timers = {k: v for k, v in d["timers"]}
         g.offsets = {(t, p): OffsetValue(o, e, md, c, x) for t, p, o, e, md, c, x in d["offsets"]}
         g.id_counter = d["id_counter"]
+        g.clock_ms = d.get("clock_ms", -1)  # absent in states stored before request times were honoured
         g.persisted = d["persisted"]
         g.directory = d["directory"]
         return g

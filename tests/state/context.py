@@ -50,15 +50,16 @@ class GroupContext:
 
     # -- driving -----------------------------------------------------------------------------------------------
 
-    def step(self, *requests: dict, valid: bool = True) -> list[dict]:
-        """Run the requests at `now_ms`; `valid=False` for requests that are meant to break the schema."""
+    def step(self, *requests: dict, valid: bool = True, times: list[int] | None = None) -> list[dict]:
+        """Run the requests at `now_ms` (each at its arrival time in `times`, when given); `valid=False` for
+        requests that are meant to break the schema."""
         if valid:
             for request in requests:
                 validate_request(request)
         raw = [json.dumps(r).encode() for r in requests]
         self.last_requests = list(requests)
-        result = step_group(self.group_id, self.state, raw, self.now_ms, self.config)
-        again = step_group(self.group_id, self.state, raw, self.now_ms, self.config)
+        result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times)
+        again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times)
         assert again == result, "step_group is not deterministic"
         assert not [d for d in result.dead_letters if d[1].startswith("internal error")], result.dead_letters
         for response in result.responses:

@@ -1,0 +1,76 @@
+"""Requests count at their arrival time, not at the time a (possibly late) micro-batch handles them.
+
+Kafka handles a request when it arrives; a micro-batch collects requests and runs later. With each record's
+timestamp passed as its arrival time, a heartbeat that arrived before its member's session deadline keeps the
+member even when the batch runs after that deadline, and one that arrived after the deadline finds its member
+already gone, as it would in Kafka.
+"""
+
+from __future__ import annotations
+
+from state.config import CoordinatorConfig
+from state.group import GroupState
+from tests.state.context import GroupContext
+
+SESSION = 10_000
+CONFIG = CoordinatorConfig()
+
+
+def stable_pair() -> tuple[GroupContext, str, str, int]:
+    ctx = GroupContext(CONFIG)
+    leader, follower = ctx.stable_group(2, session=SESSION)
+    return ctx, leader, follower, ctx.group.generation
+
+
+def heartbeat(ctx: GroupContext, member_id: str, generation: int) -> dict:
+    return {"api": "Heartbeat", "request_id": ctx.request_id(), "group_id": ctx.group_id,
+            "generation_id": generation, "member_id": member_id, "group_instance_id": None}
+
+
+def test_heartbeat_that_arrived_in_time_keeps_its_member_in_a_late_batch():
+    ctx, leader, follower, generation = stable_pair()
+    arrived = ctx.now_ms + SESSION - 1
+    ctx.now_ms += SESSION + 5_000  # the batch runs well after both members' deadlines
+    responses = ctx.step(heartbeat(ctx, leader, generation), heartbeat(ctx, follower, generation),
+                         times=[arrived, arrived])
+    assert [r["error_code"] for r in responses] == [0, 0]
+    assert ctx.group.state == GroupState.STABLE and set(ctx.group.members) == {leader, follower}
+
+
+def test_without_arrival_times_the_same_late_batch_expires_both_members_first():
+    ctx, leader, follower, generation = stable_pair()
+    ctx.now_ms += SESSION + 5_000
+    responses = ctx.step(heartbeat(ctx, leader, generation), heartbeat(ctx, follower, generation))
+    assert [r["error_code"] for r in responses] == [25, 25]
+
+
+def test_heartbeat_that_arrived_after_the_deadline_finds_its_member_expired():
+    ctx, leader, follower, generation = stable_pair()
+    start = ctx.now_ms
+    ctx.now_ms += SESSION + 5_000
+    responses = ctx.step(heartbeat(ctx, leader, generation), heartbeat(ctx, follower, generation),
+                         times=[start + SESSION - 1, start + SESSION + 1])
+    assert [r["error_code"] for r in responses] == [0, 25]
+    assert set(ctx.group.members) == {leader}
+
+
+def test_arrival_times_are_clamped_so_time_never_goes_back_or_ahead():
+    ctx, leader, follower, generation = stable_pair()
+    before = ctx.now_ms
+    ctx.now_ms += 1_000
+    ctx.step(heartbeat(ctx, leader, generation), times=[before - 60_000])  # an old client clock
+    assert ctx.group.timers[f"heartbeat:{leader}"] == before + SESSION  # counted at the last processing time
+    ctx.now_ms += 1_000
+    ctx.step(heartbeat(ctx, follower, generation), times=[ctx.now_ms + 60_000])  # a clock ahead of ours
+    assert ctx.group.timers[f"heartbeat:{follower}"] == ctx.now_ms + SESSION
+
+
+def test_timers_due_after_the_last_request_are_left_for_the_next_call():
+    ctx, leader, follower, generation = stable_pair()
+    start = ctx.now_ms
+    ctx.now_ms += SESSION + 5_000
+    ctx.step(heartbeat(ctx, leader, generation), times=[start + 6_000])
+    assert follower in ctx.group.members  # its deadline passed after the only request of this call
+    assert ctx.last.next_deadline_ms <= ctx.now_ms
+    ctx.step()  # the shell calls back at once
+    assert set(ctx.group.members) == {leader}
