@@ -22,7 +22,8 @@ STATE_SCHEMA = "version INT, state BINARY"
 older ones); `version` is this envelope's, so a later shell can change the row and still read an old checkpoint."""
 ENVELOPE_VERSION = 1
 
-INPUT_COLUMNS = ["kind", "group_id", "partition", "offset", "key", "value", "reply_key", "reason", "response"]
+INPUT_COLUMNS = ["kind", "group_id", "partition", "offset", "key", "value", "reply_key", "reason", "response",
+                 "timestamp"]
 
 _OUTPUT_COLUMNS = ["sink", "key", "value", "reason", "partition", "offset", "deadline"]
 
@@ -35,7 +36,8 @@ def coordinator_function(config: CoordinatorConfig, records_source: dict[str, An
         kind, group_id = key
         rows = sorted(
             (row for pdf in batches for row in zip(pdf["partition"], pdf["offset"], pdf["key"], pdf["value"],
-                                                   pdf["reply_key"], pdf["reason"], pdf["response"])),
+                                                   pdf["reply_key"], pdf["reason"], pdf["response"],
+                                                   pdf["timestamp"])),
             key=lambda r: (r[0], r[1]))
         now_ms = state.getCurrentProcessingTimeMs()
         if kind == "group":
@@ -60,7 +62,10 @@ def _frame(rows: list[tuple]) -> pd.DataFrame:
 
 def _group(group_id: str, rows: list[tuple], state, now_ms: int, config: CoordinatorConfig) -> list[tuple]:
     stored = _load(state.get) if state.exists else None
-    step: GroupStep = step_group(group_id, stored, [bytes(r[3]) for r in rows], now_ms, config)
+    # Each request counts at its record's timestamp, so a late batch does not expire members whose heartbeats
+    # arrived in time (the core clamps the times between the group's last call and now).
+    step: GroupStep = step_group(group_id, stored, [bytes(r[3]) for r in rows], now_ms, config,
+                                 [int(r[7]) for r in rows])
     key = group_id.encode()
     out: list[tuple] = [("response", key, value, None, None, None, None) for value in step.responses]
     out += [("record", rkey, rvalue, None, None, None, None) for rkey, rvalue in step.records]
@@ -91,12 +96,12 @@ def _directory(rows: list[tuple], records_source: dict[str, Any]) -> list[tuple]
 
     directory = current_directory(records_source)
     return [("response", reply_key, directory.answer(bytes(value)), None, None, None, None)
-            for _, _, _, value, reply_key, _, _ in rows]
+            for _, _, _, value, reply_key, _, _, _ in rows]
 
 
 def _rejects(rows: list[tuple]) -> list[tuple]:
     out: list[tuple] = []
-    for partition, offset, key, value, reply_key, reason, response in rows:
+    for partition, offset, key, value, reply_key, reason, response, _ in rows:
         out.append(("dead_letter", key, value, reason, partition, offset, None))
         if response is not None:
             out.append(("response", reply_key, response, None, None, None, None))

@@ -42,14 +42,14 @@ class FakeState:
         return self.now_ms
 
 
-def rows(*requests: dict, partition: int = 0) -> pd.DataFrame:
+def rows(*requests: dict, partition: int = 0, timestamp: int = 0) -> pd.DataFrame:
     out = []
     for offset, request in enumerate(requests):
         value = json.dumps(request).encode()
         r = route(None, value)
         out.append({"kind": r.kind, "group_id": r.group_id or "", "partition": partition, "offset": offset,
                     "key": None, "value": value, "reply_key": r.reply_key, "reason": r.reason,
-                    "response": r.response})
+                    "response": r.response, "timestamp": timestamp})
     return pd.DataFrame(out, columns=INPUT_COLUMNS)
 
 
@@ -72,8 +72,9 @@ def test_a_group_call_stores_state_emits_responses_and_arms_the_timer():
 def test_requests_reach_the_core_in_partition_and_offset_order_across_frames(monkeypatch):
     seen = []
 
-    def recording_step(group_id, stored, requests, now_ms, config):
+    def recording_step(group_id, stored, requests, now_ms, config, request_times_ms):
         seen.extend(json.loads(r)["request_id"] for r in requests)
+        assert len(request_times_ms) == len(requests)
         return GroupStep(state=b"{}")
 
     monkeypatch.setattr("streaming.stateful.step_group", recording_step)
@@ -108,3 +109,13 @@ def test_the_same_call_gives_byte_identical_output():
     first = call(("group", "g"), [frame], FakeState(now_ms=5))
     second = call(("group", "g"), [frame], FakeState(now_ms=5))
     assert first.equals(second)
+
+
+def test_each_request_reaches_the_core_with_its_record_timestamp():
+    """A heartbeat that reached the topic before its member's deadline counts then, even in a late batch."""
+    state = FakeState(now_ms=0)
+    member = json.loads(call(("group", "g"), [rows({**p.join("g"), "request_id": "m"})],
+                             state).value.iloc[0])["member_id"]
+    state.now_ms = 60_000  # the batch runs long after the pending member's session timeout
+    late = call(("group", "g"), [rows({**p.join("g", member), "request_id": "j"}, timestamp=1_000)], state)
+    assert not [json.loads(v) for v in late[late.sink == "response"].value]  # parked, not UNKNOWN_MEMBER_ID
