@@ -87,6 +87,8 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
+    if api == LOAD_GROUP and isinstance(group_id, str):
+        return Route("group", group_id=group_id)
     if api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
     else:
@@ -148,6 +150,9 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
             continue
         try:
             body = decode_json(raw)
+            if body.get("api") == LOAD_GROUP:
+                _load_request(ctx, body)
+                continue
             request_id = readable_request_id(body)
             try:
                 req = parse(body)
@@ -177,6 +182,24 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
         dead_letters=dead_letters,
         next_deadline_ms=coordinator.next_deadline(ctx.group),
     )
+
+
+LOAD_GROUP = "LoadGroup"
+"""Internal request, written by the shell's rebuild (`coordinator run --rebuild-from-records`), never by clients:
+`{"api": "LoadGroup", "group_id": g, "records": [{"key": <record key JSON>, "value": <record value JSON | null>}]}`
+carries a group's records-topic records; the group is loaded from them as `load_group` does, unless it already
+has state (then the checkpoint is newer than the records and the request is ignored). It has no response."""
+
+
+def _load_request(ctx: Context, body: dict) -> None:
+    records = body.get("records")
+    if not isinstance(records, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("key"), str) and isinstance(r.get("value"), (str, type(None)))
+            for r in records):
+        raise BadRequest("LoadGroup: records must be a list of {key: string, value: string | null}")
+    if ctx.group is None:
+        ctx.group = load.load(ctx.group_id, [(r["key"].encode(), None if r["value"] is None else r["value"].encode())
+                                             for r in records], ctx.now_ms, ctx.config)
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,

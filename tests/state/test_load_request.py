@@ -1,0 +1,52 @@
+"""The internal LoadGroup request: how a rebuild (checkpoint lost) brings groups back through the control topic."""
+
+from __future__ import annotations
+
+import json
+
+from state.batch import route, step_group
+from state.config import CoordinatorConfig
+from state.group import GroupState
+from tests.state.context import GroupContext
+
+
+def load_request(ctx: GroupContext) -> bytes:
+    records = [{"key": k.decode(), "value": None if v is None else v.decode()} for k, v in ctx.records]
+    return json.dumps({"api": "LoadGroup", "request_id": "rebuild", "group_id": ctx.group_id,
+                       "records": records}).encode()
+
+
+def stable_with_offsets() -> GroupContext:
+    ctx = GroupContext()
+    leader, follower = ctx.stable_group(2)
+    ctx.commit({("t", 0): 42}, leader, ctx.group.generation)
+    return ctx
+
+
+def test_route_sends_a_load_to_its_group():
+    raw = json.dumps({"api": "LoadGroup", "request_id": "rebuild", "group_id": "g", "records": []}).encode()
+    assert route(b"g", raw).group_id == "g"
+
+
+def test_a_group_without_state_is_loaded_stable_with_its_members_and_offsets():
+    before = stable_with_offsets()
+    step = step_group("g", None, [load_request(before)], before.now_ms + 1_000, CoordinatorConfig())
+    assert step.responses == [] and step.dead_letters == []
+    after = GroupContext()
+    after.state, after.now_ms = step.state, before.now_ms + 1_000
+    assert after.group.state == GroupState.STABLE
+    assert set(after.group.members) == set(before.group.members)
+    assert after.group.generation == before.group.generation
+    assert after.group.offsets[("t", 0)].offset == 42
+
+
+def test_a_group_that_has_state_ignores_the_load():
+    ctx = stable_with_offsets()
+    step = step_group("g", ctx.state, [load_request(GroupContext())], ctx.now_ms, ctx.config)
+    assert step.state == ctx.state and step.responses == [] and step.records == []
+
+
+def test_a_malformed_load_is_a_dead_letter_and_changes_nothing():
+    raw = json.dumps({"api": "LoadGroup", "group_id": "g", "records": "nope"}).encode()
+    step = step_group("g", None, [raw], 0, CoordinatorConfig())
+    assert step.state is None and [i for i, _ in step.dead_letters] == [0]
