@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="any coordinator.properties key (repeatable)")
     run.add_argument("--conf", dest="spark_conf", action="append", default=[], metavar="KEY=VALUE",
                      help="any Spark setting (repeatable)")
+    run.add_argument("--rebuild-from-records", action="store_true",
+                     help="checkpoint lost: on a new checkpoint, load every group from the records topic first "
+                          "(same as --set rebuild.from.records=true; ignored once the checkpoint has progress)")
     return parser
 
 
@@ -49,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
                        ("trigger.interval.ms", args.trigger_interval_ms), ("metrics.log", args.metrics_log)):
         if value is not None:
             overrides[key] = str(value)
+    if args.rebuild_from_records:
+        overrides["rebuild.from.records"] = "true"
     props = job_config.load(args.config, overrides)
     spark_conf = {**job_config.read_spark_defaults(args.spark_defaults),
                   **job_config.parse_assignments(args.spark_conf)}
@@ -78,7 +83,10 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             # The embedded broker keeps nothing across runs, so neither may the checkpoint.
             throwaway_checkpoint = tempfile.mkdtemp(prefix="checkpoint-", dir="var")
             props["checkpoint.location"] = throwaway_checkpoint
-        ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
+        client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
+        ensure_topics(client, props)
+        if props.get("rebuild.from.records", "false").lower() == "true":
+            _rebuild(client, props)
         spark = spark_session(spark_conf)
         target = props.get("metrics.log", "-")
         if target:
@@ -105,6 +113,16 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             log.info("embedded broker stopped")
         if throwaway_checkpoint:
             shutil.rmtree(throwaway_checkpoint, ignore_errors=True)
+
+
+def _rebuild(client: dict[str, object], props: dict[str, str]) -> None:
+    from streaming.rebuild import checkpoint_has_progress, rebuild
+
+    if checkpoint_has_progress(props["checkpoint.location"]):
+        log.info("rebuild requested, but checkpoint %s has progress: it holds the state; not rebuilding",
+                 props["checkpoint.location"])
+        return
+    props["starting.offsets"] = rebuild(client, props["topic.records"], props["topic.requests"])
 
 
 def _quietly(action) -> None:

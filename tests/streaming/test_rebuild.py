@@ -1,0 +1,51 @@
+"""Rebuild after a lost checkpoint, against a real broker: the records topic becomes LoadGroup requests placed
+where the new query starts reading, and the core loads each group from them (no Spark needed to check that)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from state.batch import decode_state, step_group
+from state.config import CoordinatorConfig
+from state.group import GroupState
+from streaming import config as job_config
+from streaming.rebuild import rebuild
+from streaming.topics import ensure_topics
+from tests.state.context import GroupContext
+from tests.support.kafka import producer, read_topic, send_raw
+
+pytestmark = pytest.mark.broker
+
+
+def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker):
+    suffix = uuid.uuid4().hex[:8]
+    props = job_config.load(None, {"bootstrap.servers": broker, "topic.requests": f"req-{suffix}",
+                                   "topic.responses": f"resp-{suffix}", "topic.records": f"rec-{suffix}",
+                                   "topic.dead.letters": f"dlq-{suffix}"})
+    client = {"bootstrap_servers": broker}
+    ensure_topics(client, props)
+
+    live = GroupContext(group_id="live")
+    leader, _ = live.stable_group(2)
+    live.commit({("t", 0): 7}, leader, live.group.generation)
+    deleted = GroupContext(group_id="deleted")
+    deleted.commit({("t", 0): 1})  # a simple group ...
+    deleted.step({"api": "DeleteGroups", "request_id": "d", "group_id": "deleted"})  # ... deleted since
+    prod = producer(broker)
+    for key, value in live.records + deleted.records:
+        prod.send(props["topic.records"], key=key, value=value)
+    prod.flush()
+    send_raw(prod, props["topic.requests"], b'{"api":"Heartbeat"}', key=b"live")  # handled before the loss
+
+    starting = json.loads(rebuild(client, props["topic.records"], props["topic.requests"]))[props["topic.requests"]]
+
+    after_start = [r for r in read_topic(broker, props["topic.requests"]) if r.offset >= starting[str(r.partition)]]
+    assert [r.key for r in after_start] == [b"live"]
+    load = after_start[0].value
+    step = step_group("live", None, [load], live.now_ms + 1_000, CoordinatorConfig())
+    group = decode_state(step.state)
+    assert group.state == GroupState.STABLE and set(group.members) == set(live.group.members)
+    assert group.offsets[("t", 0)].offset == 7
