@@ -126,12 +126,30 @@ class KafkaStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = {int(p): o for p, o in start[self.topic].items()}
         ends = self._ends(begin)
-        available = {p: max(0, e - begin.get(p, 0)) for p, e in ends.items()}
+        restart = self._check_data_loss(begin, ends)
+        available = {p: max(0, e - begin.get(p, 0)) for p, e in ends.items() if p not in restart}
         take = cap_rows(available, limit.max_rows if isinstance(limit, ReadMaxRows) else None)
         end = dict(begin)
         end.update({p: begin.get(p, 0) + n for p, n in take.items()})
+        end.update(restart)  # this batch reads nothing there; the next one starts at the log start
         tick = start["tick"] + (1 if self._timer_due() and end == begin else 0)
         return {self.topic: {str(p): o for p, o in sorted(end.items())}, "tick": tick}
+
+    def _check_data_loss(self, begin: dict[int, int], ends: Mapping[int, int]) -> dict[int, int]:
+        """A log that ends before the checkpoint's offset was recreated or truncated (a broker that lost its data,
+        a topic deleted and created again): the requests in between are gone. With failOnDataLoss that stops the
+        query with an error naming each partition; without it, returns {partition: log start} to restart from."""
+        behind = {p: (begin[p], e) for p, e in ends.items() if e < begin.get(p, 0)}
+        if not behind:
+            return {}
+        described = ", ".join(f"{self.topic}-{p} checkpoint offset {b} but log end {e}"
+                              for p, (b, e) in sorted(behind.items()))
+        if self.fail_on_data_loss:
+            raise RuntimeError(f"data loss: {described}; the topic was recreated or truncated. Set "
+                               "fail.on.data.loss=false (failOnDataLoss) to restart those partitions from their "
+                               "log start")
+        log.warning("data loss: %s; restarting those partitions from their log start", described)
+        return self._beginnings(sorted(behind))
 
     def _timer_due(self) -> bool:
         """True when the earliest deadline the sink published has passed (strictly: Spark fires a timeout only

@@ -126,3 +126,22 @@ def test_timer_tick_advances_only_when_the_earliest_deadline_has_passed(broker, 
 ])
 def test_cap_rows_shares_the_budget(available, cap, expected):
     assert cap_rows(available, cap) == expected
+
+
+def test_a_log_that_ends_before_the_checkpoint_is_data_loss(broker, topic):
+    """As after a broker that lost its data: the checkpoint's offsets are beyond what the topic now holds."""
+    produce(broker, topic, 2)
+    checkpointed = {topic: {"0": 7, "1": 2}, "tick": 0}
+    with pytest.raises(RuntimeError, match=rf"data loss: {topic}-0 checkpoint offset 7 but log end 2"):
+        reader(broker, topic).latestOffset(checkpointed, ReadAllAvailable())
+
+
+def test_without_fail_on_data_loss_the_partition_restarts_from_its_log_start(broker, topic):
+    produce(broker, topic, 2)
+    r = reader(broker, topic, failOnDataLoss="false")
+    start = {topic: {"0": 7, "1": 2}, "tick": 0}
+    restarted = r.latestOffset(start, ReadAllAvailable())
+    assert restarted == {topic: {"0": 0, "1": 2}, "tick": 0}
+    assert read_all(r, start, restarted) == []
+    end = r.latestOffset(restarted, ReadAllAvailable())
+    assert sorted(row[4] for row in read_all(r, restarted, end)) == [b"0-0", b"0-1"]
