@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     """Start everything, block until the query ends or the process is told to stop, then clean up."""
+    from pyspark.errors import StreamingQueryException
+
     from streaming.embedded import start_broker
     from streaming.metrics import JsonLinesMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, warm_up
@@ -102,6 +104,10 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             query.awaitTermination()
         except (KeyboardInterrupt, SystemExit):
             log.info("stopping")
+        except StreamingQueryException as exc:
+            # e.g. data loss with fail.on.data.loss=true: say why plainly, not as a py4j traceback
+            log.error("the coordinator query stopped: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            return 1
         finally:
             _quietly(query.stop)
         return 0
