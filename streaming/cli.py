@@ -106,7 +106,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             log.info("stopping")
         except StreamingQueryException as exc:
             # e.g. data loss with fail.on.data.loss=true: say why plainly, not as a py4j traceback
-            log.error("the coordinator query stopped: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            log.error("the coordinator query stopped: %s", exc)
             return 1
         finally:
             _quietly(query.stop)
