@@ -1,6 +1,6 @@
-"""The coordinator query: Kafka source -> route -> applyInPandasWithState per group -> Kafka sink.
+"""The coordinator query: Kafka source -> route -> applyInPandasWithState per bucket of groups -> Kafka sink.
 
-One stage boundary only (the shuffle by group key): routing runs inside the source's `read`, and the sink is a
+One stage boundary only (the shuffle by (kind, bucket)): routing runs inside the source's `read`, and the sink is a
 Python `DataSourceStreamWriter` in the same tasks as the state operator.
 """
 
@@ -21,7 +21,7 @@ from streaming.config import Topics, kafka_options
 from streaming.kafka_clients import client_config
 from streaming.sink import OUTPUT_SCHEMA, KafkaSink
 from streaming.source import KafkaSource
-from streaming.stateful import INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
+from streaming.stateful import DEFAULT_BUCKETS, INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
 
 QUERY_NAME = "group-coordinator"
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
@@ -61,6 +61,15 @@ def warm_up(spark: SparkSession) -> None:
     spark.range(parallelism, numPartitions=parallelism).mapInPandas(load, "id long").collect()
 
 
+def state_buckets(props: Mapping[str, str]) -> int:
+    """`state.buckets`: how many state keys the groups are hashed into. Fixed once a checkpoint exists (the stored
+    envelope records it and the adapter refuses another value)."""
+    buckets = int(props.get("state.buckets") or DEFAULT_BUCKETS)
+    if buckets < 1:
+        raise ValueError(f"state.buckets must be at least 1, got {buckets}")
+    return buckets
+
+
 def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str = QUERY_NAME) -> StreamingQuery:
     """Start the coordinator on the topics, checkpoint and trigger in `props` (see conf/coordinator.properties)."""
     topics = Topics.from_properties(props)
@@ -78,10 +87,15 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                 .option("timerFile", timer_file)
                 .load())
     records_source = {"topic": topics.records, "config": client_config(kafka)}
-    out = (requests.select(*INPUT_COLUMNS)
-           .groupBy("kind", "group_id")
-           .applyInPandasWithState(coordinator_function(CoordinatorConfig.from_properties(props), records_source),
-                                   OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout))
+    buckets = state_buckets(props)
+    # A group's bucket, as `streaming.stateful.bucket_of` computes it; directory and reject rows share bucket 0.
+    bucket = F.when(F.col("kind") == "group",
+                    F.pmod(F.crc32(F.col("group_id").cast("binary")), F.lit(buckets))).otherwise(0).cast("int")
+    function = coordinator_function(CoordinatorConfig.from_properties(props), records_source, buckets)
+    out = (requests.select(*INPUT_COLUMNS, bucket.alias("bucket"))
+           .groupBy("kind", "bucket")
+           .applyInPandasWithState(function, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+                                   GroupStateTimeout.ProcessingTimeTimeout))
     sink = F.col("sink")
     # Group metadata records carry the group's new state: counting them gives state changes per batch.
     group_state = F.when(sink == "record", F.get_json_object(F.col("value").cast("string"),

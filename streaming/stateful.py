@@ -1,14 +1,21 @@
-"""The applyInPandasWithState adapter: one call of the core per group per micro-batch.
+"""The applyInPandasWithState adapter: one call per bucket of groups per micro-batch, one core call per due group.
 
-Thin on purpose; every protocol decision is the core's (`state.batch`). Per call: decode the rows, order them by
-(partition, offset), call `step_group` with the batch's processing time as `now_ms`, turn the `GroupStep` into output
-rows (`streaming.sink.OUTPUT_SCHEMA`), store the new state and set the processing-time timeout to the core's next
-deadline. Keys are `(kind, group_id)` from the source's routing: `group` keys carry state; `directory` (ListGroups)
-and `reject` keys never do.
+Thin on purpose; every protocol decision is the core's (`state.batch`). Keys are `(kind, bucket)` from the query:
+`group` rows carry `bucket = crc32(group_id) mod state.buckets` (`bucket_of`), so one key holds many groups and
+Spark's per-key cost (a pandas frame in and out, a state row through the JVM) is paid per bucket, not per group.
+`directory` (ListGroups) and `reject` rows use bucket 0 and never carry state.
+
+Per `group` call: decode the rows, order them by (partition, offset), split them by group_id (plain Python), and call
+`step_group` (with the batch's processing time as `now_ms` and each record's timestamp as its arrival time) for every
+group that has requests or whose stored deadline is due; the other groups' bytes are kept untouched. Each stepped
+group's `GroupStep` becomes output rows (`streaming.sink.OUTPUT_SCHEMA`, including its `timer` row), the bucket's
+row stores every group's bytes and deadline, and the bucket's processing-time timeout is its earliest deadline.
 """
 
 from __future__ import annotations
 
+import struct
+import zlib
 from typing import Any, Iterator
 
 import numpy as np
@@ -17,10 +24,16 @@ import pandas as pd
 from state.batch import GroupStep, step_group
 from state.config import CoordinatorConfig
 
-STATE_SCHEMA = "version INT, state BINARY"
-"""The state store row. `state` is the core's bytes, which carry the core's own schema version (the core upgrades
-older ones); `version` is this envelope's, so a later shell can change the row and still read an old checkpoint."""
-ENVELOPE_VERSION = 1
+STATE_SCHEMA = "version INT, buckets INT, groups BINARY"
+"""The state store row of one bucket. `groups` packs (`pack_groups`), sorted by group_id, each group's core bytes
+(which carry the core's own schema version; the core upgrades older ones) and next deadline: one opaque BINARY,
+because PySpark 4.3's workers cannot parse an ARRAY or MAP state schema (KeyError 'elementType'), and one bytes
+value is also the cheapest to pickle through the JVM. `version` is this envelope's, so a later shell can change the
+row and still read an old checkpoint; `buckets` is the `state.buckets` the checkpoint was made with (a group's
+bucket depends on it, so it cannot change afterwards)."""
+ENVELOPE_VERSION = 2
+
+DEFAULT_BUCKETS = 64
 
 INPUT_COLUMNS = ["kind", "group_id", "partition", "offset", "key", "value", "reply_key", "reason", "response",
                  "timestamp"]
@@ -28,20 +41,26 @@ INPUT_COLUMNS = ["kind", "group_id", "partition", "offset", "key", "value", "rep
 _OUTPUT_COLUMNS = ["sink", "key", "value", "reason", "partition", "offset", "deadline"]
 
 
-def coordinator_function(config: CoordinatorConfig, records_source: dict[str, Any]):
-    """The function Spark calls per key; `config` and `records_source` (how to read the records topic for the
-    group directory) are captured and shipped to the Python workers."""
+def bucket_of(group_id: str, buckets: int) -> int:
+    """The group's bucket: CRC-32 of its UTF-8 bytes mod `buckets` (stable across processes and releases; the
+    query computes the same with Spark's `pmod(crc32(cast(group_id as binary)), buckets)`)."""
+    return zlib.crc32(group_id.encode()) % buckets
+
+
+def coordinator_function(config: CoordinatorConfig, records_source: dict[str, Any], buckets: int = DEFAULT_BUCKETS):
+    """The function Spark calls per key; `config`, `records_source` (how to read the records topic for the group
+    directory) and `buckets` (`state.buckets`, checked against the stored envelope) are shipped to the workers."""
 
     def coordinate(key: tuple, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
-        kind, group_id = key
+        kind = key[0]
         rows = sorted(
             (row for pdf in batches for row in zip(pdf["partition"], pdf["offset"], pdf["key"], pdf["value"],
                                                    pdf["reply_key"], pdf["reason"], pdf["response"],
-                                                   pdf["timestamp"])),
+                                                   pdf["timestamp"], pdf["group_id"])),
             key=lambda r: (r[0], r[1]))
         now_ms = state.getCurrentProcessingTimeMs()
         if kind == "group":
-            out = _group(group_id, rows, state, now_ms, config)
+            out = _bucket(rows, state, now_ms, config, buckets)
         elif kind == "directory":
             out = _directory(rows, records_source)
         else:
@@ -52,20 +71,45 @@ def coordinator_function(config: CoordinatorConfig, records_source: dict[str, An
 
 
 def _frame(rows: list[tuple]) -> pd.DataFrame:
-    """Output rows as a DataFrame via an object array: about 3x cheaper than from tuples, and this runs once per
-    group per batch (Arrow converts the columns to the output schema's types)."""
+    """Output rows as a DataFrame via an object array: about 3x cheaper than from tuples."""
     array = np.empty((len(rows), len(_OUTPUT_COLUMNS)), dtype=object)
     if rows:
         array[:] = rows
     return pd.DataFrame(array, columns=_OUTPUT_COLUMNS, copy=False)
 
 
-def _group(group_id: str, rows: list[tuple], state, now_ms: int, config: CoordinatorConfig) -> list[tuple]:
-    stored = _load(state.get) if state.exists else None
-    # Each request counts at its record's timestamp, so a late batch does not expire members whose heartbeats
-    # arrived in time (the core clamps the times between the group's last call and now).
-    step: GroupStep = step_group(group_id, stored, [bytes(r[3]) for r in rows], now_ms, config,
-                                 [int(r[7]) for r in rows])
+def _bucket(rows: list[tuple], state, now_ms: int, config: CoordinatorConfig, buckets: int) -> list[tuple]:
+    groups = _load(state.get, buckets) if state.exists else {}
+    by_group: dict[str, list[tuple]] = {}
+    for row in rows:  # already in (partition, offset) order, which each group's list keeps
+        by_group.setdefault(row[8], []).append(row)
+    due = [g for g, (_, deadline) in groups.items() if deadline is not None and deadline <= now_ms]
+    out: list[tuple] = []
+    for group_id in sorted(by_group.keys() | set(due)):
+        group_rows = by_group.get(group_id, [])
+        stored = groups.get(group_id, (None, None))[0]
+        # Each request counts at its record's timestamp, so a late batch does not expire members whose heartbeats
+        # arrived in time (the core clamps the times between the group's last call and now).
+        step: GroupStep = step_group(group_id, stored, [bytes(r[3]) for r in group_rows], now_ms, config,
+                                     [int(r[7]) for r in group_rows])
+        out += _step_rows(group_id, group_rows, step)
+        if step.state is None:
+            groups.pop(group_id, None)
+        else:
+            groups[group_id] = (step.state, step.next_deadline_ms)
+    if not groups:
+        if state.exists:
+            state.remove()
+        return out
+    state.update((ENVELOPE_VERSION, buckets, pack_groups(groups)))
+    pending = [d for _, d in groups.values() if d is not None]
+    if pending:
+        # ProcessingTimeTimeout stores batch time + duration: exactly the earliest deadline (1 ms when overdue).
+        state.setTimeoutDuration(max(1, min(pending) - now_ms))
+    return out
+
+
+def _step_rows(group_id: str, rows: list[tuple], step: GroupStep) -> list[tuple]:
     key = group_id.encode()
     out: list[tuple] = [("response", key, value, None, None, None, None) for value in step.responses]
     out += [("record", rkey, rvalue, None, None, None, None) for rkey, rvalue in step.records]
@@ -73,35 +117,60 @@ def _group(group_id: str, rows: list[tuple], state, now_ms: int, config: Coordin
         partition, offset, rkey, value = rows[index][:4]
         out.append(("dead_letter", rkey, value, reason, partition, offset, None))
     out.append(("timer", key, None, None, None, None, step.next_deadline_ms))
-    if step.state is None:
-        state.remove()
-        return out
-    state.update((ENVELOPE_VERSION, step.state))
-    if step.next_deadline_ms is not None:
-        # ProcessingTimeTimeout stores batch time + duration: exactly the core's deadline (1 ms when overdue).
-        state.setTimeoutDuration(max(1, step.next_deadline_ms - now_ms))
     return out
 
 
-def _load(stored: tuple) -> bytes:
-    version, blob = stored
+def _load(stored: tuple, buckets: int) -> dict[str, tuple[bytes, int | None]]:
+    """The bucket's groups as {group_id: (state bytes, deadline)}; refuses another envelope or bucket count."""
+    version = stored[0]
     if version != ENVELOPE_VERSION:
         raise ValueError(f"state envelope version {version} is not readable by this release "
                          f"(reads {ENVELOPE_VERSION})")
-    return bytes(blob)
+    _, stored_buckets, packed = stored
+    if stored_buckets != buckets:
+        raise ValueError(f"the checkpoint was made with state.buckets={stored_buckets} but the query runs with "
+                         f"state.buckets={buckets}; state.buckets is fixed once a checkpoint exists (set it back "
+                         f"to {stored_buckets}, or start a new checkpoint)")
+    return unpack_groups(bytes(packed))
+
+
+_HEADER = struct.Struct(">IIq")  # group_id length, state length, deadline (NO_DEADLINE: none)
+NO_DEADLINE = -1
+
+
+def pack_groups(groups: dict[str, tuple[bytes, int | None]]) -> bytes:
+    """Groups sorted by id, each `header, group_id (UTF-8), state`: deterministic bytes for the same groups."""
+    parts = []
+    for group_id in sorted(groups):
+        blob, deadline = groups[group_id]
+        name = group_id.encode()
+        parts += [_HEADER.pack(len(name), len(blob), NO_DEADLINE if deadline is None else deadline), name, blob]
+    return b"".join(parts)
+
+
+def unpack_groups(packed: bytes) -> dict[str, tuple[bytes, int | None]]:
+    groups: dict[str, tuple[bytes, int | None]] = {}
+    at, size = 0, _HEADER.size
+    while at < len(packed):
+        name_len, blob_len, deadline = _HEADER.unpack_from(packed, at)
+        at += size
+        group_id = packed[at:at + name_len].decode()
+        at += name_len
+        groups[group_id] = (packed[at:at + blob_len], None if deadline == NO_DEADLINE else deadline)
+        at += blob_len
+    return groups
 
 
 def _directory(rows: list[tuple], records_source: dict[str, Any]) -> list[tuple]:
     from streaming.directory import current_directory
 
     directory = current_directory(records_source)
-    return [("response", reply_key, directory.answer(bytes(value)), None, None, None, None)
-            for _, _, _, value, reply_key, _, _, _ in rows]
+    return [("response", row[4], directory.answer(bytes(row[3])), None, None, None, None) for row in rows]
 
 
 def _rejects(rows: list[tuple]) -> list[tuple]:
     out: list[tuple] = []
-    for partition, offset, key, value, reply_key, reason, response, _ in rows:
+    for partition, offset, key, value, reply_key, reason, response, _, _ in rows:
         out.append(("dead_letter", key, value, reason, partition, offset, None))
         if response is not None:
             out.append(("response", reply_key, response, None, None, None, None))

@@ -1,14 +1,16 @@
-"""The applyInPandasWithState adapter with an in-memory GroupState stand-in (no Spark)."""
+"""The applyInPandasWithState adapter with an in-memory GroupState stand-in (no Spark): one key per bucket of groups."""
 
 from __future__ import annotations
 
 import json
 
 import pandas as pd
+import pytest
 
 from state.batch import GroupStep, route
 from state.config import CoordinatorConfig
-from streaming.stateful import ENVELOPE_VERSION, INPUT_COLUMNS, coordinator_function
+from streaming.stateful import (ENVELOPE_VERSION, INPUT_COLUMNS, bucket_of, coordinator_function, pack_groups,
+                                unpack_groups)
 from tests.support import protocol as p
 
 
@@ -53,15 +55,41 @@ def rows(*requests: dict, partition: int = 0, timestamp: int = 0) -> pd.DataFram
     return pd.DataFrame(out, columns=INPUT_COLUMNS)
 
 
-def call(key: tuple, frames: list[pd.DataFrame], state: FakeState, config: CoordinatorConfig | None = None):
-    fn = coordinator_function(config or CoordinatorConfig(group_initial_rebalance_delay_ms=100), {})
+def call(key: tuple, frames: list[pd.DataFrame], state: FakeState, config: CoordinatorConfig | None = None,
+         buckets: int = 4):
+    fn = coordinator_function(config or CoordinatorConfig(group_initial_rebalance_delay_ms=100), {}, buckets)
     return pd.concat(list(fn(key, iter(frames), state)))
+
+
+def stored_groups(state: FakeState) -> dict[str, tuple[bytes, int | None]]:
+    version, buckets, packed = state.value
+    assert version == ENVELOPE_VERSION and buckets == 4
+    return unpack_groups(packed)
+
+
+def stored(groups: dict[str, tuple[bytes, int | None]], buckets: int = 4) -> tuple:
+    return ENVELOPE_VERSION, buckets, pack_groups(groups)
+
+
+def recording(monkeypatch, steps: dict[str, GroupStep] | None = None) -> list[tuple[str, bytes | None, list[str]]]:
+    """Replace the core with a recorder: (group_id, stored, request ids) per call; `steps` says what each group's
+    call returns (default: state `<group>-<n>` and a deadline 1,000 ms after now)."""
+    calls = []
+
+    def step(group_id, stored, requests, now_ms, config, request_times_ms):
+        calls.append((group_id, stored, [json.loads(r)["request_id"] for r in requests]))
+        if steps and group_id in steps:
+            return steps[group_id]
+        return GroupStep(state=f"{group_id}-{len(calls)}".encode(), next_deadline_ms=now_ms + 1_000)
+
+    monkeypatch.setattr("streaming.stateful.step_group", step)
+    return calls
 
 
 def test_a_group_call_stores_state_emits_responses_and_arms_the_timer():
     state = FakeState(now_ms=1_000)
-    out = call(("group", "g"), [rows({**p.join("g"), "request_id": "a"})], state)
-    assert state.value[0] == ENVELOPE_VERSION and state.value[1]
+    out = call(("group", bucket_of("g", 4)), [rows({**p.join("g"), "request_id": "a"})], state)
+    assert state.value[:2] == (ENVELOPE_VERSION, 4) and list(stored_groups(state)) == ["g"]
     responses = out[out.sink == "response"]
     assert [json.loads(v)["error_code"] for v in responses.value] == [79]
     assert set(responses.key) == {b"g"}
@@ -119,3 +147,97 @@ def test_each_request_reaches_the_core_with_its_record_timestamp():
     state.now_ms = 60_000  # the batch runs long after the pending member's session timeout
     late = call(("group", "g"), [rows({**p.join("g", member), "request_id": "j"}, timestamp=1_000)], state)
     assert not [json.loads(v) for v in late[late.sink == "response"].value]  # parked, not UNKNOWN_MEMBER_ID
+
+
+def test_bucket_of_is_crc32_of_the_group_id_mod_buckets():
+    import zlib
+
+    assert bucket_of("g", 64) == zlib.crc32(b"g") % 64
+    assert {bucket_of(f"g{i}", 8) for i in range(100)} == set(range(8))
+
+
+def test_several_groups_in_one_bucket_each_get_their_own_requests_state_and_timer(monkeypatch):
+    calls = recording(monkeypatch)
+    state = FakeState(now_ms=100)
+    frame = rows({**p.heartbeat("b", "m", 1), "request_id": "b1"}, {**p.heartbeat("a", "m", 1), "request_id": "a1"},
+                 {**p.heartbeat("b", "m", 1), "request_id": "b2"})
+    out = call(("group", 0), [frame], state)
+    assert calls == [("a", None, ["a1"]), ("b", None, ["b1", "b2"])]
+    assert stored_groups(state) == {"a": (b"a-1", 1_100), "b": (b"b-2", 1_100)}
+    timers = out[out.sink == "timer"]
+    assert list(timers.key) == [b"a", b"b"] and list(timers.deadline) == [1_100, 1_100]
+    assert state.timeout_at == 1_100
+
+
+def test_real_core_groups_sharing_a_bucket_are_independent():
+    state = FakeState(now_ms=1_000)
+    out = call(("group", 0), [rows({**p.join("x"), "request_id": "x"}, {**p.join("y"), "request_id": "y"})], state)
+    responses = out[out.sink == "response"]
+    assert sorted(responses.key) == [b"x", b"y"]
+    assert {json.loads(v)["request_id"]: json.loads(v)["error_code"] for v in responses.value} == {"x": 79, "y": 79}
+    assert sorted(stored_groups(state)) == ["x", "y"]
+
+
+def test_a_timeout_call_steps_only_the_due_groups_and_keeps_the_others_bytes(monkeypatch):
+    calls = recording(monkeypatch)
+    state = FakeState(now_ms=5_000, value=stored({"early": (b"e", 4_000), "late": (b"l", 9_000),
+                                                        "none": (b"n", None)}), timed_out=True)
+    out = call(("group", 0), [], state)
+    assert calls == [("early", b"e", [])]
+    assert stored_groups(state) == {"early": (b"early-1", 6_000), "late": (b"l", 9_000), "none": (b"n", None)}
+    assert list(out[out.sink == "timer"].key) == [b"early"]
+    assert state.timeout_at == 6_000
+
+
+def test_a_call_with_requests_also_steps_due_groups_without_requests(monkeypatch):
+    calls = recording(monkeypatch)
+    state = FakeState(now_ms=5_000, value=stored({"due": (b"d", 5_000), "idle": (b"i", 8_000)}))
+    call(("group", 0), [rows({**p.heartbeat("new", "m", 1), "request_id": "n1"})], state)
+    assert calls == [("due", b"d", []), ("new", None, ["n1"])]
+    assert stored_groups(state)["idle"] == (b"i", 8_000)
+
+
+def test_a_removed_group_leaves_the_others_in_the_bucket(monkeypatch):
+    calls = recording(monkeypatch, {"gone": GroupStep(state=None)})
+    state = FakeState(now_ms=0, value=stored({"gone": (b"g", None), "stays": (b"s", 7_000)}))
+    out = call(("group", 0), [rows({**p.heartbeat("gone", "m", 1), "request_id": "x"})], state)
+    assert calls == [("gone", b"g", ["x"])]
+    assert not state.removed and stored_groups(state) == {"stays": (b"s", 7_000)}
+    timer = out[out.sink == "timer"]
+    assert list(timer.key) == [b"gone"] and timer.deadline.isna().all()
+    assert state.timeout_at == 7_000
+
+
+def test_the_bucket_row_is_removed_when_its_last_group_goes(monkeypatch):
+    recording(monkeypatch, {"only": GroupStep(state=None)})
+    state = FakeState(now_ms=10, value=stored({"only": (b"o", 5)}), timed_out=True)
+    call(("group", 0), [], state)
+    assert state.removed and state.value is None and state.timeout_at is None
+
+
+def test_an_overdue_bucket_times_out_in_one_millisecond(monkeypatch):
+    recording(monkeypatch, {"g": GroupStep(state=b"s", next_deadline_ms=50)})
+    state = FakeState(now_ms=100)
+    call(("group", 0), [rows({**p.heartbeat("g", "m", 1), "request_id": "h"})], state)
+    assert state.timeout_at == 101
+
+
+def test_a_checkpoint_made_with_another_bucket_count_is_refused(monkeypatch):
+    calls = recording(monkeypatch)
+    state = FakeState(now_ms=0, value=stored({"g": (b"s", None)}, buckets=8))
+    with pytest.raises(ValueError, match="state.buckets=8.*state.buckets=4"):
+        call(("group", 0), [rows({**p.heartbeat("g", "m", 1), "request_id": "h"})], state)
+    assert not calls
+
+
+def test_an_unknown_envelope_version_is_refused():
+    state = FakeState(now_ms=0, value=(1, b"old"))
+    with pytest.raises(ValueError, match="envelope version 1"):
+        call(("group", 0), [], state)
+
+
+def test_packed_groups_round_trip_in_group_id_order():
+    groups = {"z": (b"", None), "\u00e9t\u00e9": (b'{"v":1}', 0), "a": (b"x" * 70_000, 2**40)}
+    packed = pack_groups(groups)
+    assert unpack_groups(packed) == groups and list(unpack_groups(packed)) == sorted(groups)
+    assert pack_groups(dict(reversed(list(groups.items())))) == packed
