@@ -74,7 +74,10 @@ def run(fail_on_data_loss: bool, workdir: Path, report_timeout_s: float = 120.0,
         verdict.non_identical_duplicates = len(fleet.ledger.non_identical())
         verdict.checks["data loss reported in the job's log"] = match is not None
         if match:
-            line = text[text.rfind("\n", 0, match.start()) + 1:text.find("\n", match.end())]
+            # Prefer the error or warning line itself over a traceback line that merely names the check.
+            message = re.search(r"(?im)^.*(error|exception|warn)\w*[:\s].*data[ _-]?loss.*$", text)
+            line = message.group(0) if message else \
+                text[text.rfind("\n", 0, match.start()) + 1:text.find("\n", match.end())]
             verdict.notes.append(f"reported: {line.strip()[:300]}")
             verdict.time_to_recover_s = [(reported_at or time.monotonic()) - restarted]
         if fail_on_data_loss:
