@@ -41,6 +41,7 @@ from state.config import CoordinatorConfig
 from state.context import Context
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import ClassicGroup
+from state.timers import HEARTBEAT_PREFIX
 from state.records import dumps, kafka_group_value
 from state.wire import (
     API_VERSIONS,
@@ -135,6 +136,8 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
           failed: dict[int, str], request_times_ms: Sequence[int] | None) -> GroupStep:
     group = decode_state(stored)
     clock = group.clock_ms if group is not None else -1
+    if group is not None:
+        _restart_sessions_after_outage(group, now_ms, config)
     ctx = Context(group_id, group, now_ms, config)
     dead_letters = []
     fired_at = None
@@ -182,6 +185,21 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
         dead_letters=dead_letters,
         next_deadline_ms=coordinator.next_deadline(ctx.group),
     )
+
+
+def _restart_sessions_after_outage(group: ClassicGroup, now_ms: int, config: CoordinatorConfig) -> None:
+    """Session deadlines passed by more than `coordinator.session.reset.lateness.ms` were missed because the
+    coordinator was not running, not because the member went quiet: restart them from now, as Kafka does when a
+    coordinator loads a group after a failover. Decided from the state and `now_ms` alone, so a replayed batch
+    decides the same."""
+    lateness = config.coordinator_session_reset_lateness_ms
+    if lateness <= 0:
+        return
+    for key, deadline in group.timers.items():
+        if key.startswith(HEARTBEAT_PREFIX) and now_ms - deadline > lateness:
+            member = group.members.get(key[len(HEARTBEAT_PREFIX):])
+            if member is not None:
+                group.timers[key] = now_ms + member.session_timeout_ms
 
 
 LOAD_GROUP = "LoadGroup"

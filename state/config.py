@@ -18,6 +18,12 @@ class CoordinatorConfig:
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    coordinator_session_reset_lateness_ms: int = 0
+    """Our extension (Kafka has no such key): when a call comes more than this late for a member's session deadline,
+    the coordinator was not running (a driver outage, a stalled query), and the member gets a fresh session from
+    now instead of expiring, as Kafka restarts every session timer when a coordinator fails over. <= 0 (the core's
+    default: a late call then gives exactly what timely calls would have) disables; the job's
+    conf/coordinator.properties enables it."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "CoordinatorConfig":

@@ -74,3 +74,35 @@ def test_timers_due_after_the_last_request_are_left_for_the_next_call():
     assert ctx.last.next_deadline_ms <= ctx.now_ms
     ctx.step()  # the shell calls back at once
     assert set(ctx.group.members) == {leader}
+
+
+OUTAGE_AWARE = CoordinatorConfig(coordinator_session_reset_lateness_ms=15_000)
+
+
+def test_a_session_deadline_missed_by_an_outage_restarts_instead_of_expiring():
+    """Kafka restarts every session timer when a coordinator loads a group after a failover."""
+    ctx = GroupContext(OUTAGE_AWARE)
+    leader, follower = ctx.stable_group(2, session=SESSION)
+    deadline = ctx.group.timers[f"heartbeat:{leader}"]
+    ctx.now_ms = deadline + 15_001  # the coordinator came back more than the threshold after the deadline
+    ctx.step()
+    assert set(ctx.group.members) == {leader, follower} and ctx.group.state == GroupState.STABLE
+    assert ctx.group.timers[f"heartbeat:{leader}"] == ctx.now_ms + SESSION
+
+
+def test_within_the_threshold_an_overdue_session_still_expires():
+    ctx = GroupContext(OUTAGE_AWARE)
+    leader, follower = ctx.stable_group(2, session=SESSION)
+    ctx.now_ms = max(v for k, v in ctx.group.timers.items() if k.startswith("heartbeat:")) + 15_000
+    ctx.step()
+    assert ctx.group.members == {}
+
+
+def test_a_member_that_stays_quiet_after_the_outage_expires_one_session_later():
+    ctx = GroupContext(OUTAGE_AWARE)
+    leader, follower = ctx.stable_group(2, session=SESSION)
+    ctx.sleep(SESSION + 60_000)  # both sessions restart here
+    ctx.sleep(1_000)
+    assert ctx.heartbeat(leader, ctx.group.generation)[0]["error_code"] == 0
+    ctx.sleep(SESSION - 1_000)  # the follower stayed quiet for a whole session after the outage
+    assert set(ctx.group.members) == {leader}
