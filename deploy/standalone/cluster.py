@@ -18,13 +18,14 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from streaming.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,12 +36,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
