@@ -41,7 +41,7 @@ from state.config import CoordinatorConfig
 from state.context import Context
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import ClassicGroup
-from state.timers import HEARTBEAT_PREFIX
+from state.timers import heartbeat_key
 from state.records import dumps, kafka_group_value
 from state.wire import (
     API_VERSIONS,
@@ -136,8 +136,9 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
           failed: dict[int, str], request_times_ms: Sequence[int] | None) -> GroupStep:
     group = decode_state(stored)
     clock = group.clock_ms if group is not None else -1
-    if group is not None:
-        _restart_sessions_after_outage(group, now_ms, config)
+    if group is not None and _after_outage(group, clock, now_ms, request_times_ms, config):
+        _restart_sessions(group, now_ms)
+        clock = now_ms  # what queued up during the outage is handled after the "load", as in Kafka
     ctx = Context(group_id, group, now_ms, config)
     dead_letters = []
     fired_at = None
@@ -187,19 +188,25 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
     )
 
 
-def _restart_sessions_after_outage(group: ClassicGroup, now_ms: int, config: CoordinatorConfig) -> None:
-    """Session deadlines passed by more than `coordinator.session.reset.lateness.ms` were missed because the
-    coordinator was not running, not because the member went quiet: restart them from now, as Kafka does when a
-    coordinator loads a group after a failover. Decided from the state and `now_ms` alone, so a replayed batch
-    decides the same."""
+def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms: Sequence[int] | None,
+                  config: CoordinatorConfig) -> bool:
+    """The coordinator should have run at the earliest of the group's timer deadlines and its first queued
+    request's arrival; running more than `coordinator.session.reset.lateness.ms` after that means it was not
+    running (the driver was down, the query stalled). Decided from the state and the inputs alone, so a replayed
+    batch decides the same."""
     lateness = config.coordinator_session_reset_lateness_ms
     if lateness <= 0:
-        return
-    for key, deadline in group.timers.items():
-        if key.startswith(HEARTBEAT_PREFIX) and now_ms - deadline > lateness:
-            member = group.members.get(key[len(HEARTBEAT_PREFIX):])
-            if member is not None:
-                group.timers[key] = now_ms + member.session_timeout_ms
+        return False
+    due = list(group.timers.values())
+    if request_times_ms:
+        due.append(max(request_times_ms[0], clock))
+    return bool(due) and now_ms - min(due) > lateness
+
+
+def _restart_sessions(group: ClassicGroup, now_ms: int) -> None:
+    """As Kafka does when a coordinator loads a group after a failover: every member's session restarts now."""
+    for member in group.members.values():
+        group.timers[heartbeat_key(member.member_id)] = now_ms + member.session_timeout_ms
 
 
 LOAD_GROUP = "LoadGroup"

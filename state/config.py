@@ -19,9 +19,9 @@ class CoordinatorConfig:
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
     coordinator_session_reset_lateness_ms: int = 0
-    """Our extension (Kafka has no such key): when a call comes more than this late for a member's session deadline,
-    the coordinator was not running (a driver outage, a stalled query), and the member gets a fresh session from
-    now instead of expiring, as Kafka restarts every session timer when a coordinator fails over. <= 0 (the core's
+    """Our extension (Kafka has no such key): when a call comes more than this late (after a timer's deadline or a
+    queued request's arrival), the coordinator was not running (a driver outage, a stalled query): every member's
+    session restarts from now and the queued requests count from now, as when Kafka loads a group on failover. <= 0 (the core's
     default: a late call then gives exactly what timely calls would have) disables; the job's
     conf/coordinator.properties enables it."""
 

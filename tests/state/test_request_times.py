@@ -106,3 +106,16 @@ def test_a_member_that_stays_quiet_after_the_outage_expires_one_session_later():
     assert ctx.heartbeat(leader, ctx.group.generation)[0]["error_code"] == 0
     ctx.sleep(SESSION - 1_000)  # the follower stayed quiet for a whole session after the outage
     assert set(ctx.group.members) == {leader}
+
+
+def test_requests_queued_through_an_outage_count_from_the_restart_and_sessions_restart():
+    """The kill -9 drill: a 40 s outage with 10 s sessions; one heartbeat each was queued early in the outage."""
+    ctx = GroupContext(OUTAGE_AWARE)
+    leader, follower = ctx.stable_group(2, session=SESSION)
+    killed_at = ctx.now_ms
+    ctx.now_ms = killed_at + 40_000
+    responses = ctx.step(heartbeat(ctx, leader, ctx.group.generation), times=[killed_at + 3_000])
+    assert [r["error_code"] for r in responses] == [0]
+    assert set(ctx.group.members) == {leader, follower}
+    assert ctx.group.timers[f"heartbeat:{leader}"] == ctx.now_ms + SESSION
+    assert ctx.group.timers[f"heartbeat:{follower}"] == ctx.now_ms + SESSION
