@@ -41,7 +41,7 @@ from state.config import CoordinatorConfig
 from state.context import Context
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import ClassicGroup
-from state.timers import heartbeat_key
+from state.membership import reschedule_heartbeat
 from state.records import dumps, kafka_group_value
 from state.wire import (
     API_VERSIONS,
@@ -136,10 +136,13 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
           failed: dict[int, str], request_times_ms: Sequence[int] | None) -> GroupStep:
     group = decode_state(stored)
     clock = group.clock_ms if group is not None else -1
-    if group is not None and _after_outage(group, clock, now_ms, request_times_ms, config):
-        _restart_sessions(group, now_ms)
-        clock = now_ms  # what queued up during the outage is handled after the "load", as in Kafka
     ctx = Context(group_id, group, now_ms, config)
+    if group is not None and _after_outage(group, clock, now_ms, request_times_ms, config):
+        # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
+        # during the outage is handled after the "load".
+        for member in group.members.values():
+            reschedule_heartbeat(ctx, group, member)
+        clock = now_ms
     dead_letters = []
     fired_at = None
     for index, raw in enumerate(requests):
@@ -201,12 +204,6 @@ def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms
     if request_times_ms:
         due.append(max(request_times_ms[0], clock))
     return bool(due) and now_ms - min(due) > lateness
-
-
-def _restart_sessions(group: ClassicGroup, now_ms: int) -> None:
-    """As Kafka does when a coordinator loads a group after a failover: every member's session restarts now."""
-    for member in group.members.values():
-        group.timers[heartbeat_key(member.member_id)] = now_ms + member.session_timeout_ms
 
 
 LOAD_GROUP = "LoadGroup"
