@@ -72,6 +72,8 @@ class GroupStep:
     records: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     dead_letters: list[tuple[int, str]] = field(default_factory=list)
     next_deadline_ms: int | None = None
+    members_expired: int = 0
+    """Members whose session (or sync deadline) ran out in this call: the job's "members expired" metric."""
 
 
 def route(key: bytes | None, value: bytes | None) -> Route:
@@ -188,6 +190,7 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
         records=[r.encode() for r in ctx.records],
         dead_letters=dead_letters,
         next_deadline_ms=coordinator.next_deadline(ctx.group),
+        members_expired=ctx.members_expired,
     )
 
 

@@ -33,6 +33,8 @@ class Context:
     config: CoordinatorConfig
     responses: list[dict] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
+    members_expired: int = 0
+    """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
 
     def respond(self, response: dict) -> None:
         self.responses.append(response)

@@ -430,6 +430,7 @@ def on_sync_timer(ctx: Context, group: ClassicGroup) -> None:
     if group.state in (COMPLETING, STABLE) and group.pending_sync:
         for member_id in list(group.pending_sync):
             _remove_member(ctx, group, member_id)
+            ctx.members_expired += 1
         prepare_rebalance(ctx, group)
 
 
@@ -464,6 +465,7 @@ def on_heartbeat_timer(ctx: Context, group: ClassicGroup, member_id: str) -> Non
     del group.timers[heartbeat_key(member_id)]
     if member_id in group.pending_members:
         group.remove(member_id)
+        ctx.members_expired += 1
         # Java: an expiry completes even an initial rebalance when everyone left has joined.
         if group.state == PREPARING and group.has_all_members_joined():
             complete_join(ctx, group)
@@ -476,6 +478,7 @@ def on_heartbeat_timer(ctx: Context, group: ClassicGroup, member_id: str) -> Non
     if not member.is_new and (member.join is not None or member.sync is not None):
         return
     _remove_member(ctx, group, member_id)
+    ctx.members_expired += 1
     if group.state in (STABLE, COMPLETING):
         prepare_rebalance(ctx, group)
     elif group.state == PREPARING and group.has_all_members_joined():

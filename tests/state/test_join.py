@@ -64,7 +64,7 @@ def test_pending_member_expires_after_its_session_timeout_and_is_then_unknown():
     ctx.sleep(9_999)
     assert member_id in ctx.group.pending_members
     ctx.sleep(1)
-    assert member_id not in ctx.group.pending_members
+    assert member_id not in ctx.group.pending_members and ctx.last.members_expired == 1
     (response,) = ctx.join(member_id)
     assert response["error_code"] == 25
 

@@ -190,9 +190,12 @@ class TestSessionExpiry:
     def test_last_member_expiring_leaves_the_group_empty_with_a_new_generation(self):
         ctx = GroupContext()
         (a,) = ctx.stable_group(1)
-        ctx.sleep(10_000)
+        ctx.sleep(9_999)
+        assert ctx.last.members_expired == 0
+        ctx.sleep(1)
         group = ctx.group
         assert group.state == GroupState.EMPTY and group.generation == 2 and not group.members
+        assert ctx.last.members_expired == 1  # the job's "members expired" metric
 
     def test_member_parked_in_join_is_not_expired(self):
         ctx = GroupContext()
@@ -228,6 +231,7 @@ class TestSessionExpiry:
         ctx.sync(leader, 1)  # stable; follower never syncs nor heartbeats
         ctx.sleep(10_000)
         assert follower not in ctx.group.members
+        assert ctx.last.members_expired == 2  # the leader did not heartbeat either
 
     def test_late_call_fires_expiries_in_deadline_order(self):
         """A call long after several deadlines gives what timely calls would have (except `now`)."""
