@@ -1,7 +1,9 @@
-"""The coordinator query: Kafka source -> route -> applyInPandasWithState per bucket of groups -> Kafka sink.
+"""The coordinator query: Kafka source -> route -> applyInPandasWithState per bucket of groups (which produces the
+responses, records and dead letters itself) -> one summary row per bucket -> the timer sink.
 
-One stage boundary only (the shuffle by (kind, bucket)): routing runs inside the source's `read`, and the sink is a
-Python `DataSourceStreamWriter` in the same tasks as the state operator.
+One stage boundary only (the shuffle by (kind, bucket)): routing runs inside the source's `read`, the state task
+produces its output (`streaming.sink.KafkaOutput`), and the summary rows feed the metrics (`observe`) and the timer
+file (`streaming.sink.TimerSink`, a Python `DataSourceStreamWriter` in the same task).
 """
 
 from __future__ import annotations
@@ -19,12 +21,11 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from state.config import CoordinatorConfig
 from streaming.config import Topics, kafka_options
 from streaming.kafka_clients import client_config
-from streaming.sink import OUTPUT_SCHEMA, KafkaSink
+from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput, TimerSink
 from streaming.source import KafkaSource
 from streaming.stateful import DEFAULT_BUCKETS, INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
 
 QUERY_NAME = "group-coordinator"
-GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 TIMER_FILE = "coordinator-timers.json"
 
 
@@ -42,7 +43,7 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.dataSource.register(KafkaSource)
-    spark.dataSource.register(KafkaSink)
+    spark.dataSource.register(TimerSink)
     return spark
 
 
@@ -91,27 +92,15 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     # A group's bucket, as `streaming.stateful.bucket_of` computes it; directory and reject rows share bucket 0.
     bucket = F.when(F.col("kind") == "group",
                     F.pmod(F.crc32(F.col("group_id").cast("binary")), F.lit(buckets))).otherwise(0).cast("int")
-    function = coordinator_function(CoordinatorConfig.from_properties(props), records_source, buckets)
-    out = (requests.select(*INPUT_COLUMNS, bucket.alias("bucket"))
-           .groupBy("kind", "bucket")
-           .applyInPandasWithState(function, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
-                                   GroupStateTimeout.ProcessingTimeTimeout))
-    sink = F.col("sink")
-    # Group metadata records carry the group's new state: counting them gives state changes per batch.
-    group_state = F.when(sink == "record", F.get_json_object(F.col("value").cast("string"),
-                                                             "$.directory.group_state"))
-    out = out.observe(
-        "coordinator",
-        F.count(F.when(sink == "response", 1)).alias("responses"),
-        F.count(F.when(sink == "record", 1)).alias("records"),
-        F.count(F.when(sink == "dead_letter", 1)).alias("dead_letters"),
-        F.count(F.when(sink == "timer", 1)).alias("groups_called"),
-        F.count(F.when((sink == "timer") & F.col("deadline").isNotNull(), 1)).alias("groups_with_timer"),
-        *(F.count(F.when(group_state == state, 1)).alias(f"groups_to_{state}") for state in GROUP_STATES),
-    )
-    return (out.writeStream.format(KafkaSink.name()).options(**kafka)
-            .option("topic.responses", topics.responses).option("topic.records", topics.records)
-            .option("topic.dead.letters", topics.dead_letters).option("timerFile", timer_file)
+    output = KafkaOutput(client_config(kafka), {"response": topics.responses, "record": topics.records,
+                                                "dead_letter": topics.dead_letters})
+    function = coordinator_function(CoordinatorConfig.from_properties(props), records_source, output, buckets)
+    summary = (requests.select(*INPUT_COLUMNS, bucket.alias("bucket"))
+               .groupBy("kind", "bucket")
+               .applyInPandasWithState(function, SUMMARY_SCHEMA, STATE_SCHEMA, "append",
+                                       GroupStateTimeout.ProcessingTimeTimeout))
+    summary = summary.observe("coordinator", *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in SUMMARY_COUNTS))
+    return (summary.writeStream.format(TimerSink.name()).option("timerFile", timer_file)
             .option("checkpointLocation", checkpoint)
             .outputMode("append")
             .trigger(processingTime=f"{int(props.get('trigger.interval.ms', 100))} milliseconds")

@@ -9,6 +9,7 @@ import pytest
 
 from state.batch import GroupStep, route
 from state.config import CoordinatorConfig
+from streaming.sink import SUMMARY_COLUMNS
 from streaming.stateful import (ENVELOPE_VERSION, INPUT_COLUMNS, bucket_of, coordinator_function, pack_groups,
                                 unpack_groups)
 from tests.support import protocol as p
@@ -55,10 +56,33 @@ def rows(*requests: dict, partition: int = 0, timestamp: int = 0) -> pd.DataFram
     return pd.DataFrame(out, columns=INPUT_COLUMNS)
 
 
+OUT_COLUMNS = ["sink", "key", "value", "reason", "partition", "offset"]
+
+
+class Collected:
+    """Where the calls' output records go here; the job sends them with `streaming.sink.KafkaOutput`."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+
+    def send(self, rows) -> None:
+        self.rows.extend(rows)
+
+
+def run(key: tuple, frames: list[pd.DataFrame], state: FakeState, config: CoordinatorConfig | None = None,
+        buckets: int = 4) -> tuple[pd.DataFrame, pd.Series]:
+    """One call: (the output records it sent, its summary row)."""
+    output = Collected()
+    fn = coordinator_function(config or CoordinatorConfig(group_initial_rebalance_delay_ms=100), {}, output, buckets)
+    summaries = list(fn(key, iter(frames), state))
+    assert len(summaries) == 1 and len(summaries[0]) == 1
+    assert list(summaries[0].columns) == SUMMARY_COLUMNS
+    return pd.DataFrame(output.rows, columns=OUT_COLUMNS), summaries[0].iloc[0]
+
+
 def call(key: tuple, frames: list[pd.DataFrame], state: FakeState, config: CoordinatorConfig | None = None,
-         buckets: int = 4):
-    fn = coordinator_function(config or CoordinatorConfig(group_initial_rebalance_delay_ms=100), {}, buckets)
-    return pd.concat(list(fn(key, iter(frames), state)))
+         buckets: int = 4) -> pd.DataFrame:
+    return run(key, frames, state, config, buckets)[0]
 
 
 def stored_groups(state: FakeState) -> dict[str, tuple[bytes, int | None]]:
@@ -88,13 +112,25 @@ def recording(monkeypatch, steps: dict[str, GroupStep] | None = None) -> list[tu
 
 def test_a_group_call_stores_state_emits_responses_and_arms_the_timer():
     state = FakeState(now_ms=1_000)
-    out = call(("group", bucket_of("g", 4)), [rows({**p.join("g"), "request_id": "a"})], state)
+    out, summary = run(("group", bucket_of("g", 4)), [rows({**p.join("g"), "request_id": "a"})], state)
     assert state.value[:2] == (ENVELOPE_VERSION, 4) and list(stored_groups(state)) == ["g"]
     responses = out[out.sink == "response"]
     assert [json.loads(v)["error_code"] for v in responses.value] == [79]
     assert set(responses.key) == {b"g"}
-    timer = out[out.sink == "timer"]
-    assert len(timer) == 1 and timer.deadline.iloc[0] == state.timeout_at
+    assert summary.deadline == state.timeout_at
+    assert (summary.kind, summary.bucket, summary.responses, summary.groups_called) == (
+        "group", bucket_of("g", 4), 1, 1)
+
+
+def test_the_summary_counts_output_and_group_state_changes():
+    state = FakeState(now_ms=0)
+    member = json.loads(call(("group", 0), [rows({**p.join("g"), "request_id": "m"})],
+                             state).value.iloc[0])["member_id"]
+    out, summary = run(("group", 0), [rows({**p.join("g", member), "request_id": "j"})], state,
+                       CoordinatorConfig(group_initial_rebalance_delay_ms=0))
+    assert summary.records == (out.sink == "record").sum() >= 1
+    assert summary.groups_to_PreparingRebalance + summary.groups_to_CompletingRebalance >= 1
+    assert summary.groups_with_timer == 1 and summary.dead_letters == 0
 
 
 def test_requests_reach_the_core_in_partition_and_offset_order_across_frames(monkeypatch):
@@ -109,24 +145,32 @@ def test_requests_reach_the_core_in_partition_and_offset_order_across_frames(mon
     p1 = rows({**p.heartbeat("g", "m", 1), "request_id": "p1-o0"}, partition=1)
     p0 = rows({**p.heartbeat("g", "m", 1), "request_id": "p0-o0"}, {**p.heartbeat("g", "m", 1),
                                                                      "request_id": "p0-o1"}, partition=0)
-    call(("group", "g"), [p1, p0.iloc[::-1]], FakeState(now_ms=0))
+    call(("group", 0), [p1, p0.iloc[::-1]], FakeState(now_ms=0))
     assert seen == ["p0-o0", "p0-o1", "p1-o0"]
 
 
 def test_a_timeout_call_lets_the_core_fire_due_timers():
     state = FakeState(now_ms=0)
-    member = json.loads(call(("group", "g"), [rows({**p.join("g"), "request_id": "m"})],
+    member = json.loads(call(("group", 0), [rows({**p.join("g"), "request_id": "m"})],
                              state).value.iloc[0])["member_id"]
-    call(("group", "g"), [rows({**p.join("g", member), "request_id": "j"})], state)
+    call(("group", 0), [rows({**p.join("g", member), "request_id": "j"})], state)
     fired = FakeState(now_ms=state.timeout_at + 1, value=state.value, timed_out=True)
-    out = call(("group", "g"), [], fired)
+    out = call(("group", 0), [], fired)
     joined = [json.loads(v) for v in out[out.sink == "response"].value]
     assert [r["request_id"] for r in joined] == ["j"] and joined[0]["error_code"] == 0
 
 
+def test_the_summary_counts_expired_members():
+    state = FakeState(now_ms=0)
+    call(("group", 0), [rows({**p.join("g", session_timeout_ms=10_000), "request_id": "m"})], state)
+    expired = FakeState(now_ms=state.timeout_at + 1, value=state.value, timed_out=True)
+    _, summary = run(("group", 0), [], expired)
+    assert summary.members_expired == 1  # the pending member's session ran out
+
+
 def test_rejects_become_dead_letters_with_the_original_bytes_and_an_error_response():
     frame = rows({"api": "NoSuchApi", "request_id": "bad", "group_id": "g"})
-    out = call(("reject", ""), [frame], FakeState(now_ms=0))
+    out = call(("reject", 0), [frame], FakeState(now_ms=0))
     dead = out[out.sink == "dead_letter"]
     assert list(dead.value) == [frame.value.iloc[0]] and dead.reason.iloc[0]
     assert json.loads(out[out.sink == "response"].value.iloc[0])["request_id"] == "bad"
@@ -134,18 +178,18 @@ def test_rejects_become_dead_letters_with_the_original_bytes_and_an_error_respon
 
 def test_the_same_call_gives_byte_identical_output():
     frame = rows({**p.join("g"), "request_id": "a"})
-    first = call(("group", "g"), [frame], FakeState(now_ms=5))
-    second = call(("group", "g"), [frame], FakeState(now_ms=5))
-    assert first.equals(second)
+    first = run(("group", 0), [frame], FakeState(now_ms=5))
+    second = run(("group", 0), [frame], FakeState(now_ms=5))
+    assert first[0].equals(second[0]) and first[1].equals(second[1])
 
 
 def test_each_request_reaches_the_core_with_its_record_timestamp():
     """A heartbeat that reached the topic before its member's deadline counts then, even in a late batch."""
     state = FakeState(now_ms=0)
-    member = json.loads(call(("group", "g"), [rows({**p.join("g"), "request_id": "m"})],
+    member = json.loads(call(("group", 0), [rows({**p.join("g"), "request_id": "m"})],
                              state).value.iloc[0])["member_id"]
     state.now_ms = 60_000  # the batch runs long after the pending member's session timeout
-    late = call(("group", "g"), [rows({**p.join("g", member), "request_id": "j"}, timestamp=1_000)], state)
+    late = call(("group", 0), [rows({**p.join("g", member), "request_id": "j"}, timestamp=1_000)], state)
     assert not [json.loads(v) for v in late[late.sink == "response"].value]  # parked, not UNKNOWN_MEMBER_ID
 
 
@@ -161,11 +205,10 @@ def test_several_groups_in_one_bucket_each_get_their_own_requests_state_and_time
     state = FakeState(now_ms=100)
     frame = rows({**p.heartbeat("b", "m", 1), "request_id": "b1"}, {**p.heartbeat("a", "m", 1), "request_id": "a1"},
                  {**p.heartbeat("b", "m", 1), "request_id": "b2"})
-    out = call(("group", 0), [frame], state)
+    _, summary = run(("group", 0), [frame], state)
     assert calls == [("a", None, ["a1"]), ("b", None, ["b1", "b2"])]
     assert stored_groups(state) == {"a": (b"a-1", 1_100), "b": (b"b-2", 1_100)}
-    timers = out[out.sink == "timer"]
-    assert list(timers.key) == [b"a", b"b"] and list(timers.deadline) == [1_100, 1_100]
+    assert (summary.groups_called, summary.groups_with_timer, summary.deadline) == (2, 2, 1_100)
     assert state.timeout_at == 1_100
 
 
@@ -182,10 +225,10 @@ def test_a_timeout_call_steps_only_the_due_groups_and_keeps_the_others_bytes(mon
     calls = recording(monkeypatch)
     state = FakeState(now_ms=5_000, value=stored({"early": (b"e", 4_000), "late": (b"l", 9_000),
                                                         "none": (b"n", None)}), timed_out=True)
-    out = call(("group", 0), [], state)
+    _, summary = run(("group", 0), [], state)
     assert calls == [("early", b"e", [])]
     assert stored_groups(state) == {"early": (b"early-1", 6_000), "late": (b"l", 9_000), "none": (b"n", None)}
-    assert list(out[out.sink == "timer"].key) == [b"early"]
+    assert summary.groups_called == 1 and summary.deadline == 6_000
     assert state.timeout_at == 6_000
 
 
@@ -200,19 +243,19 @@ def test_a_call_with_requests_also_steps_due_groups_without_requests(monkeypatch
 def test_a_removed_group_leaves_the_others_in_the_bucket(monkeypatch):
     calls = recording(monkeypatch, {"gone": GroupStep(state=None)})
     state = FakeState(now_ms=0, value=stored({"gone": (b"g", None), "stays": (b"s", 7_000)}))
-    out = call(("group", 0), [rows({**p.heartbeat("gone", "m", 1), "request_id": "x"})], state)
+    _, summary = run(("group", 0), [rows({**p.heartbeat("gone", "m", 1), "request_id": "x"})], state)
     assert calls == [("gone", b"g", ["x"])]
     assert not state.removed and stored_groups(state) == {"stays": (b"s", 7_000)}
-    timer = out[out.sink == "timer"]
-    assert list(timer.key) == [b"gone"] and timer.deadline.isna().all()
+    assert (summary.groups_called, summary.groups_with_timer, summary.deadline) == (1, 0, 7_000)
     assert state.timeout_at == 7_000
 
 
 def test_the_bucket_row_is_removed_when_its_last_group_goes(monkeypatch):
     recording(monkeypatch, {"only": GroupStep(state=None)})
     state = FakeState(now_ms=10, value=stored({"only": (b"o", 5)}), timed_out=True)
-    call(("group", 0), [], state)
+    _, summary = run(("group", 0), [], state)
     assert state.removed and state.value is None and state.timeout_at is None
+    assert pd.isna(summary.deadline)  # the bucket leaves the timer file
 
 
 def test_an_overdue_bucket_times_out_in_one_millisecond(monkeypatch):
