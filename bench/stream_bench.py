@@ -10,7 +10,8 @@ offset commits, alternating), one after the other on the same machine:
 
 Reported per peer: sustained requests/s (open loop, a burst far above capacity, counted from the first request to
 the last response), request -> response latency p50/p99 at a fixed offered load (half our sustained rate unless
---rate is given), and for ours the micro-batch duration with its parts, idle CPU and restart to first response.
+--rate is given), and for ours the micro-batch duration with its parts (Spark's durations, the state commit, and `addBatch` split
+into the state calls and their producing by the job's own timings), idle CPU and restart to first response.
 Prints one JSON document; run with `python -m bench.stream_bench [--groups N] [--seconds S]`.
 """
 
@@ -353,6 +354,13 @@ def run_ours(groups: int, burst: int, rate: float | None, seconds: float, trigge
             parts[name] = round(statistics.median(values)) if values else None
         parts["state_commit"] = round(statistics.median(
             [sum(op.commitTimeMs for op in p.stateOperators) for p in batches])) if batches else None
+        # addBatch split by the state calls' own timings (streaming.sink.SUMMARY_SCHEMA): what is left is reading,
+        # routing, the shuffle and Spark's per-key work.
+        for name, column in (("state_calls", "call_us"), ("produce", "produce_us")):
+            values = [p.observedMetrics["coordinator"][column] / 1000 for p in batches
+                      if "coordinator" in p.observedMetrics]
+            parts[name] = round(statistics.median(values)) if values else None
+        parts["rows_per_batch"] = round(statistics.median([p.numInputRows for p in batches])) if batches else None
 
         time.sleep(5)
         pids = _job_pids()

@@ -55,6 +55,10 @@ def progress_record(p) -> dict:
         # completed join phase (a rebalance's first half), entering Stable a completed rebalance.
         "group_state_changes": {k[len("groups_to_"):]: v for k, v in counts.items() if k.startswith("groups_to_")},
         "batch_duration_ms": p.batchDuration,
+        # The state calls' own time and their producing (summed over calls; calls of one task run one after the
+        # other): the rest of addBatch is reading, routing, the shuffle and Spark's per-key work.
+        "state_calls_ms": round(counts.get("call_us", 0) / 1000),
+        "produce_ms": round(counts.get("produce_us", 0) / 1000),
         "durations_ms": dict(p.durationMs or {}),
         "state_rows": sum(op.numRowsTotal for op in state_ops),
         "state_rows_updated": sum(op.numRowsUpdated for op in state_ops),

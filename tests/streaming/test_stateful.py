@@ -180,7 +180,8 @@ def test_the_same_call_gives_byte_identical_output():
     frame = rows({**p.join("g"), "request_id": "a"})
     first = run(("group", 0), [frame], FakeState(now_ms=5))
     second = run(("group", 0), [frame], FakeState(now_ms=5))
-    assert first[0].equals(second[0]) and first[1].equals(second[1])
+    timings = ["call_us", "produce_us"]  # measured, so not part of the output
+    assert first[0].equals(second[0]) and first[1].drop(timings).equals(second[1].drop(timings))
 
 
 def test_each_request_reaches_the_core_with_its_record_timestamp():
