@@ -12,8 +12,10 @@ Writes `<out>/report.md` and `<out>/report.png`. Figures (each for both peers wh
 4. time to reassign a failed member's partitions: one member of a Stable group goes silent, until the others are
    Stable again in a new generation;
 5. recovery time after kill -9 (the job only: tansu keeps groups in memory, a killed tansu has nothing to recover);
-6. state size and batch time with G groups x M members (100,000 x 10 at `--scale full`; smaller by default: the
-   report says what ran), plus the core's state size per group extrapolated to 100,000 groups / 1,000,000 members.
+6. state size and batch time with G groups x M members formed through the protocol (100,000 x 10 at `--scale
+   full`; smaller by default: the report says what ran), and with 100,000 groups x 10 members loaded the way a
+   rebuild loads them (`bench.state_scale`, at the default and full scales), plus the core's state size per group
+   extrapolated to 100,000 groups / 1,000,000 members.
 
 Both peers get the same client behaviour: Kafka consumers' protocol (member-id handshake, JoinGroup, SyncGroup by
 the leader, heartbeats, commits), the same session and rebalance timeouts. The job is driven through its topics
@@ -48,12 +50,15 @@ SCALES = {
     # sizes: time-to-Stable groups; rates: latency sweep; backlog/population: batch time with G x M in state;
     # sb_*: bench.stream_bench's sustained-rate and fixed-rate run (groups, burst, seconds).
     "quick": dict(sizes=[10, 100], rates=[100, 500], backlog=3000, population=(100, 10), duration=8,
-                  sb_groups=200, sb_burst=5000, sb_seconds=10),
+                  sb_groups=200, sb_burst=5000, sb_seconds=10, loaded=(2_000, 10, 1_000)),
     "default": dict(sizes=[10, 100, 1000], rates=[100, 500, 1000, 2000], backlog=20000, population=(1000, 10),
-                    duration=15, sb_groups=1000, sb_burst=100_000, sb_seconds=30),
+                    duration=15, sb_groups=1000, sb_burst=100_000, sb_seconds=30, loaded=(100_000, 10, 20_000)),
     "full": dict(sizes=[10, 100, 1000], rates=[100, 500, 1000, 2000, 4000], backlog=50000,
-                 population=(100_000, 10), duration=20, sb_groups=1000, sb_burst=100_000, sb_seconds=30),
+                 population=(100_000, 10), duration=20, sb_groups=1000, sb_burst=100_000, sb_seconds=30,
+                 loaded=(100_000, 10, 20_000)),
 }
+"""`loaded` = (groups, members, backlog) for bench.state_scale: the population loaded as a rebuild does, which
+reaches 100,000 groups x 10 members in minutes where forming them through the protocol (`population`) takes hours."""
 SESSION_MS = 30000
 STABLE_SESSION_MS = 10000
 """Session timeout of the time-to-Stable groups: tansu holds every JoinGroup for session/2 (tansu-broker.md §3),
@@ -86,6 +91,7 @@ class Results:
     restart_s: float | None = None
     state_rows: int | None = None
     state_bytes: int | None = None
+    loaded: dict | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -432,6 +438,23 @@ def run_stream_bench(scale: dict, job: Results | None, tansu: Results | None) ->
         log(f"stream_bench (tansu): {theirs}")
 
 
+def run_state_scale(scale: dict, job: Results) -> None:
+    """State size and batch time with a large population (bench.state_scale, in its own process: it starts its own
+    broker and SparkSession)."""
+    import subprocess
+
+    groups, members, backlog = scale["loaded"]
+    log(f"state_scale (job): {groups:,} groups x {members} members, backlog {backlog:,}")
+    done = subprocess.run([sys.executable, "-m", "bench.state_scale", "--groups", str(groups), "--members",
+                           str(members), "--backlog", str(backlog)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=3600)
+    if done.returncode != 0 or "{" not in done.stdout:
+        job.notes.append(f"bench.state_scale failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+        return
+    job.loaded = json.loads(done.stdout[done.stdout.index("{"):])
+    log(f"state_scale (job): {job.loaded}")
+
+
 def _stop_spark() -> None:
     """stream_bench leaves its SparkSession running; stop it so it does not compete with what follows."""
     from pyspark.sql import SparkSession
@@ -528,6 +551,23 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
             lines.append(f"- Batch time with that state, every member sending one request at once "
                          f"({job.population_note}): median {_fmt(percentile(batches, 0.5), ' ms', 0)}, "
                          f"max {_fmt(max(batches), ' ms', 0)} ({len(batches)} batches).")
+    if job is not None and job.loaded:
+        r = job.loaded
+        g, m, backlog, fixed = r["groups"], r["members_per_group"], r["backlog"], r["fixed_rate"]
+        lines.append(
+            f"- **{g:,} groups x {m} members = {g * m:,} members** loaded into the job's state as a rebuild does "
+            f"(bench.state_scale): loading took {_fmt(r['load']['wall_s'], ' s')} in batches of "
+            f"{', '.join(f'{n:,}' for n in r['load']['rows_per_batch'])} groups; checkpoint on disk "
+            f"{_fmt(r['state_after_load']['checkpoint_bytes'] / 1e6, ' MB')} after the load and "
+            f"{_fmt(r['state_at_end']['checkpoint_bytes'] / 1e6, ' MB')} at the end; state memory reported by "
+            f"Spark {_fmt(r['state_at_end']['state_memory_bytes'] / 1e6, ' MB')}.")
+        lines.append(
+            f"- Batch time with that state: {backlog['requests']:,} heartbeats + commits from as many groups at once "
+            f"were answered in {_fmt(backlog['answered_s'], ' s')} ({backlog['requests_per_s']:,}/s), batches of "
+            f"{', '.join(f'{n:,}' for n in backlog['rows_per_batch'])} requests took "
+            f"{', '.join(f'{ms:,}' for ms in backlog['batches_ms'])} ms; at {fixed['offered_per_s']:,.0f} requests/s "
+            f"from random members p50 {_fmt(fixed['p50_ms'], ' ms', 0)}, p99 {_fmt(fixed['p99_ms'], ' ms', 0)} "
+            f"(median batch {_fmt(fixed['batch_ms_median'], ' ms', 0)}).")
     if job is not None and job.batch_parts_ms:
         lines.append("- Median batch parts under the fixed load (bench.stream_bench, ms): "
                      + ", ".join(f"{k} {v}" for k, v in job.batch_parts_ms.items()) + ".")
@@ -605,6 +645,7 @@ def main(argv: list[str] | None = None) -> int:
         run_tansu(scale, tansu)
     if not args.skip_job:
         run_job(scale, job, Path(tempfile.mkdtemp(prefix="bench-report-")))
+        run_state_scale(scale, job)
     state_per_group = core_state_size(10)
     report = write_report(args.out, args.scale, scale, job, tansu, state_per_group, started, load)
     plot(args.out, scale, job, tansu)
