@@ -25,12 +25,12 @@ import random
 import statistics
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from assignors.consumer_protocol import Subscription, encode_subscription
 from bench.core_bench import CONFIG
 from bench.stream_bench import JobClient, percentiles
+from bench.stream_bench import _load_request as request
 from state.batch import decode_state, step_group
 from state.records import group_record, offset_record
 from streaming import config as job_config
@@ -87,18 +87,6 @@ def load_request(template: bytes, group_id: str) -> bytes:
     return json.dumps({"api": "LoadGroup", "request_id": f"load:{group_id}", "group_id": group_id,
                        "records": [{"key": k.decode(), "value": v.decode()} for k, v in records]},
                       separators=(",", ":")).encode()
-
-
-def request(group: str, member: str, generation: int, n: int) -> dict:
-    rid = uuid.uuid4().hex
-    if n % 2:
-        return {"api": "Heartbeat", "request_id": rid, "group_id": group, "member_id": member,
-                "generation_id": generation, "group_instance_id": None}
-    return {"api": "OffsetCommit", "request_id": rid, "group_id": group, "member_id": member,
-            "generation_id": generation, "group_instance_id": None,
-            "topics": [{"name": "orders", "partitions": [{"partition_index": n % 10, "committed_offset": n,
-                                                          "committed_leader_epoch": -1,
-                                                          "committed_metadata": ""}]}]}
 
 
 def batches_with(query, progress_from: int, rows: int, timeout_s: float = 600) -> list:
