@@ -28,6 +28,7 @@ import pandas as pd
 
 from state.batch import GroupStep, step_group
 from state.config import CoordinatorConfig
+from state.records import dumps, group_key
 from streaming.sink import GROUP_STATES, SUMMARY_COLUMNS
 
 STATE_SCHEMA = "version INT, buckets INT, groups BINARY"
@@ -44,7 +45,8 @@ DEFAULT_BUCKETS = 16
 INPUT_COLUMNS = ["kind", "group_id", "partition", "offset", "key", "value", "reply_key", "reason", "response",
                  "timestamp"]
 
-_GROUP_RECORD_KEY = b'{"version":2,'  # a group metadata record's key (`state.records.group_key`)
+_GROUP_RECORD_KEY = dumps(group_key("")).partition(b'"group"')[0]
+"""How a group metadata record's key starts (`state.records.group_key`), as opposed to an offset record's."""
 
 
 def bucket_of(group_id: str, buckets: int) -> int:
