@@ -478,14 +478,9 @@ def _send_load(fleet: Fleet, m: Member, i: int) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 def core_state_size(members: int = 10) -> int:
-    from bench.core_bench import Group
+    from bench.state_scale import template_group
 
-    g = Group("size")
-    ids, _, _ = g.stable(members)
-    g.call([g.request("OffsetCommit", member_id=m, generation_id=1, topics=[{"name": "orders", "partitions": [
-        {"partition_index": i, "committed_offset": 100, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
-        for i, m in enumerate(ids)])
-    return len(g.state)
+    return len(template_group(members, "size")[0])
 
 
 # ---------------------------------------------------------------------------------------------------------------

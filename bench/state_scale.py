@@ -27,66 +27,38 @@ import tempfile
 import time
 from pathlib import Path
 
-from assignors.consumer_protocol import Subscription, encode_subscription
-from bench.core_bench import CONFIG
+from bench.core_bench import Group
 from bench.stream_bench import JobClient, percentiles
 from bench.stream_bench import _load_request as request
-from state.batch import decode_state, step_group
+from state.batch import decode_state
 from state.records import group_record, offset_record
 from streaming import config as job_config
 from streaming.embedded import start_broker
 from streaming.query import spark_session, start_query, warm_up
+from streaming.rebuild import load_requests
 from streaming.topics import ensure_topics
 
-METADATA = __import__("base64").b64encode(encode_subscription(Subscription(("orders",)))).decode()
-
-
-def template_group(members: int) -> tuple[bytes, list[str], int]:
+def template_group(members: int, group_id: str = "template") -> tuple[bytes, list[str], int]:
     """A Stable group of `members` with one committed offset each: (core state, member ids, generation)."""
-    now, state, rid = 0, None, 0
-
-    def call(requests: list[dict]) -> list[dict]:
-        nonlocal state, rid, now
-        now += 1
-        raw = []
-        for r in requests:
-            rid += 1
-            raw.append(json.dumps({"request_id": f"t{rid}", "group_id": "template", **r}).encode())
-        step = step_group("template", state, raw, now, CONFIG)
-        state = step.state
-        return [json.loads(r) for r in step.responses]
-
-    def join(member_id: str) -> dict:
-        return {"api": "JoinGroup", "member_id": member_id, "group_instance_id": None, "client_id": "bench",
-                "client_host": "/127.0.0.1", "session_timeout_ms": 600_000, "rebalance_timeout_ms": 600_000,
-                "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": METADATA}]}
-
-    ids = [r["member_id"] for r in call([join("") for _ in range(members)])]
-    joined = call([join(m) for m in ids]) + call([])
-    leader, generation = joined[0]["leader"], joined[0]["generation_id"]
-    syncs = [{"api": "SyncGroup", "member_id": m, "generation_id": generation, "group_instance_id": None,
-              "protocol_type": "consumer", "protocol_name": "range",
-              "assignments": [{"member_id": x, "assignment": ""} for x in ids] if m == leader else []}
-             for m in ids]
-    assert {r["error_code"] for r in call(syncs)} == {0}
-    commits = [{"api": "OffsetCommit", "member_id": m, "generation_id": generation, "group_instance_id": None,
-                "topics": [{"name": "orders", "partitions": [{"partition_index": i, "committed_offset": 100,
-                                                              "committed_leader_epoch": -1,
-                                                              "committed_metadata": ""}]}]}
-               for i, m in enumerate(ids)]
-    assert {r["topics"][0]["partitions"][0]["error_code"] for r in call(commits)} == {0}
-    return state, ids, generation
+    g = Group(group_id)
+    ids, _, _ = g.stable(members)
+    generation = decode_state(g.state).generation
+    committed = g.call([g.request("OffsetCommit", member_id=m, generation_id=generation, group_instance_id=None,
+                                  topics=[{"name": "orders", "partitions": [
+                                      {"partition_index": i, "committed_offset": 100, "committed_leader_epoch": -1,
+                                       "committed_metadata": ""}]}])
+                        for i, m in enumerate(ids)])
+    assert {r["topics"][0]["partitions"][0]["error_code"] for r in committed} == {0}
+    return g.state, ids, generation
 
 
 def load_request(template: bytes, group_id: str) -> bytes:
-    """The LoadGroup request that loads a copy of the template group under `group_id`."""
+    """The LoadGroup request that loads a copy of the template group under `group_id`, as a rebuild writes it."""
     group = decode_state(template)
     group.group_id = group_id
     records = [group_record(group, persist=True).encode()]
     records += [offset_record(group_id, t, p, o).encode() for (t, p), o in sorted(group.offsets.items())]
-    return json.dumps({"api": "LoadGroup", "request_id": f"load:{group_id}", "group_id": group_id,
-                       "records": [{"key": k.decode(), "value": v.decode()} for k, v in records]},
-                      separators=(",", ":")).encode()
+    return load_requests(dict(records))[group_id]
 
 
 def batches_with(query, progress_from: int, rows: int, timeout_s: float = 600) -> list:
