@@ -79,6 +79,7 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     ticks = props.get("timer.ticks.enabled", "true").lower() == "true"
     timer_file = str(Path(checkpoint) / TIMER_FILE) if ticks else ""
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false" if ticks else "true")
+    buckets = state_buckets(props)
 
     requests = (spark.readStream.format(KafkaSource.name()).options(**kafka)
                 .option("subscribe", topics.requests).option("route", "true")
@@ -86,19 +87,19 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                 .option("maxOffsetsPerTrigger", props.get("max.requests.per.trigger", ""))
                 .option("failOnDataLoss", props.get("fail.on.data.loss", "true"))
                 .option("timerFile", timer_file)
+                .option("buckets", str(buckets))
                 .load())
     records_source = {"topic": topics.records, "config": client_config(kafka)}
-    buckets = state_buckets(props)
-    # A group's bucket, as `streaming.stateful.bucket_of` computes it; directory and reject rows share bucket 0.
-    bucket = F.when(F.col("kind") == "group",
-                    F.pmod(F.crc32(F.col("group_id").cast("binary")), F.lit(buckets))).otherwise(0).cast("int")
     output = KafkaOutput(client_config(kafka), {"response": topics.responses, "record": topics.records,
                                                 "dead_letter": topics.dead_letters})
-    function = coordinator_function(CoordinatorConfig.from_properties(props), records_source, output, buckets)
-    summary = (requests.select(*INPUT_COLUMNS, bucket.alias("bucket"))
+    # With ticks, the source's timer rows call due buckets; Spark's own timeouts would cost every batch a second
+    # Python round trip (see `streaming.stateful.coordinator_function`).
+    function = coordinator_function(CoordinatorConfig.from_properties(props), records_source, output, buckets,
+                                    processing_time_timeout=not ticks)
+    timeout = GroupStateTimeout.NoTimeout if ticks else GroupStateTimeout.ProcessingTimeTimeout
+    summary = (requests.select(*INPUT_COLUMNS)
                .groupBy("kind", "bucket")
-               .applyInPandasWithState(function, SUMMARY_SCHEMA, STATE_SCHEMA, "append",
-                                       GroupStateTimeout.ProcessingTimeTimeout))
+               .applyInPandasWithState(function, SUMMARY_SCHEMA, STATE_SCHEMA, "append", timeout))
     summary = summary.observe("coordinator", *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in SUMMARY_COUNTS))
     return (summary.writeStream.format(TimerSink.name()).option("timerFile", timer_file)
             .option("checkpointLocation", checkpoint)

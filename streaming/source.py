@@ -1,7 +1,8 @@
 """The Kafka streaming source: PySpark's Python Data Source API over kafka-python.
 
-Offsets are `{"topic": {"<partition>": next_offset, ...}, "tick": n}`, so the checkpoint's offset log records exactly
-what each micro-batch read; `read` re-reads a `[start, end)` range deterministically when Spark replays a batch.
+Offsets are `{"topic": {"<partition>": next_offset, ...}, "tick": n}`, with `"due": [bucket, ...]` when timers are
+due, so the checkpoint's offset log records exactly what each micro-batch read; `read` re-reads a `[start, end)`
+range deterministically when Spark replays a batch.
 Options follow the JVM connector: `subscribe`, `startingOffsets` (earliest | latest | JSON
 `{"topic": {"0": 23, "1": -2}}` with -2 = earliest and -1 = latest), `maxOffsetsPerTrigger`, `failOnDataLoss`, and
 `kafka.*` settings for kafka-python (security included). Partitions added to the topic are read from offset 0.
@@ -12,10 +13,12 @@ is read, so the routing costs no extra Python stage.
 `read` yields Arrow record batches built column-wise (`record_batches`), which spares PySpark's per-value
 conversion of yielded tuples.
 
-`timerFile` enables the timer tick: with `spark.sql.streaming.noDataMicroBatches.enabled=false` an idle query runs
-no batches, so processing-time timeouts would never fire. The sink writes the groups' next deadlines to `timerFile`;
-when the earliest one has passed, `latestOffset` advances `tick`, which makes Spark run one batch with no input, in
-which the due timeouts fire.
+`timerFile` enables timer rows: with `spark.sql.streaming.noDataMicroBatches.enabled=false` and no Spark timeouts
+an idle query runs no batches, and a bucket of groups is only called when it has input. The sink writes each
+bucket's next deadline to `timerFile`; `latestOffset` lists the buckets whose deadline has passed in the offset
+(`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer row per due bucket
+(`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset log records the
+due buckets, so a replayed batch calls the same ones.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from itertools import islice
-from typing import Iterator, Mapping
+from itertools import chain, islice
+from typing import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 from kafka import TopicPartition
@@ -40,7 +43,9 @@ log = logging.getLogger(__name__)
 RAW_ARROW = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()),
                        ("key", pa.binary()), ("value", pa.binary())])
 ROUTED_ARROW = pa.schema([*RAW_ARROW, ("kind", pa.string()), ("group_id", pa.string()), ("reply_key", pa.binary()),
-                          ("reason", pa.string()), ("response", pa.binary())])
+                          ("reason", pa.string()), ("response", pa.binary()), ("bucket", pa.int32())])
+"""A raw row plus the core's routing decision and the group's state bucket (`streaming.stateful.bucket_of`; 0 for
+`directory` and `reject` rows). A timer row (`timer_rows`) is a `group` row with a null group_id."""
 _DDL_TYPES = {pa.int32(): "INT", pa.int64(): "LONG", pa.binary(): "BINARY", pa.string(): "STRING"}
 
 
@@ -57,12 +62,14 @@ EARLIEST, LATEST = -2, -1
 
 @dataclass(frozen=True)
 class KafkaRange(InputPartition):
-    """Records `[start, end)` of one topic-partition: picklable, and the same range on replay."""
+    """Records `[start, end)` of one topic-partition: picklable, and the same range on replay. The batch's due
+    buckets ride on its first range (an empty one in a timer-only batch), so timer rows cost no extra task."""
 
     topic: str
     partition: int
     start: int
     end: int
+    due: tuple[int, ...] = ()
 
 
 class KafkaSource(DataSource):
@@ -96,6 +103,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.max_offsets_per_trigger = int(cap) if cap else None
         self.fail_on_data_loss = _flag(options, "failondataloss", True)
         self.route = _flag(options, "route", False)
+        self.buckets = int(options.get("buckets", "1"))
         self.timer_file = options.get("timerfile") or None
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
 
@@ -149,8 +157,13 @@ class KafkaStreamReader(DataSourceStreamReader):
         end = dict(begin)
         end.update({p: begin.get(p, 0) + n for p, n in take.items()})
         end.update(restart)  # this batch reads nothing there; the next one starts at the log start
-        tick = start["tick"] + (1 if self._timer_due() and end == begin else 0)
-        return {self.topic: {str(p): o for p, o in sorted(end.items())}, "tick": tick}
+        due = self._due_buckets()
+        if end == begin and not due:
+            return start  # nothing to read and no timer due: no batch
+        offset = {self.topic: {str(p): o for p, o in sorted(end.items())}, "tick": start["tick"] + (1 if due else 0)}
+        if due:
+            offset["due"] = due
+        return offset
 
     def _check_data_loss(self, begin: dict[int, int], ends: Mapping[int, int]) -> dict[int, int]:
         """A log that ends before the checkpoint's offset was recreated or truncated (a broker that lost its data,
@@ -168,18 +181,26 @@ class KafkaStreamReader(DataSourceStreamReader):
         log.warning("data loss: %s; restarting those partitions from their log start", described)
         return self._beginnings(sorted(behind))
 
-    def _timer_due(self) -> bool:
-        """True when the earliest deadline the sink published has passed (strictly: Spark fires a timeout only
-        in a batch whose timestamp is after it)."""
+    def _due_buckets(self) -> list[int]:
+        """The buckets whose deadline in the sink's timer file has passed (strictly, like Spark's own timeouts; a
+        bucket whose deadline the batch's timestamp has not yet reached is simply due again in the next one)."""
         if not self.timer_file:
-            return False
-        earliest = read_earliest_deadline(self.timer_file)
-        return earliest is not None and time.time() * 1000 > earliest
+            return []
+        deadlines = read_deadlines(self.timer_file)
+        if deadlines is None:  # every bucket's call rewrites its entry, which mends the file
+            return list(range(self.buckets))
+        now_ms = time.time() * 1000
+        return sorted(b for b, deadline in deadlines.items() if now_ms > deadline)
 
     def partitions(self, start: dict, end: dict) -> list[KafkaRange]:
         begin = start[self.topic]
-        return [KafkaRange(self.topic, int(p), begin.get(p, 0), e)
-                for p, e in end[self.topic].items() if e > begin.get(p, 0)]
+        ranges = [KafkaRange(self.topic, int(p), begin.get(p, 0), e)
+                  for p, e in end[self.topic].items() if e > begin.get(p, 0)]
+        due = tuple(end.get("due", ()))  # offsets written before timer rows have none
+        if due:
+            first = ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0)
+            ranges[:1] = [KafkaRange(first.topic, first.partition, first.start, first.end, due)]
+        return ranges
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the offsets live in Spark's checkpoint, not in a Kafka consumer group."""
@@ -189,7 +210,8 @@ class KafkaStreamReader(DataSourceStreamReader):
     def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
         rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms)
         if self.route:
-            return record_batches((routed(row) for row in rows), ROUTED_ARROW)
+            routed_rows = (routed(row, self.buckets) for row in rows)
+            return record_batches(chain(timer_rows(partition.due), routed_rows), ROUTED_ARROW)
         return record_batches(rows, RAW_ARROW)
 
 
@@ -248,21 +270,31 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
             raise TimeoutError(f"{tp}: offsets up to {part.end} not readable within {poll_timeout_ms} ms")
 
 
-def routed(row: tuple) -> tuple:
-    """Append the core's routing decision to a raw row (see `ROUTED_SCHEMA`)."""
+def routed(row: tuple, buckets: int) -> tuple:
+    """Append the core's routing decision and the state bucket to a raw row (see `ROUTED_ARROW`)."""
     from state.batch import route
+    from streaming.stateful import bucket_of
 
     r = route(row[3], row[4])
-    return row + (r.kind, r.group_id or "", r.reply_key, r.reason, r.response)
+    group_id = r.group_id or ""
+    bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
+    return row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket)
 
 
-def read_earliest_deadline(path: str) -> int | None:
-    """The earliest group deadline in the sink's timer file (see `streaming.sink.merge_deadlines`)."""
+def timer_rows(buckets: Iterable[int]) -> Iterator[tuple]:
+    """One row per due bucket (`ROUTED_ARROW`): a `group` row with a null group_id, which makes Spark call the
+    bucket so that the core can fire its due timers."""
+    for bucket in buckets:
+        yield (-1, -1, 0, None, None, "group", None, None, None, None, bucket)
+
+
+def read_deadlines(path: str) -> dict[int, int] | None:
+    """{bucket: deadline} from the sink's timer file (see `streaming.sink.merge_deadlines`); None if unreadable."""
     try:
         with open(path, "rb") as f:
-            return json.loads(f.read()).get("earliest")
+            return {int(b): int(d) for b, d in json.loads(f.read())["buckets"].items()}
     except FileNotFoundError:
+        return {}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        log.warning("unreadable timer file %s; calling every bucket once to rewrite it", path)
         return None
-    except ValueError:
-        log.warning("unreadable timer file %s; ticking", path)
-        return 0

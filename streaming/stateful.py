@@ -1,6 +1,6 @@
 """The applyInPandasWithState adapter: one call per bucket of groups per micro-batch, one core call per due group.
 
-Thin on purpose; every protocol decision is the core's (`state.batch`). Keys are `(kind, bucket)` from the query:
+Thin on purpose; every protocol decision is the core's (`state.batch`). Keys are `(kind, bucket)` from the source:
 `group` rows carry `bucket = crc32(group_id) mod state.buckets` (`bucket_of`), so one key holds many groups and
 Spark's per-key cost (a pandas frame in and out, a state row through the JVM) is paid per bucket, not per group.
 `directory` (ListGroups) and `reject` rows use bucket 0 and never carry state.
@@ -9,9 +9,9 @@ Per `group` call: decode the rows, order them by (partition, offset), split them
 `step_group` (with the batch's processing time as `now_ms` and each record's timestamp as its arrival time) for every
 group that has requests or whose stored deadline is due; the other groups' bytes are kept untouched. Each stepped
 group's `GroupStep` becomes output records, which the call produces itself (`streaming.sink.KafkaOutput`: a
-response leaves as soon as its bucket is done), the bucket's row stores every group's bytes and deadline, and the
-bucket's processing-time timeout is its earliest deadline. The call returns one summary row (`SUMMARY_SCHEMA`):
-counts for the metrics and that deadline, for the timer file.
+response leaves as soon as its bucket is done), and the bucket's row stores every group's bytes and deadline. The call
+returns one summary row (`SUMMARY_SCHEMA`): counts for the metrics and the bucket's earliest deadline, which the
+timer file keeps until the source's timer row calls the bucket again (see `coordinator_function`).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ ENVELOPE_VERSION = 2
 
 DEFAULT_BUCKETS = 16
 
-INPUT_COLUMNS = ["kind", "group_id", "partition", "offset", "key", "value", "reply_key", "reason", "response",
-                 "timestamp"]
+INPUT_COLUMNS = ["kind", "bucket", "group_id", "partition", "offset", "key", "value", "reply_key", "reason",
+                 "response", "timestamp"]
 
 _GROUP_RECORD_KEY = dumps(group_key("")).partition(b'"group"')[0]
 """How a group metadata record's key starts (`state.records.group_key`), as opposed to an offset record's."""
@@ -51,7 +51,7 @@ _GROUP_RECORD_KEY = dumps(group_key("")).partition(b'"group"')[0]
 
 def bucket_of(group_id: str, buckets: int) -> int:
     """The group's bucket: CRC-32 of its UTF-8 bytes mod `buckets` (stable across processes and releases; the
-    query computes the same with Spark's `pmod(crc32(cast(group_id as binary)), buckets)`)."""
+    source computes it for every routed row)."""
     return zlib.crc32(group_id.encode()) % buckets
 
 
@@ -60,10 +60,16 @@ class Output(Protocol):
 
 
 def coordinator_function(config: CoordinatorConfig, records_source: dict[str, Any], output: Output,
-                         buckets: int = DEFAULT_BUCKETS):
+                         buckets: int = DEFAULT_BUCKETS, processing_time_timeout: bool = False):
     """The function Spark calls per key; `config`, `records_source` (how to read the records topic for the group
     directory), `output` (where the output records go: `streaming.sink.KafkaOutput`) and `buckets`
-    (`state.buckets`, checked against the stored envelope) are shipped to the workers."""
+    (`state.buckets`, checked against the stored envelope) are shipped to the workers.
+
+    Timers: by default the source's timer rows (a `group` row with a null group_id) call a bucket whose deadline
+    is due, and the query runs without Spark timeouts, which spares every batch a second Python round trip for
+    timed-out keys (Spark makes it even when none are due). With `processing_time_timeout` (the query runs
+    `GroupStateTimeout.ProcessingTimeTimeout`, `timer.ticks.enabled=false`) each call sets the bucket's timeout to
+    its earliest deadline instead."""
 
     def coordinate(key: tuple, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         started = time.perf_counter()
@@ -76,7 +82,7 @@ def coordinator_function(config: CoordinatorConfig, records_source: dict[str, An
         now_ms = state.getCurrentProcessingTimeMs()
         called = Called()
         if kind == "group":
-            out = _bucket(rows, state, now_ms, config, buckets, called)
+            out = _bucket(rows, state, now_ms, config, buckets, called, processing_time_timeout)
         elif kind == "directory":
             out = _directory(rows, records_source)
         else:
@@ -118,12 +124,13 @@ def _summary(kind: str, bucket: int, out: list[tuple], called: Called) -> pd.Dat
     return pd.DataFrame(array, columns=SUMMARY_COLUMNS, copy=False)
 
 
-def _bucket(rows: list[tuple], state, now_ms: int, config: CoordinatorConfig, buckets: int,
-            called: Called) -> list[tuple]:
+def _bucket(rows: list[tuple], state, now_ms: int, config: CoordinatorConfig, buckets: int, called: Called,
+            processing_time_timeout: bool) -> list[tuple]:
     groups = _load(state.get, buckets) if state.exists else {}
     by_group: dict[str, list[tuple]] = {}
     for row in rows:  # already in (partition, offset) order, which each group's list keeps
-        by_group.setdefault(row[8], []).append(row)
+        if row[8] is not None:  # a timer row only makes Spark call the bucket
+            by_group.setdefault(row[8], []).append(row)
     due = [g for g, (_, deadline) in groups.items() if deadline is not None and deadline <= now_ms]
     out: list[tuple] = []
     for group_id in sorted(by_group.keys() | set(due)):
@@ -149,8 +156,9 @@ def _bucket(rows: list[tuple], state, now_ms: int, config: CoordinatorConfig, bu
     pending = [d for _, d in groups.values() if d is not None]
     if pending:
         called.deadline = min(pending)
-        # ProcessingTimeTimeout stores batch time + duration: exactly the earliest deadline (1 ms when overdue).
-        state.setTimeoutDuration(max(1, called.deadline - now_ms))
+        if processing_time_timeout:
+            # Spark stores batch time + duration: exactly the earliest deadline (1 ms when overdue).
+            state.setTimeoutDuration(max(1, called.deadline - now_ms))
     return out
 
 

@@ -13,6 +13,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from streaming.sink import merge_deadlines
 from streaming.source import KafkaRange, KafkaStreamReader, cap_rows
+from streaming.stateful import bucket_of
 
 pytestmark = pytest.mark.broker
 
@@ -102,24 +103,43 @@ def test_routing_adds_the_cores_decision(broker, topic):
                                          b'"generation_id":1}', partition=0)
     producer.send(topic, key=b"x", value=b"not json", partition=0)
     producer.flush()
-    r = reader(broker, topic, route="true")
+    r = reader(broker, topic, route="true", buckets="8")
     rows = rows_of(r.read(KafkaRange(topic, 0, 0, 2)))
     assert [(row[5], row[6]) for row in rows] == [("group", "g"), ("reject", "")]
     assert rows[1][8]  # the reason
+    assert [row[10] for row in rows] == [bucket_of("g", 8), 0]  # the group's state bucket; 0 for the rest
 
 
-def test_timer_tick_advances_only_when_the_earliest_deadline_has_passed(broker, topic, tmp_path):
+def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic, tmp_path):
     timers = str(tmp_path / "timers.json")
-    r = reader(broker, topic, timerFile=timers)
+    r = reader(broker, topic, timerFile=timers, route="true", buckets="4")
     start = r.initialOffset()
-    assert r.latestOffset(start, ReadAllAvailable())["tick"] == 0  # no timers at all
+    assert r.latestOffset(start, ReadAllAvailable()) == start  # no timers at all: no batch
     now = int(time.time() * 1000)
-    merge_deadlines(timers, [{"g1": now + 3_600_000}])
-    assert r.latestOffset(start, ReadAllAvailable())["tick"] == 0
-    merge_deadlines(timers, [{"g2": now - 1}])
-    assert r.latestOffset(start, ReadAllAvailable())["tick"] == 1
-    merge_deadlines(timers, [{"g2": None}])
-    assert r.latestOffset(start, ReadAllAvailable())["tick"] == 0
+    merge_deadlines(timers, [{"1": now + 3_600_000}])
+    assert r.latestOffset(start, ReadAllAvailable()) == start  # not due yet
+    merge_deadlines(timers, [{"3": now - 1, "2": now - 5}])
+    ticked = r.latestOffset(start, ReadAllAvailable())
+    assert ticked == {**start, "tick": 1, "due": [2, 3]}
+    assert r.latestOffset(ticked, ReadAllAvailable())["tick"] == 2  # still due: the offset must change again
+    [part] = r.partitions(start, ticked)
+    assert (part.start, part.end, part.due) == (0, 0, (2, 3))  # a timer-only batch reads no records
+    assert [(row[6], row[10]) for row in rows_of(r.read(part))] == [(None, 2), (None, 3)]  # null group_id
+    produce(broker, topic, 2)
+    with_data = r.latestOffset(start, ReadAllAvailable())
+    assert with_data["due"] == [2, 3] and with_data[topic] == {"0": 2, "1": 2}
+    parts = r.partitions(start, with_data)
+    assert [p.due for p in parts] == [(2, 3), ()]
+    assert len(read_all(r, start, with_data)) == 2 + 4
+    merge_deadlines(timers, [{"2": None, "3": None}])
+    assert "due" not in r.latestOffset(start, ReadAllAvailable())
+
+
+def test_an_unreadable_timer_file_calls_every_bucket_once(broker, topic, tmp_path):
+    timers = tmp_path / "timers.json"
+    timers.write_text("{torn")
+    r = reader(broker, topic, timerFile=str(timers), route="true", buckets="3")
+    assert r.latestOffset(r.initialOffset(), ReadAllAvailable())["due"] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("available, cap, expected", [

@@ -10,16 +10,20 @@ import pytest
 from state.batch import GroupStep, route
 from state.config import CoordinatorConfig
 from streaming.sink import SUMMARY_COLUMNS
+from streaming.source import ROUTED_ARROW, record_batches, timer_rows
 from streaming.stateful import (ENVELOPE_VERSION, INPUT_COLUMNS, bucket_of, coordinator_function, pack_groups,
                                 unpack_groups)
 from tests.support import protocol as p
 
 
 class FakeState:
-    """The parts of pyspark's GroupState the adapter uses; the timeout is kept absolute, as Spark keeps it."""
+    """The parts of pyspark's GroupState the adapter uses; the timeout is kept absolute, as Spark keeps it, and
+    setting one without `ProcessingTimeTimeout` fails, as it does in Spark."""
 
-    def __init__(self, now_ms: int, value: tuple | None = None, timed_out: bool = False) -> None:
+    def __init__(self, now_ms: int, value: tuple | None = None, timed_out: bool = False,
+                 processing_time_timeout: bool = False) -> None:
         self.now_ms, self.value, self.hasTimedOut = now_ms, value, timed_out
+        self.processing_time_timeout = processing_time_timeout
         self.timeout_at: int | None = None
         self.removed = False
 
@@ -38,6 +42,7 @@ class FakeState:
         self.value, self.removed = None, True
 
     def setTimeoutDuration(self, ms: int) -> None:
+        assert self.processing_time_timeout, "a timeout needs GroupStateTimeout.ProcessingTimeTimeout"
         assert ms > 0
         self.timeout_at = self.now_ms + ms
 
@@ -50,10 +55,15 @@ def rows(*requests: dict, partition: int = 0, timestamp: int = 0) -> pd.DataFram
     for offset, request in enumerate(requests):
         value = json.dumps(request).encode()
         r = route(None, value)
-        out.append({"kind": r.kind, "group_id": r.group_id or "", "partition": partition, "offset": offset,
+        out.append({"kind": r.kind, "bucket": 0, "group_id": r.group_id or "", "partition": partition, "offset": offset,
                     "key": None, "value": value, "reply_key": r.reply_key, "reason": r.reason,
                     "response": r.response, "timestamp": timestamp})
     return pd.DataFrame(out, columns=INPUT_COLUMNS)
+
+
+def timer(bucket: int = 0) -> pd.DataFrame:
+    """The source's timer row for `bucket`, as the state call receives it."""
+    return next(record_batches(timer_rows([bucket]), ROUTED_ARROW)).to_pandas()[INPUT_COLUMNS]
 
 
 OUT_COLUMNS = ["sink", "key", "value", "reason", "partition", "offset"]
@@ -73,7 +83,8 @@ def run(key: tuple, frames: list[pd.DataFrame], state: FakeState, config: Coordi
         buckets: int = 4) -> tuple[pd.DataFrame, pd.Series]:
     """One call: (the output records it sent, its summary row)."""
     output = Collected()
-    fn = coordinator_function(config or CoordinatorConfig(group_initial_rebalance_delay_ms=100), {}, output, buckets)
+    fn = coordinator_function(config or CoordinatorConfig(group_initial_rebalance_delay_ms=100), {}, output, buckets,
+                              processing_time_timeout=state.processing_time_timeout)
     summaries = list(fn(key, iter(frames), state))
     assert len(summaries) == 1 and len(summaries[0]) == 1
     assert list(summaries[0].columns) == SUMMARY_COLUMNS
@@ -117,7 +128,7 @@ def test_a_group_call_stores_state_emits_responses_and_arms_the_timer():
     responses = out[out.sink == "response"]
     assert [json.loads(v)["error_code"] for v in responses.value] == [79]
     assert set(responses.key) == {b"g"}
-    assert summary.deadline == state.timeout_at
+    assert summary.deadline == stored_groups(state)["g"][1] and state.timeout_at is None  # the timer file's job
     assert (summary.kind, summary.bucket, summary.responses, summary.groups_called) == (
         "group", bucket_of("g", 4), 1, 1)
 
@@ -149,13 +160,13 @@ def test_requests_reach_the_core_in_partition_and_offset_order_across_frames(mon
     assert seen == ["p0-o0", "p0-o1", "p1-o0"]
 
 
-def test_a_timeout_call_lets_the_core_fire_due_timers():
+def test_a_timer_row_lets_the_core_fire_due_timers():
     state = FakeState(now_ms=0)
     member = json.loads(call(("group", 0), [rows({**p.join("g"), "request_id": "m"})],
                              state).value.iloc[0])["member_id"]
     call(("group", 0), [rows({**p.join("g", member), "request_id": "j"})], state)
-    fired = FakeState(now_ms=state.timeout_at + 1, value=state.value, timed_out=True)
-    out = call(("group", 0), [], fired)
+    fired = FakeState(now_ms=stored_groups(state)["g"][1] + 1, value=state.value)
+    out = call(("group", 0), [timer(0)], fired)
     joined = [json.loads(v) for v in out[out.sink == "response"].value]
     assert [r["request_id"] for r in joined] == ["j"] and joined[0]["error_code"] == 0
 
@@ -163,8 +174,8 @@ def test_a_timeout_call_lets_the_core_fire_due_timers():
 def test_the_summary_counts_expired_members():
     state = FakeState(now_ms=0)
     call(("group", 0), [rows({**p.join("g", session_timeout_ms=10_000), "request_id": "m"})], state)
-    expired = FakeState(now_ms=state.timeout_at + 1, value=state.value, timed_out=True)
-    _, summary = run(("group", 0), [], expired)
+    expired = FakeState(now_ms=stored_groups(state)["g"][1] + 1, value=state.value)
+    _, summary = run(("group", 0), [timer(0)], expired)
     assert summary.members_expired == 1  # the pending member's session ran out
 
 
@@ -210,7 +221,6 @@ def test_several_groups_in_one_bucket_each_get_their_own_requests_state_and_time
     assert calls == [("a", None, ["a1"]), ("b", None, ["b1", "b2"])]
     assert stored_groups(state) == {"a": (b"a-1", 1_100), "b": (b"b-2", 1_100)}
     assert (summary.groups_called, summary.groups_with_timer, summary.deadline) == (2, 2, 1_100)
-    assert state.timeout_at == 1_100
 
 
 def test_real_core_groups_sharing_a_bucket_are_independent():
@@ -222,15 +232,24 @@ def test_real_core_groups_sharing_a_bucket_are_independent():
     assert sorted(stored_groups(state)) == ["x", "y"]
 
 
-def test_a_timeout_call_steps_only_the_due_groups_and_keeps_the_others_bytes(monkeypatch):
+def test_a_timer_row_steps_only_the_due_groups_and_keeps_the_others_bytes(monkeypatch):
     calls = recording(monkeypatch)
     state = FakeState(now_ms=5_000, value=stored({"early": (b"e", 4_000), "late": (b"l", 9_000),
-                                                        "none": (b"n", None)}), timed_out=True)
-    _, summary = run(("group", 0), [], state)
-    assert calls == [("early", b"e", [])]
+                                                        "none": (b"n", None)}))
+    _, summary = run(("group", 0), [timer(0)], state)
+    assert calls == [("early", b"e", [])]  # the timer row itself reaches no group
     assert stored_groups(state) == {"early": (b"early-1", 6_000), "late": (b"l", 9_000), "none": (b"n", None)}
     assert summary.groups_called == 1 and summary.deadline == 6_000
-    assert state.timeout_at == 6_000
+
+
+def test_with_spark_timeouts_a_timed_out_call_steps_the_due_groups_and_rearms(monkeypatch):
+    """`timer.ticks.enabled=false`: Spark's ProcessingTimeTimeout calls the bucket with no rows."""
+    calls = recording(monkeypatch)
+    state = FakeState(now_ms=5_000, value=stored({"early": (b"e", 4_000), "late": (b"l", 9_000)}), timed_out=True,
+                      processing_time_timeout=True)
+    _, summary = run(("group", 0), [], state)
+    assert calls == [("early", b"e", [])]
+    assert summary.deadline == 6_000 and state.timeout_at == 6_000  # the earliest of 6,000 and 9,000
 
 
 def test_a_call_with_requests_also_steps_due_groups_without_requests(monkeypatch):
@@ -248,20 +267,19 @@ def test_a_removed_group_leaves_the_others_in_the_bucket(monkeypatch):
     assert calls == [("gone", b"g", ["x"])]
     assert not state.removed and stored_groups(state) == {"stays": (b"s", 7_000)}
     assert (summary.groups_called, summary.groups_with_timer, summary.deadline) == (1, 0, 7_000)
-    assert state.timeout_at == 7_000
 
 
 def test_the_bucket_row_is_removed_when_its_last_group_goes(monkeypatch):
     recording(monkeypatch, {"only": GroupStep(state=None)})
-    state = FakeState(now_ms=10, value=stored({"only": (b"o", 5)}), timed_out=True)
-    _, summary = run(("group", 0), [], state)
+    state = FakeState(now_ms=10, value=stored({"only": (b"o", 5)}))
+    _, summary = run(("group", 0), [timer(0)], state)
     assert state.removed and state.value is None and state.timeout_at is None
     assert pd.isna(summary.deadline)  # the bucket leaves the timer file
 
 
-def test_an_overdue_bucket_times_out_in_one_millisecond(monkeypatch):
+def test_with_spark_timeouts_an_overdue_bucket_times_out_in_one_millisecond(monkeypatch):
     recording(monkeypatch, {"g": GroupStep(state=b"s", next_deadline_ms=50)})
-    state = FakeState(now_ms=100)
+    state = FakeState(now_ms=100, processing_time_timeout=True)
     call(("group", 0), [rows({**p.heartbeat("g", "m", 1), "request_id": "h"})], state)
     assert state.timeout_at == 101
 
