@@ -1,9 +1,9 @@
 """The coordinator query: Kafka source -> route -> applyInPandasWithState per bucket of groups (which produces the
-responses, records and dead letters itself) -> one summary row per bucket -> the timer sink.
+responses, records and dead letters itself, and writes the timer file) -> one summary row per bucket -> `noop`.
 
 One stage boundary only (the shuffle by (kind, bucket)): routing runs inside the source's `read`, the state task
-produces its output (`streaming.sink.KafkaOutput`), and the summary rows feed the metrics (`observe`) and the timer
-file (`streaming.sink.TimerSink`, a Python `DataSourceStreamWriter` in the same task).
+produces its output (`streaming.sink.KafkaOutput`) and records its buckets' deadlines (`streaming.timers`), and the
+summary rows only feed the metrics (`observe`), so the sink is Spark's `noop`: no Python writer.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from state.config import CoordinatorConfig
 from streaming.config import Topics, kafka_options
 from streaming.kafka_clients import client_config
-from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput, TimerSink
+from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.source import KafkaSource
 from streaming.stateful import DEFAULT_BUCKETS, INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
+from streaming.timers import TIMER_FILE
 
 QUERY_NAME = "group-coordinator"
-TIMER_FILE = "coordinator-timers.json"
 
 
 def spark_session(conf: Mapping[str, str]) -> SparkSession:
@@ -43,7 +43,6 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.dataSource.register(KafkaSource)
-    spark.dataSource.register(TimerSink)
     return spark
 
 
@@ -95,13 +94,13 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     # With ticks, the source's timer rows call due buckets; Spark's own timeouts would cost every batch a second
     # Python round trip (see `streaming.stateful.coordinator_function`).
     function = coordinator_function(CoordinatorConfig.from_properties(props), records_source, output, buckets,
-                                    processing_time_timeout=not ticks)
+                                    processing_time_timeout=not ticks, timer_file=timer_file)
     timeout = GroupStateTimeout.NoTimeout if ticks else GroupStateTimeout.ProcessingTimeTimeout
     summary = (requests.select(*INPUT_COLUMNS)
                .groupBy("kind", "bucket")
                .applyInPandasWithState(function, SUMMARY_SCHEMA, STATE_SCHEMA, "append", timeout))
     summary = summary.observe("coordinator", *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in SUMMARY_COUNTS))
-    return (summary.writeStream.format(TimerSink.name()).option("timerFile", timer_file)
+    return (summary.writeStream.format("noop")
             .option("checkpointLocation", checkpoint)
             .outputMode("append")
             .trigger(processingTime=f"{int(props.get('trigger.interval.ms', 100))} milliseconds")

@@ -1,4 +1,4 @@
-"""The job's outputs: the Kafka producer the state task writes with, and the summary sink that keeps the timer file.
+"""The job's outputs: the Kafka producer the state task writes with, and the summary rows the metrics are made of.
 
 The state task produces its output itself (`KafkaOutput.send`), right after each bucket's core calls, instead of
 handing rows to a separate writer stage: that saves a Python worker hop, an Arrow round trip through the JVM and a
@@ -13,25 +13,18 @@ Spark retries it, before the batch can commit. A batch replayed after a crash is
 deterministic and Spark replays the batch with the same input, state and timestamp, so the second copy is
 byte-identical and clients drop it by `request_id`.
 
-What reaches the query's sink is one summary row per state key and batch (`SUMMARY_SCHEMA`): counts for the
-metrics and the bucket's earliest deadline. `TimerSink` (a Python `DataSourceStreamWriter`) returns the deadlines
-in its commit messages, and its `commit` (on the driver) merges them into the timer file that the source's tick
-reads.
+What reaches the query's sink (Spark's `noop`) is one summary row per state key and batch (`SUMMARY_SCHEMA`), which
+the query's `observe` sums into the metrics. A Python sink for them would cost every batch another Python round trip
+in the state task and one on the driver.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
-
-from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, WriterCommitMessage
+from dataclasses import dataclass
+from typing import Sequence
 
 from state.group import GroupState
 from streaming.kafka_clients import cached_producer
-from streaming.source import lower_keys
 
 GROUP_STATES = tuple(s.value for s in GroupState)
 
@@ -72,60 +65,3 @@ class KafkaOutput:
 
 def _bytes(value: object) -> bytes | None:
     return None if value is None else bytes(value)
-
-
-@dataclass
-class Deadlines(WriterCommitMessage):
-    buckets: dict[str, int | None] = field(default_factory=dict)
-
-
-class TimerSink(DataSource):
-    @classmethod
-    def name(cls) -> str:
-        return "coordinator-timers"
-
-    def schema(self) -> str:
-        return SUMMARY_SCHEMA
-
-    def streamWriter(self, schema, overwrite: bool) -> "TimerWriter":
-        return TimerWriter(dict(self.options))
-
-
-class TimerWriter(DataSourceStreamWriter):
-    def __init__(self, options: Mapping[str, str]) -> None:
-        self.timer_file = lower_keys(options).get("timerfile") or None
-
-    def write(self, rows: Iterator) -> Deadlines:
-        return Deadlines({str(row.bucket): row.deadline for row in rows if row.kind == "group"})
-
-    def commit(self, messages: Sequence[Deadlines | None], batchId: int) -> None:
-        if self.timer_file:
-            merge_deadlines(self.timer_file, [m.buckets for m in messages if m])
-
-    def abort(self, messages: Sequence[Deadlines | None], batchId: int) -> None:
-        """Nothing to undo: the timer file is only a hint for the source's tick; the batch is retried."""
-
-
-def merge_deadlines(path: str, updates: Sequence[Mapping[str, int | None]]) -> None:
-    """Fold per-bucket earliest deadlines into the timer file `{"earliest": ms, "buckets": {bucket: ms}}` (None
-    removes a bucket); written atomically, because the source reads it concurrently."""
-    if not any(updates):
-        return
-    try:
-        with open(path, "rb") as f:
-            buckets: dict[str, int] = json.loads(f.read()).get("buckets", {})
-    except (FileNotFoundError, ValueError):
-        buckets = {}
-    for update in updates:
-        for bucket, deadline in update.items():
-            if deadline is None:
-                buckets.pop(bucket, None)
-            else:
-                buckets[bucket] = deadline
-    body = json.dumps({"earliest": min(buckets.values(), default=None), "buckets": buckets}).encode()
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".timers")
-    with os.fdopen(fd, "wb") as f:
-        f.write(body)
-    os.replace(tmp, path)

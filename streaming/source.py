@@ -14,8 +14,9 @@ is read, so the routing costs no extra Python stage.
 conversion of yielded tuples.
 
 `timerFile` enables timer rows: with `spark.sql.streaming.noDataMicroBatches.enabled=false` and no Spark timeouts
-an idle query runs no batches, and a bucket of groups is only called when it has input. The sink writes each
-bucket's next deadline to `timerFile`; `latestOffset` lists the buckets whose deadline has passed in the offset
+an idle query runs no batches, and a bucket of groups is only called when it has input. The state calls write each
+bucket's next deadline to `timerFile` (`streaming.timers`); `latestOffset` lists the buckets whose deadline has
+passed in the offset
 (`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer row per due bucket
 (`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset log records the
 due buckets, so a replayed batch calls the same ones.
@@ -37,6 +38,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
+from streaming.timers import read_deadlines
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +189,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         if not self.timer_file:
             return []
         deadlines = read_deadlines(self.timer_file)
-        if deadlines is None:  # every bucket's call rewrites its entry, which mends the file
+        if deadlines is None:  # call every bucket once: each call rewrites its entry, which mends the file
             return list(range(self.buckets))
         now_ms = time.time() * 1000
         return sorted(b for b, deadline in deadlines.items() if now_ms > deadline)
@@ -286,15 +288,3 @@ def timer_rows(buckets: Iterable[int]) -> Iterator[tuple]:
     bucket so that the core can fire its due timers."""
     for bucket in buckets:
         yield (-1, -1, 0, None, None, "group", None, None, None, None, bucket)
-
-
-def read_deadlines(path: str) -> dict[int, int] | None:
-    """{bucket: deadline} from the sink's timer file (see `streaming.sink.merge_deadlines`); None if unreadable."""
-    try:
-        with open(path, "rb") as f:
-            return {int(b): int(d) for b, d in json.loads(f.read())["buckets"].items()}
-    except FileNotFoundError:
-        return {}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        log.warning("unreadable timer file %s; calling every bucket once to rewrite it", path)
-        return None

@@ -30,6 +30,7 @@ from state.batch import GroupStep, step_group
 from state.config import CoordinatorConfig
 from state.records import dumps, group_key
 from streaming.sink import GROUP_STATES, SUMMARY_COLUMNS
+from streaming.timers import merge_deadlines
 
 STATE_SCHEMA = "version INT, buckets INT, groups BINARY"
 """The state store row of one bucket. `groups` packs (`pack_groups`), sorted by group_id, each group's core bytes
@@ -60,14 +61,16 @@ class Output(Protocol):
 
 
 def coordinator_function(config: CoordinatorConfig, records_source: dict[str, Any], output: Output,
-                         buckets: int = DEFAULT_BUCKETS, processing_time_timeout: bool = False):
+                         buckets: int = DEFAULT_BUCKETS, processing_time_timeout: bool = False,
+                         timer_file: str = ""):
     """The function Spark calls per key; `config`, `records_source` (how to read the records topic for the group
     directory), `output` (where the output records go: `streaming.sink.KafkaOutput`) and `buckets`
     (`state.buckets`, checked against the stored envelope) are shipped to the workers.
 
-    Timers: by default the source's timer rows (a `group` row with a null group_id) call a bucket whose deadline
-    is due, and the query runs without Spark timeouts, which spares every batch a second Python round trip for
-    timed-out keys (Spark makes it even when none are due). With `processing_time_timeout` (the query runs
+    Timers: by default each group call writes its bucket's earliest deadline to `timer_file`
+    (`streaming.timers`), the source's timer rows (a `group` row with a null group_id) call a bucket once that
+    deadline is due, and the query runs without Spark timeouts, which spares every batch a second Python round trip
+    for timed-out keys (Spark makes it even when none are due). With `processing_time_timeout` (the query runs
     `GroupStateTimeout.ProcessingTimeTimeout`, `timer.ticks.enabled=false`) each call sets the bucket's timeout to
     its earliest deadline instead."""
 
@@ -83,6 +86,8 @@ def coordinator_function(config: CoordinatorConfig, records_source: dict[str, An
         called = Called()
         if kind == "group":
             out = _bucket(rows, state, now_ms, config, buckets, called, processing_time_timeout)
+            if timer_file:
+                merge_deadlines(timer_file, {bucket: called.deadline})
         elif kind == "directory":
             out = _directory(rows, records_source)
         else:

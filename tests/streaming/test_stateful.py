@@ -11,6 +11,7 @@ from state.batch import GroupStep, route
 from state.config import CoordinatorConfig
 from streaming.sink import SUMMARY_COLUMNS
 from streaming.source import ROUTED_ARROW, record_batches, timer_rows
+from streaming.timers import read_deadlines
 from streaming.stateful import (ENVELOPE_VERSION, INPUT_COLUMNS, bucket_of, coordinator_function, pack_groups,
                                 unpack_groups)
 from tests.support import protocol as p
@@ -240,6 +241,17 @@ def test_a_timer_row_steps_only_the_due_groups_and_keeps_the_others_bytes(monkey
     assert calls == [("early", b"e", [])]  # the timer row itself reaches no group
     assert stored_groups(state) == {"early": (b"early-1", 6_000), "late": (b"l", 9_000), "none": (b"n", None)}
     assert summary.groups_called == 1 and summary.deadline == 6_000
+
+
+def test_a_group_call_records_its_buckets_earliest_deadline_in_the_timer_file(monkeypatch, tmp_path):
+    recording(monkeypatch, {"g": GroupStep(state=b"s", next_deadline_ms=7_000), "gone": GroupStep(state=None)})
+    path = str(tmp_path / "timers.json")
+    fn = coordinator_function(CoordinatorConfig(), {}, Collected(), 4, timer_file=path)
+    list(fn(("group", 2), iter([rows({**p.heartbeat("g", "m", 1), "request_id": "h"})]), FakeState(now_ms=0)))
+    assert read_deadlines(path) == {2: 7_000}
+    list(fn(("group", 2), iter([rows({**p.heartbeat("gone", "m", 1), "request_id": "x"})]),
+            FakeState(now_ms=0, value=stored({"gone": (b"g", 3_000)}))))
+    assert read_deadlines(path) == {}  # the bucket's last group went: nothing left to schedule
 
 
 def test_with_spark_timeouts_a_timed_out_call_steps_the_due_groups_and_rearms(monkeypatch):
