@@ -8,6 +8,7 @@ summary rows only feed the metrics (`observe`), so the sink is Spark's `noop`: n
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from streaming.kafka_clients import client_config
 from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.source import KafkaSource
 from streaming.stateful import DEFAULT_BUCKETS, INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
-from streaming.timers import TIMER_FILE
+from streaming.timers import TIMER_FILE, merge_deadlines
 
 QUERY_NAME = "group-coordinator"
 
@@ -70,6 +71,40 @@ def state_buckets(props: Mapping[str, str]) -> int:
     return buckets
 
 
+CHECKPOINT_FILE = "coordinator-checkpoint.json"
+
+
+def uses_spark_timeouts(checkpoint: str, ticks: bool) -> bool:
+    """Whether the query runs `GroupStateTimeout.ProcessingTimeTimeout` on this checkpoint.
+
+    Fixed once a checkpoint exists, because Spark keeps the timeout in the state row's schema and refuses another
+    one. A new checkpoint uses Spark's timeouts only without timer ticks, and records the choice in
+    `<checkpoint>/coordinator-checkpoint.json`; a checkpoint made before that file existed always used them. Timer
+    rows work with either; only a checkpoint without Spark's timeouts cannot run without ticks. A checkpoint URL
+    (`hdfs://`, `s3a://`) runs Spark's timeouts: the timer file and this record are plain files."""
+    if "://" in checkpoint:
+        if ticks:
+            raise ValueError(f"timer ticks need the checkpoint on a mounted filesystem (a path, not {checkpoint}); "
+                             "set timer.ticks.enabled=false to use Spark's timeouts there")
+        return True
+    marker = Path(checkpoint) / CHECKPOINT_FILE
+    offsets = Path(checkpoint) / "offsets"
+    if marker.exists():
+        spark_timeouts = json.loads(marker.read_text())["state_timeout"] == "ProcessingTimeTimeout"
+    elif offsets.is_dir() and any(offsets.iterdir()):
+        spark_timeouts = True
+    else:
+        spark_timeouts = not ticks
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        timeout = "ProcessingTimeTimeout" if spark_timeouts else "NoTimeout"
+        marker.write_text(json.dumps({"state_timeout": timeout}) + "\n")
+    if not spark_timeouts and not ticks:
+        raise ValueError(f"the checkpoint {checkpoint} was made with timer.ticks.enabled=true and its state has no "
+                         "Spark timeouts, so its timers need ticks; set timer.ticks.enabled=true (or start a new "
+                         "checkpoint)")
+    return spark_timeouts
+
+
 def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str = QUERY_NAME) -> StreamingQuery:
     """Start the coordinator on the topics, checkpoint and trigger in `props` (see conf/coordinator.properties)."""
     topics = Topics.from_properties(props)
@@ -79,6 +114,11 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     timer_file = str(Path(checkpoint) / TIMER_FILE) if ticks else ""
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false" if ticks else "true")
     buckets = state_buckets(props)
+    spark_timeouts = uses_spark_timeouts(checkpoint, ticks)
+    if ticks and not Path(timer_file).exists():
+        # A new checkpoint, or one made with Spark's timeouts (timer.ticks.enabled=false), which writes no timer
+        # file: its groups' deadlines are scheduled nowhere yet. Calling every bucket once writes them.
+        merge_deadlines(timer_file, dict.fromkeys(range(buckets), 0))
 
     requests = (spark.readStream.format(KafkaSource.name()).options(**kafka)
                 .option("subscribe", topics.requests).option("route", "true")
@@ -94,8 +134,8 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     # With ticks, the source's timer rows call due buckets; Spark's own timeouts would cost every batch a second
     # Python round trip (see `streaming.stateful.coordinator_function`).
     function = coordinator_function(CoordinatorConfig.from_properties(props), records_source, output, buckets,
-                                    processing_time_timeout=not ticks, timer_file=timer_file)
-    timeout = GroupStateTimeout.NoTimeout if ticks else GroupStateTimeout.ProcessingTimeTimeout
+                                    processing_time_timeout=spark_timeouts, timer_file=timer_file)
+    timeout = GroupStateTimeout.ProcessingTimeTimeout if spark_timeouts else GroupStateTimeout.NoTimeout
     summary = (requests.select(*INPUT_COLUMNS)
                .groupBy("kind", "bucket")
                .applyInPandasWithState(function, SUMMARY_SCHEMA, STATE_SCHEMA, "append", timeout))

@@ -71,6 +71,29 @@ def test_session_expires_by_timer_with_no_traffic(coordinator):
     assert run.request(p.heartbeat("quiet", joined["member_id"], joined["generation_id"]))["error_code"] == 25
 
 
+def test_a_checkpoint_made_with_spark_timeouts_carries_on_with_timer_rows(coordinator):
+    """timer.ticks.enabled=false runs Spark's ProcessingTimeTimeout and writes no timer file (as for a checkpoint
+    the driver cannot read as files). Switched to timer rows on the same checkpoint, the job calls every bucket once,
+    so a member that joined before the switch still expires by its timer with no traffic at all."""
+    run = coordinator({"timer.ticks.enabled": "false", "group.min.session.timeout.ms": "1000"})
+    run.request(p.commit("switched", "", -1, {("orders", 0): 7}))  # a standalone commit, as simple consumers do
+    # A session long enough to outlive the restart, so that the member expires under timer rows.
+    joined = run.request({**p.join("switched", session_timeout_ms=20_000), "api_version": 3})
+    assert joined["error_code"] == 0
+    run.stop()
+    run.props["timer.ticks.enabled"] = "true"
+    run.start()
+
+    def emptied_after_membership():
+        counts = [v["directory"]["member_count"] for k, v in group_records(run, "switched")
+                  if "topic" not in k and v is not None]
+        first_member = next((i for i, n in enumerate(counts) if n), None)
+        return first_member is not None and 0 in counts[first_member:]
+
+    assert run.wait(emptied_after_membership)
+    assert p.committed(run.request(p.fetch("switched", {"orders": [0]}))) == {("orders", 0): 7}
+
+
 def test_initial_rebalance_delay_lets_late_joiners_into_the_first_generation(coordinator):
     run = coordinator({"group.initial.rebalance.delay.ms": "3000"})
     a = run.request(p.join("delayed", session_timeout_ms=120000))["member_id"]
