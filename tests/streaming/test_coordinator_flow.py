@@ -38,6 +38,18 @@ def group_records(run, group_id: str) -> list[tuple[dict, dict | None]]:
     return out
 
 
+def emptied_after_membership(run, group_id: str):
+    """A probe for `run.wait`: the group's records show a member and, later, none."""
+
+    def probe() -> bool:
+        counts = [v["directory"]["member_count"] for k, v in group_records(run, group_id)
+                  if "topic" not in k and v is not None]
+        first_member = next((i for i, n in enumerate(counts) if n), None)
+        return first_member is not None and 0 in counts[first_member:]
+
+    return probe
+
+
 def test_join_sync_heartbeat_commit_fetch_leave(coordinator):
     run = coordinator()
     member_id, generation = form_group(run, "flow")
@@ -60,14 +72,7 @@ def test_session_expires_by_timer_with_no_traffic(coordinator):
     joined = run.request({**p.join("quiet", session_timeout_ms=1500), "api_version": 3})
     assert joined["error_code"] == 0
     # Nothing is sent from here on: only the processing-time timeout can remove the member.
-
-    def emptied_after_membership():
-        counts = [v["directory"]["member_count"] for k, v in group_records(run, "quiet")
-                  if "topic" not in k and v is not None]
-        first_member = next((i for i, n in enumerate(counts) if n), None)
-        return first_member is not None and 0 in counts[first_member:]
-
-    assert run.wait(emptied_after_membership)
+    assert run.wait(emptied_after_membership(run, "quiet"))
     assert run.request(p.heartbeat("quiet", joined["member_id"], joined["generation_id"]))["error_code"] == 25
 
 
@@ -83,14 +88,7 @@ def test_a_checkpoint_made_with_spark_timeouts_carries_on_with_timer_rows(coordi
     run.stop()
     run.props["timer.ticks.enabled"] = "true"
     run.start()
-
-    def emptied_after_membership():
-        counts = [v["directory"]["member_count"] for k, v in group_records(run, "switched")
-                  if "topic" not in k and v is not None]
-        first_member = next((i for i, n in enumerate(counts) if n), None)
-        return first_member is not None and 0 in counts[first_member:]
-
-    assert run.wait(emptied_after_membership)
+    assert run.wait(emptied_after_membership(run, "switched"))
     assert p.committed(run.request(p.fetch("switched", {"orders": [0]}))) == {("orders", 0): 7}
 
 
