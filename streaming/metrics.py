@@ -44,13 +44,15 @@ def progress_record(p) -> dict:
         "query": p.name,
         "batch_id": p.batchId,
         "timestamp": p.timestamp,
-        "requests_in": p.numInputRows,
+        # Spark's input rows include one timer row per bucket called because a deadline was due.
+        "requests_in": p.numInputRows - counts.get("timer_rows", 0),
         "responses_out": counts.get("responses", 0),
         "records_out": counts.get("records", 0),
         "dead_letters": counts.get("dead_letters", 0),
         "groups_called": counts.get("groups_called", 0),
         "groups_with_timer": counts.get("groups_with_timer", 0),
         "members_expired": counts.get("members_expired", 0),
+        "timer_rows": counts.get("timer_rows", 0),
         # Group state changes this batch, from the group metadata records; entering CompletingRebalance is a
         # completed join phase (a rebalance's first half), entering Stable a completed rebalance.
         "group_state_changes": {k[len("groups_to_"):]: v for k, v in counts.items() if k.startswith("groups_to_")},

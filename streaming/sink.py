@@ -32,11 +32,12 @@ from streaming.kafka_clients import cached_producer
 GROUP_STATES = tuple(s.value for s in GroupState)
 
 SUMMARY_COUNTS = ["responses", "records", "dead_letters", "groups_called", "groups_with_timer", "members_expired",
-                  *(f"groups_to_{s}" for s in GROUP_STATES), "call_us", "produce_us"]
+                  "timer_rows", *(f"groups_to_{s}" for s in GROUP_STATES), "call_us", "produce_us"]
 SUMMARY_COLUMNS = ["kind", "bucket", "deadline", *SUMMARY_COUNTS]
 SUMMARY_SCHEMA = "kind STRING, bucket INT, deadline LONG, " + ", ".join(f"{c} LONG" for c in SUMMARY_COUNTS)
 """One row per state key per call, summed per batch by the query's `observe`. `deadline` is the bucket's earliest
-pending deadline (None: no timer); `groups_to_<state>` count the group metadata records that put a group in that
+pending deadline (None: no timer); `timer_rows` is 1 when the source's timer row called the bucket (Spark counts it
+as an input row); `groups_to_<state>` count the group metadata records that put a group in that
 state; `call_us` is the call's own time (reading its rows, the core, the state row) and `produce_us` the time to
 produce and flush its output: with Spark's `addBatch` they split a batch into read + shuffle, state and sink."""
 

@@ -14,8 +14,8 @@ from streaming.metrics import JsonLinesMetrics
 def progress() -> SimpleNamespace:
     state = SimpleNamespace(numRowsTotal=12, numRowsUpdated=3, memoryUsedBytes=4096, commitTimeMs=7)
     observed = Row(responses=5, records=2, dead_letters=1, groups_called=3, groups_with_timer=3, members_expired=2,
-                   groups_to_Stable=1, groups_to_Empty=0, call_us=41_600, produce_us=9_400)
-    return SimpleNamespace(name="q", batchId=4, timestamp="t", numInputRows=6, batchDuration=250,
+                   timer_rows=1, groups_to_Stable=1, groups_to_Empty=0, call_us=41_600, produce_us=9_400)
+    return SimpleNamespace(name="q", batchId=4, timestamp="t", numInputRows=7, batchDuration=250,
                            durationMs={"addBatch": 200}, stateOperators=[state],
                            observedMetrics={"coordinator": observed})
 
@@ -25,7 +25,7 @@ def test_one_json_line_per_batch_with_counts_durations_and_state():
     JsonLinesMetrics(out, "q").onQueryProgress(SimpleNamespace(progress=progress()))
     line = json.loads(out.getvalue())
     assert line["requests_in"] == 6 and line["responses_out"] == 5 and line["dead_letters"] == 1
-    assert line["members_expired"] == 2
+    assert line["members_expired"] == 2 and line["timer_rows"] == 1  # Spark's 7 input rows include the timer row
     assert (line["state_calls_ms"], line["produce_ms"]) == (42, 9)
     assert line["group_state_changes"] == {"Stable": 1, "Empty": 0}
     assert line["durations_ms"] == {"addBatch": 200} and line["batch_duration_ms"] == 250

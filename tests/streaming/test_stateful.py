@@ -240,7 +240,7 @@ def test_a_timer_row_steps_only_the_due_groups_and_keeps_the_others_bytes(monkey
     _, summary = run(("group", 0), [timer(0)], state)
     assert calls == [("early", b"e", [])]  # the timer row itself reaches no group
     assert stored_groups(state) == {"early": (b"early-1", 6_000), "late": (b"l", 9_000), "none": (b"n", None)}
-    assert summary.groups_called == 1 and summary.deadline == 6_000
+    assert summary.groups_called == 1 and summary.deadline == 6_000 and summary.timer_rows == 1
 
 
 def test_a_group_call_records_its_buckets_earliest_deadline_in_the_timer_file(monkeypatch, tmp_path):
