@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from state.errors import NONE
+from state.group import GroupState
 from state.records import GROUP_METADATA_KEY_VERSION, dumps
 from state.wire import BadRequest, decode_json, error_response, parse, readable_request_id, simple_response
 
@@ -30,6 +31,13 @@ class GroupDirectory:
             self._groups[k["group"]] = (directory["group_state"], directory["protocol_type"])
         except (ValueError, KeyError, TypeError, AttributeError):
             return
+
+    def count_by_state(self) -> dict[str, int]:
+        """How many groups are in each state (every state, zeros included), for the per-batch metrics."""
+        counts = dict.fromkeys((s.value for s in GroupState), 0)
+        for state, _ in self._groups.values():
+            counts[state] = counts.get(state, 0) + 1
+        return counts
 
     def answer(self, raw_request: bytes) -> bytes:
         """The ListGroups response: groups sorted by id, filtered by state and type (case-insensitive, KIP-518);

@@ -93,7 +93,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         target = props.get("metrics.log", "-")
         if target:
             metrics_out = sys.stdout if target == "-" else open(target, "a")
-            spark.streams.addListener(JsonLinesMetrics(metrics_out, QUERY_NAME))
+            records = {"topic": props["topic.records"], "config": client}
+            spark.streams.addListener(JsonLinesMetrics(metrics_out, QUERY_NAME, records))
         warm_up(spark)
         query = start_query(spark, props)
         print(f"group coordinator running: bootstrap.servers={props['bootstrap.servers']} "

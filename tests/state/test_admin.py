@@ -89,6 +89,10 @@ class TestListGroups:
             ("stable", "Stable", "consumer"),
         ]
 
+    def test_counts_groups_by_state_for_the_metrics(self):
+        assert self.directory().count_by_state() == {"Empty": 1, "PreparingRebalance": 1, "CompletingRebalance": 0,
+                                                     "Stable": 1, "Dead": 0}
+
     def test_states_filter_is_case_insensitive(self):
         response = list_groups(self.directory(), states_filter=["stable", "EMPTY"])
         assert [g["group_id"] for g in response["groups"]] == ["simple", "stable"]

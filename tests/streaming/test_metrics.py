@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from types import SimpleNamespace
 
+import pytest
+from kafka import KafkaProducer
 from pyspark.sql import Row
 
+from state.records import dumps, group_key
 from streaming.metrics import JsonLinesMetrics
 
 
@@ -30,9 +34,28 @@ def test_one_json_line_per_batch_with_counts_durations_and_state():
     assert line["group_state_changes"] == {"Stable": 1, "Empty": 0}
     assert line["durations_ms"] == {"addBatch": 200} and line["batch_duration_ms"] == 250
     assert line["state_rows"] == 12 and line["state_memory_bytes"] == 4096
+    assert "groups_by_state" not in line  # only with a records topic to follow
 
 
 def test_other_queries_are_ignored():
     out = io.StringIO()
     JsonLinesMetrics(out, "other").onQueryProgress(SimpleNamespace(progress=progress()))
     assert out.getvalue() == ""
+
+
+@pytest.mark.broker
+def test_groups_by_state_follow_the_records_topic(broker):
+    """The listener reads the group records the batches wrote, as ListGroups does (the session's tansu broker)."""
+    topic = f"records-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer(bootstrap_servers=broker)
+    for group_id, state in [("a", "Stable"), ("b", "Stable"), ("c", "PreparingRebalance"), ("a", "Empty")]:
+        value = {"directory": {"group_state": state, "protocol_type": "consumer"}}
+        producer.send(topic, key=dumps(group_key(group_id)), value=dumps(value), partition=0)
+    producer.send(topic, key=dumps(group_key("b")), value=None, partition=0)  # b was deleted
+    producer.flush()
+    producer.close()
+    out = io.StringIO()
+    JsonLinesMetrics(out, "q", {"topic": topic, "config": {"bootstrap_servers": broker}}).onQueryProgress(
+        SimpleNamespace(progress=progress()))
+    assert json.loads(out.getvalue())["groups_by_state"] == {
+        "Empty": 1, "PreparingRebalance": 1, "CompletingRebalance": 0, "Stable": 0, "Dead": 0}
