@@ -16,10 +16,9 @@ conversion of yielded tuples.
 `timerFile` enables timer rows: with `spark.sql.streaming.noDataMicroBatches.enabled=false` and no Spark timeouts
 an idle query runs no batches, and a bucket of groups is only called when it has input. The state calls write each
 bucket's next deadline to `timerFile` (`streaming.timers`); `latestOffset` lists the buckets whose deadline has
-passed in the offset
-(`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer row per due bucket
-(`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset log records the
-due buckets, so a replayed batch calls the same ones.
+passed in the offset (`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer row
+per due bucket (`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset log
+records the due buckets, so a replayed batch calls the same ones.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from typing import Iterable, Iterator, Mapping
 
@@ -37,7 +36,9 @@ from kafka.errors import OffsetOutOfRangeError
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
+from state.batch import route
 from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
+from streaming.stateful import bucket_of
 from streaming.timers import read_deadlines
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return self._beginnings(sorted(behind))
 
     def _due_buckets(self) -> list[int]:
-        """The buckets whose deadline in the sink's timer file has passed (strictly, like Spark's own timeouts; a
+        """The buckets whose deadline in the timer file has passed (strictly, like Spark's own timeouts; a
         bucket whose deadline the batch's timestamp has not yet reached is simply due again in the next one)."""
         if not self.timer_file:
             return []
@@ -200,8 +201,7 @@ class KafkaStreamReader(DataSourceStreamReader):
                   for p, e in end[self.topic].items() if e > begin.get(p, 0)]
         due = tuple(end.get("due", ()))  # offsets written before timer rows have none
         if due:
-            first = ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0)
-            ranges[:1] = [KafkaRange(first.topic, first.partition, first.start, first.end, due)]
+            ranges[:1] = [replace(ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0), due=due)]
         return ranges
 
     def commit(self, end: dict) -> None:
@@ -274,9 +274,6 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
 
 def routed(row: tuple, buckets: int) -> tuple:
     """Append the core's routing decision and the state bucket to a raw row (see `ROUTED_ARROW`)."""
-    from state.batch import route
-    from streaming.stateful import bucket_of
-
     r = route(row[3], row[4])
     group_id = r.group_id or ""
     bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
