@@ -8,12 +8,14 @@ CONTRACT (the streaming job depends on exactly these names; the core issue repla
         Route(kind="directory", reply_key=...) -> ListGroups, answered from the group directory
         Route(kind="reject", reason=..., response=bytes|None, reply_key=...) -> dead letter (+ error response)
 
-    step_group(group_id, stored, requests, now_ms, config, request_times_ms=None) -> GroupStep
+    step_group(group_id, stored, requests, now_ms, config, request_times_ms=None, resumed=False) -> GroupStep
         stored:   the bytes this function returned as `state` last time for this group (None: never seen)
         requests: the raw record values routed to this group, in (partition, offset) order; may be empty
                   (a timer call). Before each request, fires every timer due at its arrival time
                   (request_times_ms: the records' timestamps; default now_ms); a call without requests fires
                   what is due at now_ms. What comes due later is next_deadline_ms, which may be <= now_ms.
+        resumed:  the shell restarted since its last completed call (the first new micro-batch after a restart):
+                  every member's session restarts at now_ms before the requests, as when Kafka loads a group.
         Returns GroupStep(state, responses, records, dead_letters, next_deadline_ms):
           state            bytes to store, or None to drop the key from the state store
           responses        JSON values for the response topic (key = group_id)
@@ -105,7 +107,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
 
 def step_group(
     group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
-    request_times_ms: Sequence[int] | None = None,
+    request_times_ms: Sequence[int] | None = None, resumed: bool = False,
 ) -> GroupStep:
     """Never raises. A request whose handling fails unexpectedly is dead-lettered and the whole step is re-run
     from `stored` without it, so a failure cannot leave half a change behind.
@@ -115,11 +117,16 @@ def step_group(
     heartbeat that arrived in time keeps its member even when the micro-batch runs late. Times are clamped
     between the group's last processing time and `now_ms`, so time never goes back. Without them every
     request counts at `now_ms`. Timers that come due after the last request fire on the next call
-    (`next_deadline_ms` may then be <= `now_ms`)."""
+    (`next_deadline_ms` may then be <= `now_ms`).
+
+    `resumed` says the coordinator was restarted before this call: a restarted query first replays its unfinished
+    micro-batch at that batch's original time (which keeps its output byte-identical), so the members get those
+    answers only after the outage and their next requests come late, after deadlines the replay set. Kafka restarts
+    every session when a coordinator loads a group after a failover; so does a resumed call."""
     failed: dict[int, str] = {}
     while True:
         try:
-            return _step(group_id, stored, requests, now_ms, config, failed, request_times_ms)
+            return _step(group_id, stored, requests, now_ms, config, failed, request_times_ms, resumed)
         except _RequestFailed as exc:
             failed[exc.index] = exc.reason
         except Exception as exc:  # noqa: BLE001 - the state itself cannot be processed: keep it untouched
@@ -135,11 +142,11 @@ class _RequestFailed(Exception):
 
 
 def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
-          failed: dict[int, str], request_times_ms: Sequence[int] | None) -> GroupStep:
+          failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool) -> GroupStep:
     group = decode_state(stored)
     clock = group.clock_ms if group is not None else -1
     ctx = Context(group_id, group, now_ms, config)
-    if group is not None and _after_outage(group, clock, now_ms, request_times_ms, config):
+    if group is not None and (resumed or _after_outage(group, clock, now_ms, request_times_ms, config)):
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
         # during the outage is handled after the "load".
         for member in group.members.values():

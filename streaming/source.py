@@ -19,6 +19,10 @@ bucket's next deadline to `timerFile` (`streaming.timers`); `latestOffset` lists
 passed in the offset (`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer row
 per due bucket (`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset log
 records the due buckets, so a replayed batch calls the same ones.
+
+A restarted query first replays its unfinished batch (same offsets, same batch time); the first new batch after
+that carries `"resumed": true` in its offset, and every routed row of it `resumed = true`, which tells the core that
+the coordinator was restarted (it restarts sessions, as Kafka does when it loads a group after a failover).
 """
 
 from __future__ import annotations
@@ -46,10 +50,13 @@ log = logging.getLogger(__name__)
 RAW_ARROW = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()),
                        ("key", pa.binary()), ("value", pa.binary())])
 ROUTED_ARROW = pa.schema([*RAW_ARROW, ("kind", pa.string()), ("group_id", pa.string()), ("reply_key", pa.binary()),
-                          ("reason", pa.string()), ("response", pa.binary()), ("bucket", pa.int32())])
-"""A raw row plus the core's routing decision and the group's state bucket (`streaming.stateful.bucket_of`; 0 for
-`directory` and `reject` rows). A timer row (`timer_rows`) is a `group` row with a null group_id."""
-_DDL_TYPES = {pa.int32(): "INT", pa.int64(): "LONG", pa.binary(): "BINARY", pa.string(): "STRING"}
+                          ("reason", pa.string()), ("response", pa.binary()), ("bucket", pa.int32()),
+                          ("resumed", pa.bool_())])
+"""A raw row plus the core's routing decision, the group's state bucket (`streaming.stateful.bucket_of`; 0 for
+`directory` and `reject` rows) and whether its batch is the first new one after a restart. A timer row
+(`timer_rows`) is a `group` row with a null group_id."""
+_DDL_TYPES = {pa.int32(): "INT", pa.int64(): "LONG", pa.binary(): "BINARY", pa.string(): "STRING",
+              pa.bool_(): "BOOLEAN"}
 
 
 def ddl(schema: pa.Schema) -> str:
@@ -66,13 +73,15 @@ EARLIEST, LATEST = -2, -1
 @dataclass(frozen=True)
 class KafkaRange(InputPartition):
     """Records `[start, end)` of one topic-partition: picklable, and the same range on replay. The batch's due
-    buckets ride on its first range (an empty one in a timer-only batch), so timer rows cost no extra task."""
+    buckets ride on its first range (an empty one in a timer-only batch), so timer rows cost no extra task;
+    `resumed` is the batch's own (see the module's docstring)."""
 
     topic: str
     partition: int
     start: int
     end: int
     due: tuple[int, ...] = ()
+    resumed: bool = False
 
 
 class KafkaSource(DataSource):
@@ -109,6 +118,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.buckets = int(options.get("buckets", "1"))
         self.timer_file = options.get("timerfile") or None
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
+        # A new reader is a new query run: its first new batch is marked (only routed rows, the coordinator's, carry
+        # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
+        # and runs that batch, so the first such offset is the one to mark.
+        self.resuming = self.route
 
     # -- planning (driver) ---------------------------------------------------------------------------------------
 
@@ -166,6 +179,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         offset = {self.topic: {str(p): o for p, o in sorted(end.items())}, "tick": start["tick"] + (1 if due else 0)}
         if due:
             offset["due"] = due
+        if self.resuming:
+            offset["resumed"] = True
+            self.resuming = False
         return offset
 
     def _check_data_loss(self, begin: dict[int, int], ends: Mapping[int, int]) -> dict[int, int]:
@@ -197,11 +213,12 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[KafkaRange]:
         begin = start[self.topic]
-        ranges = [KafkaRange(self.topic, int(p), begin.get(p, 0), e)
+        resumed = bool(end.get("resumed"))  # offsets written by older releases have none
+        ranges = [KafkaRange(self.topic, int(p), begin.get(p, 0), e, resumed=resumed)
                   for p, e in end[self.topic].items() if e > begin.get(p, 0)]
         due = tuple(end.get("due", ()))  # offsets written before timer rows have none
         if due:
-            ranges[:1] = [replace(ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0), due=due)]
+            ranges[:1] = [replace(ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0, resumed=resumed), due=due)]
         return ranges
 
     def commit(self, end: dict) -> None:
@@ -212,8 +229,9 @@ class KafkaStreamReader(DataSourceStreamReader):
     def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
         rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms)
         if self.route:
-            routed_rows = (routed(row, self.buckets) for row in rows)
-            return record_batches(chain(timer_rows(partition.due), routed_rows), ROUTED_ARROW)
+            resumed = partition.resumed
+            routed_rows = (routed(row, self.buckets, resumed) for row in rows)
+            return record_batches(chain(timer_rows(partition.due, resumed), routed_rows), ROUTED_ARROW)
         return record_batches(rows, RAW_ARROW)
 
 
@@ -272,16 +290,17 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
             raise TimeoutError(f"{tp}: offsets up to {part.end} not readable within {poll_timeout_ms} ms")
 
 
-def routed(row: tuple, buckets: int) -> tuple:
-    """Append the core's routing decision and the state bucket to a raw row (see `ROUTED_ARROW`)."""
+def routed(row: tuple, buckets: int, resumed: bool = False) -> tuple:
+    """Append the core's routing decision, the state bucket and the batch's `resumed` to a raw row (see
+    `ROUTED_ARROW`)."""
     r = route(row[3], row[4])
     group_id = r.group_id or ""
     bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
-    return row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket)
+    return row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)
 
 
-def timer_rows(buckets: Iterable[int]) -> Iterator[tuple]:
+def timer_rows(buckets: Iterable[int], resumed: bool = False) -> Iterator[tuple]:
     """One row per due bucket (`ROUTED_ARROW`): a `group` row with a null group_id, which makes Spark call the
     bucket so that the core can fire its due timers."""
     for bucket in buckets:
-        yield (-1, -1, 0, None, None, "group", None, None, None, None, bucket)
+        yield (-1, -1, 0, None, None, "group", None, None, None, None, bucket, resumed)

@@ -6,12 +6,13 @@ Spark's per-key cost (a pandas frame in and out, a state row through the JVM) is
 `directory` (ListGroups) and `reject` rows use bucket 0 and never carry state.
 
 Per `group` call: decode the rows, order them by (partition, offset), split them by group_id (plain Python), and call
-`step_group` (with the batch's processing time as `now_ms` and each record's timestamp as its arrival time) for every
-group that has requests or whose stored deadline is due; the other groups' bytes are kept untouched. Each stepped
-group's `GroupStep` becomes output records, which the call produces itself (`streaming.sink.KafkaOutput`: a
-response leaves as soon as its bucket is done), and the bucket's row stores every group's bytes and deadline. The call
-returns one summary row (`SUMMARY_SCHEMA`): counts for the metrics and the bucket's earliest deadline, which the
-timer file keeps until the source's timer row calls the bucket again (see `coordinator_function`).
+`step_group` (with the batch's processing time as `now_ms`, each record's timestamp as its arrival time, and the rows'
+`resumed`: the first new batch after a restart) for every group that has requests or whose stored deadline is due;
+the other groups' bytes are kept untouched. Each stepped group's `GroupStep` becomes output records, which the call
+produces itself (`streaming.sink.KafkaOutput`: a response leaves as soon as its bucket is done), and the bucket's row
+stores every group's bytes and deadline. The call returns one summary row (`SUMMARY_SCHEMA`): counts for the metrics
+and the bucket's earliest deadline, which the timer file keeps until the source's timer row calls the bucket again
+(see `coordinator_function`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ ENVELOPE_VERSION = 2
 DEFAULT_BUCKETS = 16
 
 INPUT_COLUMNS = ["kind", "bucket", "group_id", "partition", "offset", "key", "value", "reply_key", "reason",
-                 "response", "timestamp"]
+                 "response", "timestamp", "resumed"]
 
 _GROUP_RECORD_KEY = dumps(group_key("")).partition(b'"group"')[0]
 """How a group metadata record's key starts (`state.records.group_key`), as opposed to an offset record's."""
@@ -80,7 +81,7 @@ def coordinator_function(config: CoordinatorConfig, records_source: dict[str, An
         rows = sorted(
             (row for pdf in batches for row in zip(pdf["partition"], pdf["offset"], pdf["key"], pdf["value"],
                                                    pdf["reply_key"], pdf["reason"], pdf["response"],
-                                                   pdf["timestamp"], pdf["group_id"])),
+                                                   pdf["timestamp"], pdf["group_id"], pdf["resumed"])),
             key=lambda r: (r[0], r[1]))
         now_ms = state.getCurrentProcessingTimeMs()
         called = Called()
@@ -140,6 +141,7 @@ def _bucket(rows: list[tuple], state, now_ms: int, config: CoordinatorConfig, bu
         else:  # a timer row only makes Spark call the bucket
             called.timer_rows += 1
     due = [g for g, (_, deadline) in groups.items() if deadline is not None and deadline <= now_ms]
+    resumed = any(row[9] for row in rows)  # the whole batch is, or none of it (`streaming.source`)
     out: list[tuple] = []
     for group_id in sorted(by_group.keys() | set(due)):
         group_rows = by_group.get(group_id, [])
@@ -147,7 +149,7 @@ def _bucket(rows: list[tuple], state, now_ms: int, config: CoordinatorConfig, bu
         # Each request counts at its record's timestamp, so a late batch does not expire members whose heartbeats
         # arrived in time (the core clamps the times between the group's last call and now).
         step: GroupStep = step_group(group_id, stored, [bytes(r[3]) for r in group_rows], now_ms, config,
-                                     [int(r[7]) for r in group_rows])
+                                     [int(r[7]) for r in group_rows], resumed)
         out += _step_rows(group_id, group_rows, step)
         called.groups += 1
         called.groups_with_timer += step.next_deadline_ms is not None
@@ -230,7 +232,7 @@ def _directory(rows: list[tuple], records_source: dict[str, Any]) -> list[tuple]
 
 def _rejects(rows: list[tuple]) -> list[tuple]:
     out: list[tuple] = []
-    for partition, offset, key, value, reply_key, reason, response, _, _ in rows:
+    for partition, offset, key, value, reply_key, reason, response, *_ in rows:
         out.append(("dead_letter", key, value, reason, partition, offset))
         if response is not None:
             out.append(("response", reply_key, response, None, None, None))

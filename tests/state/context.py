@@ -50,16 +50,17 @@ class GroupContext:
 
     # -- driving -----------------------------------------------------------------------------------------------
 
-    def step(self, *requests: dict, valid: bool = True, times: list[int] | None = None) -> list[dict]:
+    def step(self, *requests: dict, valid: bool = True, times: list[int] | None = None,
+             resumed: bool = False) -> list[dict]:
         """Run the requests at `now_ms` (each at its arrival time in `times`, when given); `valid=False` for
-        requests that are meant to break the schema."""
+        requests that are meant to break the schema; `resumed` as the first call after the shell restarted."""
         if valid:
             for request in requests:
                 validate_request(request)
         raw = [json.dumps(r).encode() for r in requests]
         self.last_requests = list(requests)
-        result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times)
-        again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times)
+        result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed)
+        again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed)
         assert again == result, "step_group is not deterministic"
         assert not [d for d in result.dead_letters if d[1].startswith("internal error")], result.dead_letters
         for response in result.responses:

@@ -119,3 +119,29 @@ def test_requests_queued_through_an_outage_count_from_the_restart_and_sessions_r
     assert set(ctx.group.members) == {leader, follower}
     assert ctx.group.timers[f"heartbeat:{leader}"] == ctx.now_ms + SESSION
     assert ctx.group.timers[f"heartbeat:{follower}"] == ctx.now_ms + SESSION
+
+
+def test_the_first_call_after_a_restart_restarts_sessions_even_a_little_after_their_deadline():
+    """The kill -9 drill's narrow case: the replayed batch ran at its original time and set the deadlines, its
+    answers reached the members only after the outage, and their next requests came just after those deadlines,
+    too little late for the lateness threshold. The shell marks the first new batch after a restart as resumed."""
+    ctx = GroupContext(OUTAGE_AWARE)
+    leader, follower = ctx.stable_group(2, session=SESSION)
+    deadline = ctx.group.timers[f"heartbeat:{leader}"]
+    ctx.now_ms = deadline + 1_500
+    late = [deadline + 500, deadline + 600]
+    responses = ctx.step(heartbeat(ctx, leader, ctx.group.generation),
+                         heartbeat(ctx, follower, ctx.group.generation), times=late, resumed=True)
+    assert [r["error_code"] for r in responses] == [0, 0]
+    assert set(ctx.group.members) == {leader, follower}
+    assert ctx.group.timers[f"heartbeat:{follower}"] == ctx.now_ms + SESSION
+
+
+def test_the_same_late_requests_without_a_restart_find_their_members_expired():
+    ctx = GroupContext(OUTAGE_AWARE)
+    leader, follower = ctx.stable_group(2, session=SESSION)
+    deadline = ctx.group.timers[f"heartbeat:{leader}"]
+    ctx.now_ms = deadline + 1_500
+    responses = ctx.step(heartbeat(ctx, leader, ctx.group.generation),
+                         heartbeat(ctx, follower, ctx.group.generation), times=[deadline + 500, deadline + 600])
+    assert [r["error_code"] for r in responses] == [25, 25]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, StringType, StructField,
+                               StructType)
 
 from streaming.source import RAW_ARROW, RAW_SCHEMA, ROUTED_ARROW, ROUTED_SCHEMA, record_batches
 
-_TYPES = {"INT": IntegerType(), "LONG": LongType(), "BINARY": BinaryType(), "STRING": StringType()}
+_TYPES = {"INT": IntegerType(), "LONG": LongType(), "BINARY": BinaryType(), "STRING": StringType(),
+          "BOOLEAN": BooleanType()}
 
 
 def spark_schema(ddl: str) -> StructType:

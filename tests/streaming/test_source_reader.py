@@ -120,7 +120,7 @@ def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic, tmp_p
     assert r.latestOffset(start, ReadAllAvailable()) == start  # not due yet
     merge_deadlines(timers, {3: now - 1, 2: now - 5})
     ticked = r.latestOffset(start, ReadAllAvailable())
-    assert ticked == {**start, "tick": 1, "due": [2, 3]}
+    assert ticked == {**start, "tick": 1, "due": [2, 3], "resumed": True}  # a new reader: see the next test
     assert r.latestOffset(ticked, ReadAllAvailable())["tick"] == 2  # still due: the offset must change again
     [part] = r.partitions(start, ticked)
     assert (part.start, part.end, part.due) == (0, 0, (2, 3))  # a timer-only batch reads no records
@@ -135,6 +135,28 @@ def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic, tmp_p
     assert len(read_all(r, start, with_data)) == 2 + 4
     merge_deadlines(timers, {2: None, 3: None})
     assert "due" not in r.latestOffset(start, ReadAllAvailable())
+
+
+def test_the_first_new_batch_of_a_new_reader_is_marked_resumed(broker, topic):
+    """A new reader is a restarted (or new) query: its first new batch tells the core so (it restarts sessions).
+    A replayed batch never asks `latestOffset`: its offset comes from the log, so it stays unmarked."""
+    r = reader(broker, topic, route="true", buckets="4")
+    start = r.initialOffset()
+    assert r.latestOffset(start, ReadAllAvailable()) == start  # no batch: nothing marked yet
+    produce(broker, topic, 1)
+    first = r.latestOffset(start, ReadAllAvailable())
+    while first == start:  # a fetch sent before the records can answer one trigger late
+        first = r.latestOffset(start, ReadAllAvailable())
+    assert first["resumed"] is True
+    assert all(part.resumed for part in r.partitions(start, first))
+    marks = [row[11] for row in read_all(r, start, first)]
+    assert marks and all(marks)  # every routed row carries it
+    produce(broker, topic, 1)
+    second = r.latestOffset(first, ReadAllAvailable())
+    while second[topic] != {"0": 2, "1": 2}:
+        second = r.latestOffset(first, ReadAllAvailable())
+    assert "resumed" not in second
+    assert not any(part.resumed for part in r.partitions(first, second))
 
 
 def test_an_unreadable_timer_file_calls_every_bucket_once(broker, topic, tmp_path):

@@ -51,20 +51,20 @@ class FakeState:
         return self.now_ms
 
 
-def rows(*requests: dict, partition: int = 0, timestamp: int = 0) -> pd.DataFrame:
+def rows(*requests: dict, partition: int = 0, timestamp: int = 0, resumed: bool = False) -> pd.DataFrame:
     out = []
     for offset, request in enumerate(requests):
         value = json.dumps(request).encode()
         r = route(None, value)
         out.append({"kind": r.kind, "bucket": 0, "group_id": r.group_id or "", "partition": partition, "offset": offset,
                     "key": None, "value": value, "reply_key": r.reply_key, "reason": r.reason,
-                    "response": r.response, "timestamp": timestamp})
+                    "response": r.response, "timestamp": timestamp, "resumed": resumed})
     return pd.DataFrame(out, columns=INPUT_COLUMNS)
 
 
-def timer(bucket: int = 0) -> pd.DataFrame:
+def timer(bucket: int = 0, resumed: bool = False) -> pd.DataFrame:
     """The source's timer row for `bucket`, as the state call receives it."""
-    return next(record_batches(timer_rows([bucket]), ROUTED_ARROW)).to_pandas()[INPUT_COLUMNS]
+    return next(record_batches(timer_rows([bucket], resumed), ROUTED_ARROW)).to_pandas()[INPUT_COLUMNS]
 
 
 OUT_COLUMNS = ["sink", "key", "value", "reason", "partition", "offset"]
@@ -112,7 +112,7 @@ def recording(monkeypatch, steps: dict[str, GroupStep] | None = None) -> list[tu
     call returns (default: state `<group>-<n>` and a deadline 1,000 ms after now)."""
     calls = []
 
-    def step(group_id, stored, requests, now_ms, config, request_times_ms):
+    def step(group_id, stored, requests, now_ms, config, request_times_ms, resumed=False):
         calls.append((group_id, stored, [json.loads(r)["request_id"] for r in requests]))
         if steps and group_id in steps:
             return steps[group_id]
@@ -148,7 +148,7 @@ def test_the_summary_counts_output_and_group_state_changes():
 def test_requests_reach_the_core_in_partition_and_offset_order_across_frames(monkeypatch):
     seen = []
 
-    def recording_step(group_id, stored, requests, now_ms, config, request_times_ms):
+    def recording_step(group_id, stored, requests, now_ms, config, request_times_ms, resumed):
         seen.extend(json.loads(r)["request_id"] for r in requests)
         assert len(request_times_ms) == len(requests)
         return GroupStep(state=b"{}")
@@ -178,6 +178,23 @@ def test_the_summary_counts_expired_members():
     expired = FakeState(now_ms=stored_groups(state)["g"][1] + 1, value=state.value)
     _, summary = run(("group", 0), [timer(0)], expired)
     assert summary.members_expired == 1  # the pending member's session ran out
+
+
+def test_the_first_batch_after_a_restart_restarts_sessions_instead_of_expiring_them():
+    """The source marks the first new batch after a restart `resumed`; the core then restarts every session of the
+    groups it calls, as Kafka does when a coordinator loads a group."""
+    state = FakeState(now_ms=0)
+    member = json.loads(call(("group", 0), [rows({**p.join("g", session_timeout_ms=10_000), "request_id": "m"})],
+                             state).value.iloc[0])["member_id"]
+    call(("group", 0), [rows({**p.join("g", member, session_timeout_ms=10_000), "request_id": "j"})], state)
+    state.now_ms = stored_groups(state)["g"][1] + 1  # the initial rebalance delay ends
+    joined = call(("group", 0), [timer(0)], state)
+    generation = json.loads(joined[joined.sink == "response"].value.iloc[0])["generation_id"]
+    call(("group", 0), [rows({**p.sync("g", member, generation, {member: ""}), "request_id": "s"})], state)
+    late = stored_groups(state)["g"][1] + 1  # the member's session deadline has passed
+    _, expired = run(("group", 0), [timer(0)], FakeState(now_ms=late, value=state.value))
+    _, resumed = run(("group", 0), [timer(0, resumed=True)], FakeState(now_ms=late, value=state.value))
+    assert (expired.members_expired, resumed.members_expired) == (1, 0)
 
 
 def test_rejects_become_dead_letters_with_the_original_bytes_and_an_error_response():
