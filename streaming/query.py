@@ -24,7 +24,8 @@ from streaming.config import Topics, kafka_options
 from streaming.kafka_clients import client_config
 from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.source import KafkaSource
-from streaming.stateful import DEFAULT_BUCKETS, INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
+from streaming.buckets import DEFAULT_BUCKETS
+from streaming.stateful import INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
 from streaming.timers import TIMER_FILE, merge_deadlines
 
 QUERY_NAME = "group-coordinator"

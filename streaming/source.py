@@ -42,7 +42,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from state.batch import route
 from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
-from streaming.stateful import bucket_of
+from streaming.buckets import bucket_of
 from streaming.timers import read_deadlines
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ RAW_ARROW = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("time
 ROUTED_ARROW = pa.schema([*RAW_ARROW, ("kind", pa.string()), ("group_id", pa.string()), ("reply_key", pa.binary()),
                           ("reason", pa.string()), ("response", pa.binary()), ("bucket", pa.int32()),
                           ("resumed", pa.bool_())])
-"""A raw row plus the core's routing decision, the group's state bucket (`streaming.stateful.bucket_of`; 0 for
+"""A raw row plus the core's routing decision, the group's state bucket (`streaming.buckets.bucket_of`; 0 for
 `directory` and `reject` rows) and whether its batch is the first new one after a restart. A timer row
 (`timer_rows`) is a `group` row with a null group_id."""
 _DDL_TYPES = {pa.int32(): "INT", pa.int64(): "LONG", pa.binary(): "BINARY", pa.string(): "STRING",

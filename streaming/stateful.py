@@ -1,7 +1,7 @@
 """The applyInPandasWithState adapter: one call per bucket of groups per micro-batch, one core call per due group.
 
 Thin on purpose; every protocol decision is the core's (`state.batch`). Keys are `(kind, bucket)` from the source:
-`group` rows carry `bucket = crc32(group_id) mod state.buckets` (`bucket_of`), so one key holds many groups and
+`group` rows carry `bucket = crc32(group_id) mod state.buckets` (`streaming.buckets.bucket_of`), so one key holds many groups and
 Spark's per-key cost (a pandas frame in and out, a state row through the JVM) is paid per bucket, not per group.
 `directory` (ListGroups) and `reject` rows use bucket 0 and never carry state.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import struct
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol, Sequence
 
@@ -30,6 +29,7 @@ import pandas as pd
 from state.batch import GroupStep, step_group
 from state.config import CoordinatorConfig
 from state.records import dumps, group_key
+from streaming.buckets import DEFAULT_BUCKETS
 from streaming.sink import GROUP_STATES, SUMMARY_COLUMNS
 from streaming.timers import merge_deadlines
 
@@ -42,19 +42,11 @@ row and still read an old checkpoint; `buckets` is the `state.buckets` the check
 bucket depends on it, so it cannot change afterwards)."""
 ENVELOPE_VERSION = 2
 
-DEFAULT_BUCKETS = 16
-
 INPUT_COLUMNS = ["kind", "bucket", "group_id", "partition", "offset", "key", "value", "reply_key", "reason",
                  "response", "timestamp", "resumed"]
 
 _GROUP_RECORD_KEY = dumps(group_key("")).partition(b'"group"')[0]
 """How a group metadata record's key starts (`state.records.group_key`), as opposed to an offset record's."""
-
-
-def bucket_of(group_id: str, buckets: int) -> int:
-    """The group's bucket: CRC-32 of its UTF-8 bytes mod `buckets` (stable across processes and releases; the
-    source computes it for every routed row)."""
-    return zlib.crc32(group_id.encode()) % buckets
 
 
 class Output(Protocol):

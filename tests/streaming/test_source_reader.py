@@ -12,7 +12,7 @@ from kafka.admin import NewTopic
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from streaming.source import KafkaRange, KafkaStreamReader, cap_rows
-from streaming.stateful import bucket_of
+from streaming.buckets import bucket_of
 from streaming.timers import merge_deadlines
 
 pytestmark = pytest.mark.broker

@@ -9,10 +9,11 @@ import pytest
 
 from state.batch import GroupStep, route
 from state.config import CoordinatorConfig
+from streaming.buckets import bucket_of
 from streaming.sink import SUMMARY_COLUMNS
 from streaming.source import ROUTED_ARROW, record_batches, timer_rows
 from streaming.timers import read_deadlines
-from streaming.stateful import (ENVELOPE_VERSION, INPUT_COLUMNS, bucket_of, coordinator_function, pack_groups,
+from streaming.stateful import (ENVELOPE_VERSION, INPUT_COLUMNS, coordinator_function, pack_groups,
                                 unpack_groups)
 from tests.support import protocol as p
 
