@@ -20,11 +20,11 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from state.config import CoordinatorConfig
+from streaming.buckets import DEFAULT_BUCKETS
 from streaming.config import Topics, kafka_options
 from streaming.kafka_clients import client_config
 from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.source import KafkaSource
-from streaming.buckets import DEFAULT_BUCKETS
 from streaming.stateful import INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
 from streaming.timers import TIMER_FILE, merge_deadlines
 

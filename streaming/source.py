@@ -41,8 +41,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from state.batch import route
-from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
 from streaming.buckets import bucket_of
+from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
 from streaming.timers import read_deadlines
 
 log = logging.getLogger(__name__)
@@ -290,7 +290,7 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
             raise TimeoutError(f"{tp}: offsets up to {part.end} not readable within {poll_timeout_ms} ms")
 
 
-def routed(row: tuple, buckets: int, resumed: bool = False) -> tuple:
+def routed(row: tuple, buckets: int, resumed: bool) -> tuple:
     """Append the core's routing decision, the state bucket and the batch's `resumed` to a raw row (see
     `ROUTED_ARROW`)."""
     r = route(row[3], row[4])
@@ -299,7 +299,7 @@ def routed(row: tuple, buckets: int, resumed: bool = False) -> tuple:
     return row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)
 
 
-def timer_rows(buckets: Iterable[int], resumed: bool = False) -> Iterator[tuple]:
+def timer_rows(buckets: Iterable[int], resumed: bool) -> Iterator[tuple]:
     """One row per due bucket (`ROUTED_ARROW`): a `group` row with a null group_id, which makes Spark call the
     bucket so that the core can fire its due timers."""
     for bucket in buckets:

@@ -1,8 +1,9 @@
 """The applyInPandasWithState adapter: one call per bucket of groups per micro-batch, one core call per due group.
 
 Thin on purpose; every protocol decision is the core's (`state.batch`). Keys are `(kind, bucket)` from the source:
-`group` rows carry `bucket = crc32(group_id) mod state.buckets` (`streaming.buckets.bucket_of`), so one key holds many groups and
-Spark's per-key cost (a pandas frame in and out, a state row through the JVM) is paid per bucket, not per group.
+`group` rows carry `bucket = crc32(group_id) mod state.buckets` (`streaming.buckets.bucket_of`), so one key holds
+many groups and Spark's per-key cost (a pandas frame in and out, a state row through the JVM) is paid per bucket,
+not per group.
 `directory` (ListGroups) and `reject` rows use bucket 0 and never carry state.
 
 Per `group` call: decode the rows, order them by (partition, offset), split them by group_id (plain Python), and call
