@@ -34,7 +34,7 @@ from state.batch import decode_state
 from state.records import group_record, offset_record
 from streaming import config as job_config
 from streaming.embedded import start_broker
-from streaming.query import spark_session, start_query, warm_up
+from streaming.query import await_warm_up, spark_session, start_query
 from streaming.rebuild import load_requests
 from streaming.topics import ensure_topics
 
@@ -107,7 +107,7 @@ def main() -> None:
         result["loads_produced_s"] = round(time.monotonic() - start, 1)
 
         spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
-        warm_up(spark)  # Python worker start-up is not part of the load time
+        await_warm_up(spark)  # Python worker start-up is not part of the load time
         query = start_query(spark, props)
         start = time.monotonic()
         while sum(p.numInputRows for p in query.recentProgress) < args.groups:

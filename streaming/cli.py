@@ -66,7 +66,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 
     from streaming.embedded import start_broker
     from streaming.metrics import JsonLinesMetrics
-    from streaming.query import QUERY_NAME, spark_session, start_query, warm_up
+    from streaming.query import QUERY_NAME, spark_session, start_query
     from streaming.topics import ensure_topics
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -95,7 +95,6 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             metrics_out = sys.stdout if target == "-" else open(target, "a")
             records = {"topic": props["topic.records"], "config": client}
             spark.streams.addListener(JsonLinesMetrics(metrics_out, QUERY_NAME, records))
-        warm_up(spark)
         query = start_query(spark, props)
         print(f"group coordinator running: bootstrap.servers={props['bootstrap.servers']} "
               f"requests={props['topic.requests']} responses={props['topic.responses']} "

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping
+from weakref import WeakKeyDictionary
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -32,7 +34,13 @@ QUERY_NAME = "group-coordinator"
 
 
 def spark_session(conf: Mapping[str, str]) -> SparkSession:
-    """The session with `conf` applied. Under spark-submit the launcher's settings win: `conf` only fills gaps."""
+    """The session with `conf` applied and the source registered; its Python workers start in the background.
+
+    Under spark-submit the launcher's settings win: `conf` only fills gaps.
+
+    The warm-up (`warm_up`) runs while the source is registered and the first query starts (`start_query` waits
+    for it): each of those steps mostly waits for some Python process to start, so they overlap well.
+    """
     from pyspark import SparkConf
 
     # Python workers must run this interpreter (the one with kafka-python and the project installed).
@@ -44,8 +52,22 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    pool = ThreadPoolExecutor(1, thread_name_prefix="warm-up")
+    _warming[spark] = pool.submit(warm_up, spark)
+    pool.shutdown(wait=False)
     spark.dataSource.register(KafkaSource)
     return spark
+
+
+_warming: WeakKeyDictionary[SparkSession, Future] = WeakKeyDictionary()
+"""The warm-up `spark_session` started, until `start_query` has waited for it."""
+
+
+def await_warm_up(spark: SparkSession) -> None:
+    """Wait for the session's warm-up, if it has one running; its errors are raised here."""
+    warming = _warming.pop(spark, None)
+    if warming is not None:
+        warming.result()
 
 
 def warm_up(spark: SparkSession) -> None:
@@ -141,9 +163,11 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                .groupBy("kind", "bucket")
                .applyInPandasWithState(function, SUMMARY_SCHEMA, STATE_SCHEMA, "append", timeout))
     summary = summary.observe("coordinator", *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in SUMMARY_COUNTS))
-    return (summary.writeStream.format("noop")
-            .option("checkpointLocation", checkpoint)
-            .outputMode("append")
-            .trigger(processingTime=f"{int(props.get('trigger.interval.ms', 100))} milliseconds")
-            .queryName(query_name)
-            .start())
+    query = (summary.writeStream.format("noop")
+             .option("checkpointLocation", checkpoint)
+             .outputMode("append")
+             .trigger(processingTime=f"{int(props.get('trigger.interval.ms', 100))} milliseconds")
+             .queryName(query_name)
+             .start())
+    await_warm_up(spark)
+    return query

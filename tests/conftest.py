@@ -31,13 +31,13 @@ def broker() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from streaming.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
-    from streaming.query import spark_session, warm_up
+    from streaming.query import await_warm_up, spark_session
 
     conf = read_spark_defaults(DEFAULT_SPARK_DEFAULTS)
     conf["spark.app.name"] = "coordinator-tests"
     conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("warehouse"))
     session = spark_session(conf)
-    warm_up(session)
+    await_warm_up(session)
     try:
         yield session
     finally:
