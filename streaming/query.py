@@ -23,6 +23,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from state.config import CoordinatorConfig
 from streaming.buckets import DEFAULT_BUCKETS
+from streaming.class_archive import with_class_archive
 from streaming.config import Topics, kafka_options
 from streaming.kafka_clients import client_config
 from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
@@ -36,7 +37,8 @@ QUERY_NAME = "group-coordinator"
 def spark_session(conf: Mapping[str, str]) -> SparkSession:
     """The session with `conf` applied and the source registered; its Python workers start in the background.
 
-    Under spark-submit the launcher's settings win: `conf` only fills gaps.
+    Under spark-submit the launcher's settings win: `conf` only fills gaps. Otherwise the driver JVM also gets the
+    class archive, if one was made for it (`streaming.class_archive`).
 
     The warm-up (`warm_up`) runs while the source is registered and the first query starts (`start_query` waits
     for it): each of those steps mostly waits for some Python process to start, so they overlap well.
@@ -47,7 +49,7 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     launched = SparkConf() if "PYSPARK_GATEWAY_PORT" in os.environ else None
-    for key, value in conf.items():
+    for key, value in with_class_archive(conf).items():
         if launched is None or not launched.contains(key):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -39,6 +39,9 @@ done
 build_zip
 merge_properties "${props_files[@]}"
 log4j="${COORDINATOR_LOG4J:-$root/deploy/spark/log4j2.properties}"
+# The driver JVM starts here, so it gets the class archive here too, if this JVM and Spark have one
+# (python -m deploy.spark.class_archive makes it).
+class_archive="$(cd "$root" && "$python_bin" -m streaming.class_archive --java-option)"
 files="$root/conf/coordinator.properties"
 run_args=(run --checkpoint-location "$checkpoint" --spark-defaults "$merged_props")
 [ -n "$bootstrap" ] && run_args+=(--bootstrap-servers "$bootstrap")
@@ -54,7 +57,7 @@ exec "$spark_submit" \
   --conf "spark.driver.host=$driver_host" \
   --conf "spark.pyspark.python=$python_bin" --conf "spark.pyspark.driver.python=$python_bin" \
   --conf "spark.executorEnv.PYTHONHASHSEED=0" \
-  --driver-java-options "-Dlog4j2.configurationFile=file:$log4j" \
+  --driver-java-options "-Dlog4j2.configurationFile=file:$log4j $class_archive" \
   --conf "spark.executor.extraJavaOptions=-Dlog4j2.configurationFile=file:$log4j" \
   --py-files "$zip" --files "$files" \
   ${SPARK_SUBMIT_ARGS:-} \
