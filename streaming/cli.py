@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from streaming import config as job_config
+from streaming import driver_lock
 
 log = logging.getLogger("coordinator")
 
@@ -72,6 +73,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     broker = None
     metrics_out = None
+    lock = None
     throwaway_checkpoint = None
     try:
         if not props.get("bootstrap.servers"):
@@ -87,14 +89,16 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             props["checkpoint.location"] = throwaway_checkpoint
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         ensure_topics(client, props)
-        if props.get("rebuild.from.records", "false").lower() == "true":
-            _rebuild(client, props)
         spark = spark_session(spark_conf)
         target = props.get("metrics.log", "-")
         if target:
             metrics_out = sys.stdout if target == "-" else open(target, "a")
             records = {"topic": props["topic.records"], "config": client}
             spark.streams.addListener(JsonLinesMetrics(metrics_out, QUERY_NAME, records))
+        # A standby waits here for the active driver's lock, rehearsed and warm (streaming.driver_lock).
+        lock = driver_lock.hold(props["checkpoint.location"], on_standby=lambda: _stand_by(spark, props))
+        if props.get("rebuild.from.records", "false").lower() == "true":
+            _rebuild(client, props)
         query = start_query(spark, props)
         print(f"group coordinator running: bootstrap.servers={props['bootstrap.servers']} "
               f"requests={props['topic.requests']} responses={props['topic.responses']} "
@@ -112,6 +116,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             _quietly(query.stop)
         return 0
     finally:
+        if lock is not None:
+            lock.close()
         if metrics_out not in (None, sys.stdout):
             metrics_out.close()
         if broker is not None:
@@ -119,6 +125,18 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             log.info("embedded broker stopped")
         if throwaway_checkpoint:
             shutil.rmtree(throwaway_checkpoint, ignore_errors=True)
+
+
+def _stand_by(spark, props: dict[str, str]) -> None:
+    from streaming.query import rehearse
+
+    checkpoint = props["checkpoint.location"]
+    log.info("another driver holds %s; rehearsing the query on a scratch checkpoint", checkpoint)
+    try:
+        rehearse(spark, props)
+    except Exception as exc:  # noqa: BLE001 - a standby that could not rehearse still takes over, only slower
+        log.warning("the rehearsal failed (%s); standing by without it", exc)
+    print(f"standby: another driver runs the query on {checkpoint}; this one takes over when it stops", flush=True)
 
 
 def _rebuild(client: dict[str, object], props: dict[str, str]) -> None:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 from weakref import WeakKeyDictionary
 
+import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -130,8 +133,12 @@ def uses_spark_timeouts(checkpoint: str, ticks: bool) -> bool:
     return spark_timeouts
 
 
-def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str = QUERY_NAME) -> StreamingQuery:
-    """Start the coordinator on the topics, checkpoint and trigger in `props` (see conf/coordinator.properties)."""
+def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str = QUERY_NAME,
+                rehearsal: bool = False) -> StreamingQuery:
+    """Start the coordinator on the topics, checkpoint and trigger in `props` (see conf/coordinator.properties).
+
+    `rehearsal`: the same plan with a state function that reads its input and does nothing else (see `rehearse`).
+    """
     topics = Topics.from_properties(props)
     kafka = kafka_options(props)
     checkpoint = props["checkpoint.location"]
@@ -158,8 +165,9 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                                                 "dead_letter": topics.dead_letters})
     # With ticks, the source's timer rows call due buckets; Spark's own timeouts would cost every batch a second
     # Python round trip (see `streaming.stateful.coordinator_function`).
-    function = coordinator_function(CoordinatorConfig.from_properties(props), records_source, output, buckets,
-                                    processing_time_timeout=spark_timeouts, timer_file=timer_file)
+    function = _read_only if rehearsal else coordinator_function(
+        CoordinatorConfig.from_properties(props), records_source, output, buckets,
+        processing_time_timeout=spark_timeouts, timer_file=timer_file)
     timeout = GroupStateTimeout.ProcessingTimeTimeout if spark_timeouts else GroupStateTimeout.NoTimeout
     summary = (requests.select(*INPUT_COLUMNS)
                .groupBy("kind", "bucket")
@@ -173,3 +181,28 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
              .start())
     await_warm_up(spark)
     return query
+
+
+def rehearse(spark: SparkSession, props: Mapping[str, str], timeout_s: float = 120.0) -> None:
+    """Run the query's plan for a few batches on a scratch checkpoint, reading the requests topic from its end and
+    changing nothing, so that this driver has started every Python process the real query needs (data source
+    creation, read planning, a worker per read task) and compiled its plan. A standby rehearses before it waits:
+    when it takes over, its first batch runs on warm processes and code."""
+    with tempfile.TemporaryDirectory(prefix="rehearsal-") as scratch:
+        query = start_query(spark, {**props, "checkpoint.location": scratch, "starting.offsets": "latest"},
+                            query_name=f"{QUERY_NAME}-rehearsal", rehearsal=True)
+        try:
+            # The first batch calls every bucket once (a new checkpoint's timers are all due); two are enough.
+            deadline = time.monotonic() + timeout_s
+            while len(query.recentProgress) < 2 and query.isActive and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            query.stop()
+
+
+def _read_only(key: tuple, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+    """The rehearsal's state function: it takes its rows as the coordinator's does, and neither keeps state nor
+    produces anything."""
+    for _ in batches:
+        pass
+    return iter(())
