@@ -107,13 +107,20 @@ class JobProcess:
 
     def wait_running(self, timeout_s: float = 240.0) -> None:
         """Until the job printed its 'running' line (the query has started)."""
+        self._wait_for("group coordinator running", timeout_s)
+
+    def _wait_for(self, line: str, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
-        while "group coordinator running" not in self.log_text():
+        while line not in self.log_text():
             if self.proc is None or self.proc.poll() is not None:
                 raise RuntimeError(f"job exited ({self.proc and self.proc.returncode}); log:\n{self.log_text()[-3000:]}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"job not running within {timeout_s} s; log:\n{self.log_text()[-3000:]}")
+                raise TimeoutError(f"no {line!r} from the job within {timeout_s} s; log:\n{self.log_text()[-3000:]}")
             time.sleep(0.2)
+
+    def wait_standby(self, timeout_s: float = 240.0) -> None:
+        """Until the job said it is a warm standby (another driver holds the checkpoint's lock)."""
+        self._wait_for("standby: ", timeout_s)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -2,6 +2,7 @@
 
     python -m deploy.drills.kill_driver [--kills 3] [--points random,mid-rebalance,mid-commit] [--groups 4]
         [--members 3] [--session-timeout-ms 60000] [--seed 7] [--bootstrap-servers HOST:PORT] [--workdir DIR]
+        [--standby]
 
 A fleet of simulated consumers (deploy/drills/fleet.py) joins, syncs, heartbeats and commits through the job. At
 each kill point the job's whole process group gets SIGKILL and is started again on the same checkpoint right away,
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 from deploy.drills.fleet import Fleet
-from deploy.drills.harness import Checkpoint, Environment, log
+from deploy.drills.harness import Checkpoint, Environment, JobProcess, log
 from deploy.drills.verdict import Verdict
 
 POINTS = ("random", "mid-rebalance", "mid-commit")
@@ -51,14 +52,20 @@ def wait_for_kill_point(point: str, fleet: Fleet, checkpoint: Checkpoint, rng: r
 
 
 def run(points: list[str], groups: int, members: int, session_timeout_ms: int, seed: int, workdir: Path,
-        bootstrap: str | None = None, start_timeout_s: float = 300.0) -> Verdict:
+        bootstrap: str | None = None, start_timeout_s: float = 300.0, standby: bool = False) -> Verdict:
     rng = random.Random(seed)
     env = Environment(workdir, bootstrap)
+    # With a standby, a second driver on the same checkpoint waits, warm, for the active one's lock
+    # (streaming/driver_lock.py); after each kill it takes over, and the killed one comes back as the standby.
+    spare = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf) if standby else None
     fleet = None
     try:
         env.job.start()
         env.job.wait_running(start_timeout_s)
         log(f"job running on {env.bootstrap}, checkpoint {env.checkpoint}")
+        if spare is not None:
+            spare.start().wait_standby(start_timeout_s)
+            log("standby ready")
         fleet = Fleet(env.wire(), [f"g{i}" for i in range(groups)], members, session_timeout_ms=session_timeout_ms,
                       rebalance_timeout_ms=session_timeout_ms, heartbeat_interval_ms=1000,
                       commit_interval_ms=1000, seed=seed)
@@ -73,16 +80,22 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
             moment = wait_for_kill_point(point, fleet, checkpoint, rng, timeout_s=60)
             killed_at = time.monotonic()
             env.job.kill()
-            log(f"kill {i + 1}/{len(points)} ({point}): {moment}; restarting")
+            log(f"kill {i + 1}/{len(points)} ({point}): {moment}; " + ("the standby takes over" if spare else "restarting"))
             notes.append(f"kill {i + 1} ({point}): {moment}")
             expired_before = len(fleet.ledger.expired_while_stable)
-            env.job.start()
+            if spare is None:
+                env.job.start()
+            else:
+                env.job, spare = spare, env.job
             # Recovered = the first answer to a request sent after the kill.
             recovered = fleet.run_until(
                 lambda: any(fleet.ledger.sent[r].at > killed_at for r in fleet.ledger.first_at
                             if fleet.ledger.first_at[r] > killed_at), start_timeout_s)
             recover.append(time.monotonic() - killed_at if recovered else float("nan"))
             log(f"recovered in {recover[-1]:.1f} s")
+            if spare is not None and i + 1 < len(points):
+                # After the measurement, so the new standby's cold start does not share the CPU with the takeover.
+                spare.start().wait_standby(start_timeout_s)
             # Give the members a session timeout's worth of load so an expiry caused by the outage shows up.
             fleet.run_for(min(10.0, session_timeout_ms / 1000))
             expired_by_outage += len(fleet.ledger.expired_while_stable) - expired_before
@@ -98,6 +111,8 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
     finally:
         if fleet is not None:
             fleet.wire.close()
+        if spare is not None:
+            spare.stop()
         env.close()
 
 
@@ -111,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--bootstrap-servers", help="a Kafka cluster; default: an embedded tansu broker")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--standby", action="store_true",
+                        help="run a standby driver on the same checkpoint, which takes over at each kill")
     parser.add_argument("--json", action="store_true", help="also print the verdict as one JSON line")
     args = parser.parse_args(argv)
     cycle = [p.strip() for p in args.points.split(",") if p.strip()]
@@ -119,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     points = [cycle[i % len(cycle)] for i in range(args.kills)]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="drill-kill-driver-"))
     verdict = run(points, args.groups, args.members, args.session_timeout_ms, args.seed, workdir,
-                  args.bootstrap_servers)
+                  args.bootstrap_servers, standby=args.standby)
     print(verdict.table())
     if args.json:
         print(verdict.to_json())

@@ -37,3 +37,14 @@ def test_broker_restarted_empty_is_reported_as_data_loss(tmp_path):
     print(verdict.table())
     assert verdict.checks.get("data loss reported in the job's log"), verdict.table()
     _assert_correct(verdict)
+
+
+def test_a_standby_driver_takes_over_when_the_active_one_is_killed(broker, tmp_path):
+    verdict = kill_driver.run(["mid-rebalance"], groups=1, members=2, session_timeout_ms=30000, seed=5,
+                              workdir=tmp_path, bootstrap=broker, standby=True)
+    _assert_correct(verdict)
+    assert verdict.requests_sent > 0 and verdict.answered == verdict.requests_sent
+    assert verdict.sessions_expired_by_outage == 0, verdict.table()
+    standby_log = (tmp_path / "standby" / "job-1.log").read_text()
+    assert "standby: another driver runs the query" in standby_log
+    assert "group coordinator running" in standby_log, "the standby, not a restart, answered after the kill"
