@@ -13,6 +13,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from streaming import config as job_config
@@ -58,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     props = job_config.load(args.config, overrides)
     spark_conf = {**job_config.read_spark_defaults(args.spark_defaults),
                   **job_config.parse_assignments(args.spark_conf)}
-    return run(props, spark_conf)
+    try:
+        return run(props, spark_conf)
+    except KeyboardInterrupt:  # before the query ran, e.g. a standby told to stop while it waits
+        log.info("interrupted")
+        return 130
 
 
 def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
@@ -90,6 +95,9 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         ensure_topics(client, props)
         spark = spark_session(spark_conf)
+        # PySpark's own Ctrl-C handler calls into the JVM from inside the handler, which breaks the py4j call the
+        # main thread is in; a plain KeyboardInterrupt lets the code below stop the query in order.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         target = props.get("metrics.log", "-")
         if target:
             metrics_out = sys.stdout if target == "-" else open(target, "a")
@@ -105,6 +113,10 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
               f"records={props['topic.records']} dead-letters={props['topic.dead.letters']} "
               f"checkpoint={props['checkpoint.location']}", flush=True)
         try:
+            # Waiting in Python, not in a py4j call: a Ctrl-C then interrupts a sleep, not a read from the JVM's
+            # socket (which py4j logs as an error). awaitTermination returns at once, or raises why the query ended.
+            while query.isActive:
+                time.sleep(0.5)
             query.awaitTermination()
         except (KeyboardInterrupt, SystemExit):
             log.info("stopping")
@@ -121,6 +133,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         if metrics_out not in (None, sys.stdout):
             metrics_out.close()
         if broker is not None:
+            # The driver's own Kafka clients (the metrics' group directory) lose their broker now, on purpose.
+            logging.getLogger("kafka").setLevel(logging.CRITICAL)
             broker.stop()
             log.info("embedded broker stopped")
         if throwaway_checkpoint:
