@@ -78,6 +78,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     broker = None
     metrics_out = None
+    listener = None
     lock = None
     throwaway_checkpoint = None
     try:
@@ -102,7 +103,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         if target:
             metrics_out = sys.stdout if target == "-" else open(target, "a")
             records = {"topic": props["topic.records"], "config": client}
-            spark.streams.addListener(JsonLinesMetrics(metrics_out, QUERY_NAME, records))
+            listener = JsonLinesMetrics(metrics_out, QUERY_NAME, records)
+            spark.streams.addListener(listener)
         # A standby waits here for the active driver's lock, rehearsed and warm (streaming.driver_lock).
         lock = driver_lock.hold(props["checkpoint.location"], on_standby=lambda: _stand_by(spark, props))
         if props.get("rebuild.from.records", "false").lower() == "true":
@@ -125,7 +127,11 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             log.error("the coordinator query stopped: %s", exc)
             return 1
         finally:
-            _quietly(query.stop)
+            if listener is not None:
+                # Progress events still queued for Python would reach a process on its way out (an ERROR in the
+                # JVM's log at every stop), so the listener goes first.
+                _quietly(lambda: spark.streams.removeListener(listener))
+            _quietly(lambda: _stop_between_batches(query))
         return 0
     finally:
         if lock is not None:
@@ -139,6 +145,15 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             log.info("embedded broker stopped")
         if throwaway_checkpoint:
             shutil.rmtree(throwaway_checkpoint, ignore_errors=True)
+
+
+def _stop_between_batches(query, timeout_s: float = 5.0) -> None:
+    """Stop the query when no batch is running, if one ends within `timeout_s`: stopping in the middle of a batch is
+    safe (it is replayed) but makes Spark log the cancelled write at ERROR, stack traces included."""
+    deadline = time.monotonic() + timeout_s
+    while query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    query.stop()
 
 
 def _stand_by(spark, props: dict[str, str]) -> None:
