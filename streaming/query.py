@@ -188,7 +188,7 @@ def rehearse(spark: SparkSession, props: Mapping[str, str], timeout_s: float = 1
     changing nothing, so that this driver has started every Python process the real query needs (data source
     creation, read planning, a worker per read task) and compiled its plan. A standby rehearses before it waits:
     when it takes over, its first batch runs on warm processes and code."""
-    with tempfile.TemporaryDirectory(prefix="rehearsal-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="rehearsal-", ignore_cleanup_errors=True) as scratch:
         query = start_query(spark, {**props, "checkpoint.location": scratch, "starting.offsets": "latest"},
                             query_name=f"{QUERY_NAME}-rehearsal", rehearsal=True)
         try:
