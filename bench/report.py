@@ -11,7 +11,8 @@ Writes `<out>/report.md` and `<out>/report.png`. Figures (each for both peers wh
 3. time to Stable for a new group of 10, 100, 1,000 members (every member starts at once);
 4. time to reassign a failed member's partitions: one member of a Stable group goes silent, until the others are
    Stable again in a new generation;
-5. recovery time after kill -9 (the job only: tansu keeps groups in memory, a killed tansu has nothing to recover);
+5. recovery time after kill -9, restarted and with a standby driver taking over (the job only: tansu keeps groups
+   in memory, a killed tansu has nothing to recover);
 6. state size and batch time with G groups x M members formed through the protocol (100,000 x 10 at `--scale
    full`; smaller by default: the report says what ran), and with 100,000 groups x 10 members loaded the way a
    rebuild loads them (`bench.state_scale`, at the default and full scales), plus the core's state size per group
@@ -81,6 +82,7 @@ class Results:
     time_to_stable: dict[int, float | None] = field(default_factory=dict)
     reassign_s: float | None = None
     recovery_s: float | None = None
+    standby_recovery_s: float | None = None
     population: tuple[int, int] | None = None
     population_batch_ms: list[int] = field(default_factory=list)
     population_note: str = ""
@@ -304,7 +306,7 @@ def run_tansu(scale: dict, results: Results) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 def run_job(scale: dict, results: Results, workdir: Path) -> None:
-    from deploy.drills.harness import Environment
+    from deploy.drills.harness import Environment, JobProcess
 
     env = Environment(workdir / "job", props={"group.initial.rebalance.delay.ms": "3000",
                                               "trigger.interval.ms": "100", "metrics.log": ""})
@@ -407,6 +409,21 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
         if pop.run_until(lambda: rid in shared.first_at, 600):
             results.recovery_s = shared.first_at[rid] - killed
         log(f"job: recovered in {results.recovery_s}")
+
+        # The same with a standby driver (streaming/driver_lock.py) on the checkpoint, warm and rehearsed.
+        env.job.wait_running(600)
+        standby = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf).start()
+        try:
+            standby.wait_standby(600)
+            env.job.kill()
+            killed = time.monotonic()
+            rid = _send_load(pop, probe, 2)
+            pop.wire.flush()
+            if pop.run_until(lambda: rid in shared.first_at, 600):
+                results.standby_recovery_s = shared.first_at[rid] - killed
+            log(f"job: the standby took over in {results.standby_recovery_s}")
+        finally:
+            standby.stop()
     finally:
         if wire is not None:
             wire.close()
@@ -524,6 +541,8 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
                  f"{FAILOVER_SESSION_MS} ms (s) | " + " | ".join(_fmt(r.reassign_s) for r in peers) + " |")
     lines.append("| recovery after kill -9 (s, to the first answer) | "
                  + " | ".join(_fmt(r.recovery_s) for r in peers) + " |")
+    lines.append("| the same with a standby driver taking over (s) | "
+                 + " | ".join(_fmt(r.standby_recovery_s) for r in peers) + " |")
     lines += ["", "## Latency vs offered load (heartbeats + commits, open loop)", "",
               "| offered/s | " + " | ".join(f"{r.peer} answered/s | {r.peer} p50 ms | {r.peer} p99 ms"
                                           for r in peers) + " |",
