@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 ROOT = Path(__file__).resolve().parents[2]
+STANDBY_LINE = "standby: "
 
 DRILL_PROPERTIES = {
     "group.initial.rebalance.delay.ms": "500",
@@ -113,14 +114,18 @@ class JobProcess:
         deadline = time.monotonic() + timeout_s
         while line not in self.log_text():
             if self.proc is None or self.proc.poll() is not None:
-                raise RuntimeError(f"job exited ({self.proc and self.proc.returncode}); log:\n{self.log_text()[-3000:]}")
+                code = self.proc and self.proc.returncode
+                raise RuntimeError(f"job exited ({code}); log:\n{self.log_text()[-3000:]}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no {line!r} from the job within {timeout_s} s; log:\n{self.log_text()[-3000:]}")
             time.sleep(0.2)
 
     def wait_standby(self, timeout_s: float = 240.0) -> None:
         """Until the job said it is a warm standby (another driver holds the checkpoint's lock)."""
-        self._wait_for("standby: ", timeout_s)
+        self._wait_for(STANDBY_LINE, timeout_s)
+
+    def is_standby(self) -> bool:
+        return STANDBY_LINE in self.log_text()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -80,7 +80,8 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
             moment = wait_for_kill_point(point, fleet, checkpoint, rng, timeout_s=60)
             killed_at = time.monotonic()
             env.job.kill()
-            log(f"kill {i + 1}/{len(points)} ({point}): {moment}; " + ("the standby takes over" if spare else "restarting"))
+            then = "the standby takes over" if spare else "restarting"
+            log(f"kill {i + 1}/{len(points)} ({point}): {moment}; {then}")
             notes.append(f"kill {i + 1} ({point}): {moment}")
             expired_before = len(fleet.ledger.expired_while_stable)
             if spare is None:
@@ -94,8 +95,11 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
             recover.append(time.monotonic() - killed_at if recovered else float("nan"))
             log(f"recovered in {recover[-1]:.1f} s")
             if spare is not None and i + 1 < len(points):
-                # After the measurement, so the new standby's cold start does not share the CPU with the takeover.
-                spare.start().wait_standby(start_timeout_s)
+                # After the measurement, so the new standby's cold start does not share the CPU with the takeover;
+                # the members keep heartbeating meanwhile.
+                spare.start()
+                if not fleet.run_until(spare.is_standby, start_timeout_s):
+                    raise TimeoutError(f"no standby within {start_timeout_s} s; log:\n{spare.log_text()[-3000:]}")
             # Give the members a session timeout's worth of load so an expiry caused by the outage shows up.
             fleet.run_for(min(10.0, session_timeout_ms / 1000))
             expired_by_outage += len(fleet.ledger.expired_while_stable) - expired_before
