@@ -69,6 +69,7 @@ def test_the_java_option_for_spark_submit(fake_install, capsys):
     assert capsys.readouterr().out.strip() == f"-XX:SharedArchiveFile={path}"
 
 
+@pytest.mark.spark
 def test_the_driver_jvm_maps_the_archive_bootstrap_made(spark):
     """The archive must fit the JVM and the class path Spark launches with: `-Xshare:on` refuses to start on any
     mismatch, where the driver would only warn and start the slow way."""

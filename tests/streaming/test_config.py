@@ -29,12 +29,13 @@ def test_spark_defaults_are_whitespace_separated():
     assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
 
 
-
+@pytest.mark.spark
 def test_the_default_jvm_options_reach_the_driver(spark):
     """The C1-only JIT setting must be a launch option of the JVM itself, not a conf value nobody reads."""
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     wanted = config.read_spark_defaults(config.DEFAULT_SPARK_DEFAULTS)["spark.driver.defaultJavaOptions"].split()
     assert set(wanted) <= set(runtime.getInputArguments())
+
 
 def test_kafka_keys_pass_through_to_kafka_python():
     props = {"bootstrap.servers": "h:9092", "kafka.security.protocol": "SASL_SSL",
