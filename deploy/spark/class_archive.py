@@ -26,7 +26,6 @@ log = logging.getLogger("class-archive")
 
 def train(archive: Path, timeout_s: float = 120.0) -> None:
     """Run the job's start, a group's life and a query restart in a JVM that dumps its classes to `archive`."""
-    from client.consumer import GroupConsumer
     from streaming import config as job_config
     from streaming.embedded import start_broker
     from streaming.query import spark_session, start_query
@@ -44,17 +43,20 @@ def train(archive: Path, timeout_s: float = 120.0) -> None:
             spark = spark_session(conf)
             for round_ in range(2):
                 query = start_query(spark, props)
-                _group_round(GroupConsumer, props, f"training-{round_}", timeout_s)
+                _group_round(props, f"training-{round_}", timeout_s)
                 query.stop()
             _exit_jvm(spark, timeout_s)
     finally:
         broker.stop()
 
 
-def _group_round(consumer_class, props: dict[str, str], group: str, timeout_s: float) -> None:
-    consumer = consumer_class(props["topic.records"], bootstrap_servers=props["bootstrap.servers"], group_id=group,
-                              control_topic=props["topic.requests"], response_topic=props["topic.responses"],
-                              session_timeout_ms=10_000, auto_offset_reset="earliest")
+def _group_round(props: dict[str, str], group: str, timeout_s: float) -> None:
+    """One consumer through the job: join, sync, heartbeats, a commit, leave."""
+    from client.consumer import GroupConsumer
+
+    consumer = GroupConsumer(props["topic.records"], bootstrap_servers=props["bootstrap.servers"], group_id=group,
+                             control_topic=props["topic.requests"], response_topic=props["topic.responses"],
+                             session_timeout_ms=10_000, auto_offset_reset="earliest")
     try:
         deadline = time.monotonic() + timeout_s
         while not consumer.assignment():
