@@ -83,7 +83,9 @@ def warm_up(spark: SparkSession) -> None:
         import kafka  # noqa: F401
         import state.batch  # noqa: F401
         import streaming.stateful  # noqa: F401
+        from streaming.worker_heap import freeze_survivors
 
+        freeze_survivors()
         yield from batches
 
     parallelism = int(spark.conf.get("spark.sql.shuffle.partitions", "2"))

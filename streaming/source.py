@@ -44,6 +44,7 @@ from state.batch import route
 from streaming.buckets import bucket_of
 from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
 from streaming.timers import read_deadlines
+from streaming.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +228,7 @@ class KafkaStreamReader(DataSourceStreamReader):
     # -- reading (executors) -------------------------------------------------------------------------------------
 
     def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
+        freeze_survivors()
         rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms)
         if self.route:
             resumed = partition.resumed

@@ -33,6 +33,7 @@ from state.records import dumps, group_key
 from streaming.buckets import DEFAULT_BUCKETS
 from streaming.sink import GROUP_STATES, SUMMARY_COLUMNS
 from streaming.timers import merge_deadlines
+from streaming.worker_heap import freeze_survivors
 
 STATE_SCHEMA = "version INT, buckets INT, groups BINARY"
 """The state store row of one bucket. `groups` packs (`pack_groups`), sorted by group_id, each group's core bytes
@@ -70,6 +71,7 @@ def coordinator_function(config: CoordinatorConfig, records_source: dict[str, An
 
     def coordinate(key: tuple, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         started = time.perf_counter()
+        freeze_survivors()
         kind, bucket = key[0], int(key[1])
         rows = sorted(
             (row for pdf in batches for row in zip(pdf["partition"], pdf["offset"], pdf["key"], pdf["value"],
