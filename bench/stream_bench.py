@@ -1,17 +1,21 @@
-"""Benchmark: the coordinator job against tansu's built-in coordinator, driven by the same load.
+"""Benchmark: the coordinator job against tansu's built-in coordinator and a plain echo, driven by the same load.
 
-Both peers get the same groups (1,000 one-member groups by default) and the same mix (heartbeats and one-partition
+All peers get the same groups (1,000 one-member groups by default) and the same mix (heartbeats and one-partition
 offset commits, alternating), one after the other on the same machine:
 
 - tansu: raw Kafka protocol requests (kafka-python's message classes over asyncio sockets, one connection per
   member) to a tansu broker's own group coordinator.
 - ours: JSON requests produced to the control topic of a running coordinator query (embedded tansu as the
   transport), responses read from the response topic.
+- echo: the same JSON requests and client, answered by a plain kafka-python process that reads each request and
+  produces one response for it, with no coordinator and no Spark: the ceiling of the transport (broker, topics and
+  Python Kafka clients) on this machine, which no job on it can beat.
 
 Reported per peer: sustained requests/s (open loop, a burst far above capacity, counted from the first request to
 the last response), request -> response latency p50/p99 at a fixed offered load (half our sustained rate unless
---rate is given), and for ours the micro-batch duration with its parts (Spark's durations, the state commit, and `addBatch` split
-into the state calls and their producing by the job's own timings), idle CPU and restart to first response.
+--rate is given; with the rate the generator really achieved), and for ours the micro-batch duration with its parts
+(Spark's durations, the state commit, and `addBatch` split into the state calls and their producing by the job's own
+timings), idle CPU and restart to first response.
 Prints one JSON document; run with `python -m bench.stream_bench [--groups N] [--seconds S]`.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import statistics
 import struct
@@ -181,6 +186,77 @@ def run_tansu(groups: int, burst: int, rate: float, seconds: float) -> dict:
         broker.stop()
 
 
+# --- the transport's ceiling: a plain kafka-python echo -----------------------------------------------------------
+
+
+def _echo(bootstrap: str, requests: str, responses: str) -> None:
+    """Answer every request with `{"request_id", "error_code": 0}`, as fast as kafka-python can (a child process)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                             fetch_max_wait_ms=10, max_poll_records=10000)
+    partitions = None
+    while not partitions:
+        partitions = consumer.partitions_for_topic(requests)
+    consumer.assign([TopicPartition(requests, p) for p in partitions])
+    consumer.seek_to_beginning()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=2, batch_size=256 * 1024)
+    while True:
+        for records in consumer.poll(timeout_ms=50).values():
+            for record in records:
+                answer = {"request_id": json.loads(record.value)["request_id"], "error_code": 0}
+                producer.send(responses, key=record.key, value=json.dumps(answer, separators=(",", ":")).encode())
+        producer.flush()
+
+
+def run_echo(groups: int, burst: int, rate: float, seconds: float) -> dict:
+    broker = start_broker()
+    echo = None
+    try:
+        props = job_config.load(overrides={"bootstrap.servers": broker.bootstrap_servers})
+        ensure_topics({"bootstrap_servers": broker.bootstrap_servers}, props)
+        requests, responses = props["topic.requests"], props["topic.responses"]
+        echo = multiprocessing.get_context("spawn").Process(
+            target=_echo, args=(broker.bootstrap_servers, requests, responses), daemon=True)
+        echo.start()
+        client = JobClient(broker.bootstrap_servers, requests, responses)
+        members = [(f"g{i}", f"member-{i}", 1) for i in range(groups)]
+        sustained = _burst(client, members, burst)
+        latency = _fixed_rate(client, members, rate, seconds)
+        client.close()
+        return {"sustained": {"requests_per_s": round(sustained), "errors": 0}, "fixed_rate": latency}
+    finally:
+        if echo is not None:
+            echo.terminate()
+            echo.join()
+        broker.stop()
+
+
+def _burst(client: "JobClient", members: list[tuple[str, str, int]], total: int) -> float:
+    """Requests/s for `total` requests sent at once, from the first sent to the last answered."""
+    t = time.monotonic()
+    ids = [client.send(_load_request(*members[k % len(members)], k)) for k in range(total)]
+    client.wait(ids)
+    return total / (time.monotonic() - t)
+
+
+def _fixed_rate(client: "JobClient", members: list[tuple[str, str, int]], rate: float, seconds: float) -> dict:
+    """Request -> response latency with requests offered at `rate` for `seconds`."""
+    ids = []
+    start = time.monotonic()
+    k = 0
+    while time.monotonic() - start < seconds:
+        due = start + k / rate
+        time.sleep(max(0.0, due - time.monotonic()))  # one clock read: the time may pass `due` in between
+        ids.append(client.send(_load_request(*members[k % len(members)], k)))
+        if k % 50 == 0:
+            client.producer.flush()
+        k += 1
+    sent_for = time.monotonic() - start
+    client.wait(ids)
+    # A load generator short of CPU falls behind its schedule: report the rate it really offered too.
+    return {"offered_per_s": rate, "achieved_per_s": round(len(ids) / sent_for),
+            **percentiles([client.latencies[i] for i in ids])}
+
+
 # --- our coordinator job --------------------------------------------------------------------------------------
 
 
@@ -329,25 +405,8 @@ def run_ours(groups: int, burst: int, rate: float | None, seconds: float, trigge
         formed = time.monotonic() - t
         progress_from = len(query.recentProgress)
 
-        t = time.monotonic()
-        ids = [client.send(_load_request(*members[k % groups], k)) for k in range(burst)]
-        client.wait(ids)
-        sustained = burst / (time.monotonic() - t)
-        errors = 0
-
-        offered = rate or max(1.0, round(sustained / 2))
-        ids = []
-        start = time.monotonic()
-        k = 0
-        while time.monotonic() - start < seconds:
-            due = start + k / offered
-            time.sleep(max(0.0, due - time.monotonic()))  # one clock read: the time may pass `due` in between
-            ids.append(client.send(_load_request(*members[k % groups], k)))
-            if k % 50 == 0:
-                client.producer.flush()
-            k += 1
-        client.wait(ids)
-        latency = percentiles([client.latencies[i] for i in ids])
+        sustained = _burst(client, members, burst)
+        latency = _fixed_rate(client, members, rate or max(1.0, round(sustained / 2)), seconds)
         batches = [p for p in query.recentProgress[progress_from:] if p.numInputRows > 0]
         parts = {}
         for name in ("latestOffset", "queryPlanning", "getBatch", "addBatch", "walCommit", "commitOffsets",
@@ -381,8 +440,8 @@ def run_ours(groups: int, burst: int, rate: float | None, seconds: float, trigge
         query.stop()
         client.close()
         return {"groups_formed_s": round(formed, 1),
-                "sustained": {"requests_per_s": round(sustained), "errors": errors},
-                "fixed_rate": {"offered_per_s": offered, **latency},
+                "sustained": {"requests_per_s": round(sustained), "errors": 0},
+                "fixed_rate": latency,
                 "batch_ms_median": parts, "batches_measured": len(batches),
                 "idle_cores": round(idle, 3), "restart_to_first_response_s": round(restart, 1)}
     finally:
@@ -397,12 +456,15 @@ def main() -> None:
     parser.add_argument("--rate", type=float, help="fixed offered load (default: half our sustained rate)")
     parser.add_argument("--trigger-ms", type=int, default=100)
     parser.add_argument("--skip-tansu", action="store_true")
+    parser.add_argument("--skip-echo", action="store_true")
     args = parser.parse_args()
     ours = run_ours(args.groups, args.burst, args.rate, args.seconds, args.trigger_ms)
     result = {"ours": ours}
     if not args.skip_tansu:
         rate = ours["fixed_rate"]["offered_per_s"]
         result["tansu"] = run_tansu(args.groups, min(args.burst, 50_000), rate, args.seconds)
+    if not args.skip_echo:
+        result["echo"] = run_echo(args.groups, args.burst, ours["fixed_rate"]["offered_per_s"], args.seconds)
     result["load_average"] = os.getloadavg()
     print(json.dumps(result, indent=2))
 
