@@ -339,17 +339,27 @@ def _load_request(group: str, member: str, generation: int, n: int) -> dict:
                                                           "committed_metadata": ""}]}]}
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    """User + system time of `pids`, with that of their children already waited for: a Python worker that exits in
-    the window moves its time into its parent's, so the sum never goes down (it read -0.04 cores once without)."""
-    total = 0.0
+def _cpu_by_pid(pids: list[int]) -> dict[int, float]:
+    """User + system time of each of `pids` that is still running."""
+    times = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+            times[pid] = sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")
         except (FileNotFoundError, IndexError):
             pass
-    return total
+    return times
+
+
+def _cpu_in(seconds: float) -> float:
+    """Cores the job's processes used over `seconds`, from each process's own CPU time at both ends. A process that
+    exits in the window drops out (Spark retires Python workers idle for a minute, and PySpark's daemon ignores
+    SIGCHLD, so their time never reaches a parent: summing totals instead read below zero); one that starts in it
+    counts in full."""
+    before, t0 = _cpu_by_pid(_job_pids()), time.monotonic()
+    time.sleep(seconds)
+    after = _cpu_by_pid(_job_pids())
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items()) / (time.monotonic() - t0)
 
 
 def _job_pids() -> list[int]:
@@ -424,10 +434,7 @@ def run_ours(groups: int, burst: int, rate: float | None, seconds: float, trigge
         parts["rows_per_batch"] = round(statistics.median([p.numInputRows for p in batches])) if batches else None
 
         time.sleep(5)
-        pids = _job_pids()
-        c0, t0 = _cpu_seconds(pids), time.monotonic()
-        time.sleep(30)
-        idle = (_cpu_seconds(pids) - c0) / (time.monotonic() - t0)
+        idle = _cpu_in(30)
 
         query.stop()
         t = time.monotonic()
