@@ -132,6 +132,10 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
                 # JVM's log at every stop), so the listener goes first.
                 _quietly(lambda: spark.streams.removeListener(listener))
             _quietly(lambda: _stop_between_batches(query))
+            if listener is not None:
+                # A progress event the JVM had begun to deliver when the listener was removed still reaches it:
+                # let it land while this process still answers callbacks.
+                _quietly(lambda: spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(5000))
         return 0
     finally:
         if lock is not None:
