@@ -392,7 +392,9 @@ def run_ours(groups: int, burst: int, rate: float | None, seconds: float, trigge
             "topic.requests": "bench-requests", "topic.responses": "bench-responses",
             "topic.records": "bench-records", "topic.dead.letters": "bench-dead-letters"})
         ensure_topics({"bootstrap_servers": broker.bootstrap_servers}, props)
-        spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
+        # Spark keeps the last 100 progress reports by default: fewer than a loaded run's batches.
+        spark = spark_session({**job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS),
+                               "spark.sql.streaming.numRecentProgressUpdates": "10000"})
         query = start_query(spark, props)
         client = JobClient(broker.bootstrap_servers, props["topic.requests"], props["topic.responses"])
         t = time.monotonic()
@@ -413,11 +415,11 @@ def run_ours(groups: int, burst: int, rate: float | None, seconds: float, trigge
                                       "assignments": [{"member_id": member, "assignment": ""}]}))
         client.wait(syncs)
         formed = time.monotonic() - t
-        progress_from = len(query.recentProgress)
+        formed_at = query.lastProgress.batchId if query.lastProgress else -1
 
         sustained = _burst(client, members, burst)
         latency = _fixed_rate(client, members, rate or max(1.0, round(sustained / 2)), seconds)
-        batches = [p for p in query.recentProgress[progress_from:] if p.numInputRows > 0]
+        batches = [p for p in query.recentProgress if p.batchId > formed_at and p.numInputRows > 0]
         parts = {}
         for name in ("latestOffset", "queryPlanning", "getBatch", "addBatch", "walCommit", "commitOffsets",
                      "triggerExecution"):
