@@ -5,7 +5,7 @@
 Writes `<out>/report.md` and `<out>/report.png`. Figures (each for both peers where it applies):
 
 1. sustained requests/s and latency at half that rate, idle CPU, graceful restart: `bench.stream_bench` (the
-   streaming job's benchmark, reused as is) for both peers;
+   streaming job's benchmark, reused as is) for both peers, and its echo (the transport's ceiling) as a note;
 2. latency p50/p99 vs offered load: open-loop heartbeats + commits at several fixed rates from the members of
    G groups x M members;
 3. time to Stable for a new group of 10, 100, 1,000 members (every member starts at once);
@@ -453,6 +453,15 @@ def run_stream_bench(scale: dict, job: Results | None, tansu: Results | None) ->
         tansu.sustained_note = f"bench.stream_bench: {groups:,} one-member groups, burst of {min(burst, 50_000):,}"
         tansu.fixed_rate = theirs["fixed_rate"]
         log(f"stream_bench (tansu): {theirs}")
+    if job is not None:
+        echo = stream_bench.run_echo(groups, burst, rate or 500, seconds)
+        fixed = echo["fixed_rate"]
+        job.notes.append(
+            f"the transport's ceiling (bench.stream_bench's echo: the same requests answered by a plain kafka-python "
+            f"process through the same broker, no coordinator, no Spark): {echo['sustained']['requests_per_s']:,} "
+            f"requests/s sustained; p50 {_fmt(fixed['p50_ms'])} ms, p99 {_fmt(fixed['p99_ms'])} ms at "
+            f"{_fmt(fixed['offered_per_s'], digits=0)}/s")
+        log(f"stream_bench (echo): {echo}")
 
 
 def run_state_scale(scale: dict, job: Results) -> None:
