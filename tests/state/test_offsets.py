@@ -208,7 +208,11 @@ class TestRetention:
 
     def test_empty_group_without_offsets_is_deleted_by_the_check(self):
         ctx = GroupContext()
-        ctx.new_member()  # creates the group (MEMBER_ID_REQUIRED), no offsets
+        pending = ctx.new_member()  # creates the group (MEMBER_ID_REQUIRED), no offsets
         ctx.sleep(600_000)
         assert ctx.group is None
         assert ctx.last.records == [(b'{"version":2,"group":"g"}', None)]
+        # Java's ClassicGroup.isEmpty() is the Empty state, pending members or not: the handshake's second JoinGroup
+        # finds no group, and the client starts over with an empty member id.
+        (response,) = ctx.join(pending)
+        assert response["error_code"] == 25  # UNKNOWN_MEMBER_ID
