@@ -398,16 +398,22 @@ def run_ours(groups: int, burst: int, rate: float | None, seconds: float, trigge
         query = start_query(spark, props)
         client = JobClient(broker.bootstrap_servers, props["topic.requests"], props["topic.responses"])
         t = time.monotonic()
-        first = [client.send(_join(f"g{i}", "", f"j1-{i}"), keep=True) for i in range(groups)]
-        client.wait(first)
-        second = [client.send(_join(f"g{i}", client.bodies[f"j1-{i}"]["member_id"], f"j2-{i}"), keep=True)
-                  for i in range(groups)]
-        client.wait(second)
+        joined: dict[int, dict] = {}
+        attempt = 0
+        while len(joined) < groups:  # a handshake that straddles a retention check finds its group deleted: redo it
+            attempt += 1
+            joining = [i for i in range(groups) if i not in joined]
+            first = [client.send(_join(f"g{i}", "", f"j1-{i}-{attempt}"), keep=True) for i in joining]
+            client.wait(first)
+            second = [client.send(_join(f"g{i}", client.bodies[f"j1-{i}-{attempt}"]["member_id"], f"j2-{i}-{attempt}"),
+                                  keep=True) for i in joining]
+            client.wait(second)
+            joined.update((i, client.bodies[f"j2-{i}-{attempt}"]) for i in joining
+                          if client.bodies[f"j2-{i}-{attempt}"]["error_code"] == 0)
         members = []
         syncs = []
         for i in range(groups):
-            body = client.bodies[f"j2-{i}"]
-            member, generation = body["member_id"], body["generation_id"]
+            member, generation = joined[i]["member_id"], joined[i]["generation_id"]
             members.append((f"g{i}", member, generation))
             syncs.append(client.send({"api": "SyncGroup", "request_id": f"s-{i}", "group_id": f"g{i}",
                                       "member_id": member, "generation_id": generation, "group_instance_id": None,
