@@ -1,7 +1,8 @@
 """`groupcoord-consumer-groups`: Kafka's `kafka-consumer-groups.sh` for groups kept by this project's coordinator.
 
 Options, column names, messages and the Empty-only rule for resets are Kafka's (`ConsumerGroupCommand`,
-ecosystem-conventions.md section 1), so operators and their scripts carry over. Added: `--output json` for
+ecosystem-conventions.md section 1), so operators and their scripts carry over; the reset specifications and
+CSV plans are in `admin.reset`. Added: `--output json` for
 scripts, and `--history` (with `--picture FILE.png|FILE.html`) for a group's generations over time.
 
 Structure: argument parsing, then one function per command that gathers data through `admin.groups` and returns
@@ -19,6 +20,7 @@ from typing import Any, Iterable, Sequence, TextIO
 
 from admin import history as hist
 from admin.groups import GroupAdmin, GroupDescription, LogOffsets
+from admin.reset import ResetError, datetime_ms, duration_ms, new_offsets, read_plan, write_plan
 from client.errors import GroupError, RequestTimeoutError, for_code
 from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, KafkaTransport, Transport
 
@@ -101,9 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     spec.add_argument("--to-offset", type=int)
     spec.add_argument("--shift-by", type=int)
     spec.add_argument("--to-datetime", help="YYYY-MM-DDTHH:mm:SS.sss, optionally with a zone (Z, +01:00)")
+    spec.add_argument("--by-duration", help="PnDTnHnMnS: to the first record at or after now minus this")
+    spec.add_argument("--from-file", help="a CSV plan: topic,partition,offset (one --group) or "
+                      "group,topic,partition,offset lines, as --export writes them")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    p.add_argument("--export", action="store_true", help="with --reset-offsets: print the new offsets as a CSV plan")
     p.add_argument("--output", choices=("table", "json"), default="table", help="json: one JSON document")
     p.add_argument("--picture", help="with --history: write a timeline (.png) or a page (.html)")
     return p
@@ -135,7 +141,7 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
         if args.delete_offsets:
             return _delete_offsets(args, admin, log_offsets, o)
         return _reset(args, admin, log_offsets, groups, o)
-    except (CommandError, GroupError, RequestTimeoutError, TimeoutError) as exc:
+    except (CommandError, ResetError, GroupError, RequestTimeoutError, TimeoutError) as exc:
         err.write(f"\nError: {exc}\n")
         return 1
     finally:
@@ -155,14 +161,22 @@ def _check(args: argparse.Namespace) -> None:
     if args.delete_offsets and not args.topic:
         raise CommandError("Option --delete-offsets needs --topic")
     if args.reset_offsets:
-        if not (args.topic or args.all_topics):
+        if not (args.topic or args.all_topics or args.from_file):
             raise CommandError("Option --reset-offsets needs one of the following scopes: --all-topics, --topic")
         if args.topic and args.all_topics:
             raise CommandError("Option --all-topics cannot be used with --topic")
         if not any((args.to_earliest, args.to_latest, args.to_current, args.to_offset is not None,
-                    args.shift_by is not None, args.to_datetime)):
-            raise CommandError("Option --reset-offsets needs a reset specification: --to-earliest, --to-latest, "
-                               "--to-current, --to-offset, --shift-by or --to-datetime")
+                    args.shift_by is not None, args.to_datetime, args.by_duration, args.from_file)):
+            raise CommandError("Option --reset-offsets needs a reset specification: --to-datetime, --by-duration, "
+                               "--to-earliest, --to-latest, --shift-by, --from-file, --to-current, --to-offset")
+        if args.by_duration:
+            duration_ms(args.by_duration)  # refused here, before anything is asked of the cluster
+        if args.to_datetime:
+            datetime_ms(args.to_datetime)
+    if args.export and not args.reset_offsets:
+        raise CommandError("Option --export is only valid with --reset-offsets")
+    if args.export and args.output == "json":
+        raise CommandError("Option --export prints CSV; it cannot be used with --output json")
     if args.picture and not args.history:
         raise CommandError("Option --picture is only valid with --history")
     if sum((args.offsets, args.members, args.state)) > 1:
@@ -310,54 +324,41 @@ def _delete_offsets(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOff
     return 1 if failed else 0
 
 
-def _to_timestamp_ms(text: str) -> int:
-    when = dt.datetime.fromisoformat(text)
-    if when.tzinfo is None:
-        when = when.astimezone()  # Kafka reads a zone-less datetime in the local time zone
-    return int(when.timestamp() * 1000)
-
-
-def new_offsets(args: argparse.Namespace, partitions: list[tuple[str, int]], committed: dict[tuple[str, int], int],
-                offsets: LogOffsets) -> dict[tuple[str, int], int]:
-    """Kafka's reset specifications; targets outside [earliest, log end] are clamped into it, as Kafka does."""
-    earliest = offsets.earliest(partitions)
-    latest = offsets.log_end(partitions)
-    if args.to_earliest:
-        target = dict(earliest)
-    elif args.to_latest:
-        target = dict(latest)
-    elif args.to_current:
-        target = {tp: committed.get(tp, latest[tp]) for tp in partitions}
-    elif args.to_offset is not None:
-        target = {tp: args.to_offset for tp in partitions}
-    elif args.shift_by is not None:
-        target = {tp: committed.get(tp, latest[tp]) + args.shift_by for tp in partitions}
-    else:
-        found = offsets.for_time(partitions, _to_timestamp_ms(args.to_datetime))
-        target = {tp: latest[tp] if found.get(tp) is None else found[tp] for tp in partitions}  # type: ignore[misc]
-    return {tp: min(max(off, earliest[tp]), latest[tp]) for tp, off in target.items()}
-
-
 def _reset(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, groups: list[str], o: Output) -> int:
+    plan = read_plan(_read_text(args.from_file), args.group) if args.from_file else None
     all_rows = []
     for group_id in groups:
         desc = admin.describe(group_id)
         if desc.state not in ("Empty", "Dead"):
             raise CommandError(f"Assignments can only be reset if the group '{group_id}' is inactive, but the "
                                f"current state is {desc.state}.")
+        if plan is not None and group_id not in plan:
+            o.err.write(f"\nError: No reset plan for group {group_id} found\n")
+            continue
         committed = admin.committed(group_id)
         partitions = sorted(committed) if args.all_topics else _partitions(args.topic, offsets)
-        target = new_offsets(args, partitions, committed, offsets)
+        target = new_offsets(args, partitions, committed, offsets, None if plan is None else plan[group_id])
         if args.execute:
             errors = {tp: c for tp, c in admin.commit(group_id, target).items() if c}
             if errors:
                 raise CommandError(f"Resetting offsets of group '{group_id}' failed: "
                                    + ", ".join(f"{t}-{p}: {for_code(c).name}" for (t, p), c in sorted(errors.items())))
         rows = [(group_id, t, p, off) for (t, p), off in sorted(target.items())]
-        o.table(RESET_COLUMNS, rows, {"GROUP": 30, "TOPIC": 30, "PARTITION": 10, "NEW-OFFSET": 15})
+        if not args.export:
+            o.table(RESET_COLUMNS, rows, {"GROUP": 30, "TOPIC": 30, "PARTITION": 10, "NEW-OFFSET": 15})
         all_rows.extend(rows)
+    if args.export:
+        o.out.write(write_plan(all_rows, single_group=len(args.group) == 1))
     o.records(RESET_COLUMNS, all_rows)
     return 0
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as exc:
+        raise CommandError(f"Cannot read the reset plan {path}: {exc.strerror}") from None
 
 
 def history_rows(snapshots: list[hist.Snapshot]) -> list[tuple[Any, ...]]:

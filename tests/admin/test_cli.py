@@ -44,6 +44,10 @@ def test_list_and_delete_groups(coordinator):
     (["--reset-offsets", "--group", "g", "--all-topics", "--topic", "t", "--to-latest"], "cannot be used with"),
     (["--delete-offsets", "--group", "g"], "needs --topic"),
     (["--list", "--picture", "x.png"], "only valid with --history"),
+    (["--describe", "--group", "g", "--export"], "--export is only valid with --reset-offsets"),
+    (["--reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--export", "--output", "json"],
+     "cannot be used with --output json"),
+    (["--reset-offsets", "--group", "g", "--all-topics", "--by-duration", "1h"], "is not an ISO-8601 duration"),
 ])
 def test_kafka_option_rules(coordinator, args, message):
     code, _, err = cli(coordinator, *args)
