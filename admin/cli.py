@@ -16,6 +16,7 @@ import datetime as dt
 import json
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
 from admin import history as hist
@@ -23,6 +24,9 @@ from admin.groups import GroupAdmin, GroupDescription, LogOffsets
 from admin.reset import ResetError, datetime_ms, duration_ms, new_offsets, read_plan, write_plan
 from client.errors import GroupError, RequestTimeoutError, for_code
 from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, KafkaTransport, Transport
+from kafka import KafkaConsumer, KafkaProducer
+from streaming.config import read_properties
+from streaming.kafka_clients import KAFKA_PREFIX, client_config
 
 DEFAULT_RECORDS_TOPIC = "group-coordinator-records"
 REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
@@ -81,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--responses-topic", default=DEFAULT_RESPONSE_TOPIC, help="the coordinator's response topic")
     p.add_argument("--records-topic", default=DEFAULT_RECORDS_TOPIC, help="the coordinator's records topic")
     p.add_argument("--timeout", type=int, default=30000, help="ms to wait for each coordinator answer")
+    p.add_argument("--command-config", help="a properties file of settings for the tool's Kafka clients, in "
+                   "kafka-python's names with dots: security.protocol=SASL_SSL, sasl.mechanism=PLAIN, "
+                   "sasl.plain.username=..., ssl.cafile=...")
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--list", action="store_true", help="list all consumer groups")
     actions.add_argument("--describe", action="store_true", help="describe consumer group(s)")
@@ -125,17 +132,18 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
     own_offsets = log_offsets is None
     try:
         _check(args)
+        settings = command_config(args.command_config) if args.command_config else {}
         if args.history:
-            return _history(args, o)
+            return _history(args, o, settings)
         transport = transport or KafkaTransport(args.bootstrap_server, args.requests_topic, args.responses_topic,
-                                                client_id="groupcoord-admin")
+                                                **{"client_id": "groupcoord-admin", **settings})
         admin = GroupAdmin(transport, args.timeout / 1000)
         if args.list:
             return _list(admin, o)
         groups = [g for g, _t, _s in admin.list_groups()] if args.all_groups else args.group
         if args.delete:
             return _delete(admin, groups, o)
-        log_offsets = log_offsets or LogOffsets(args.bootstrap_server)
+        log_offsets = log_offsets or LogOffsets(args.bootstrap_server, **settings)
         if args.describe:
             return _describe(args, admin, log_offsets, groups, o)
         if args.delete_offsets:
@@ -181,6 +189,28 @@ def _check(args: argparse.Namespace) -> None:
         raise CommandError("Option --picture is only valid with --history")
     if sum((args.offsets, args.members, args.state)) > 1:
         raise CommandError("Option --describe takes only one of --offsets, --members, --state")
+
+
+SHARED_SETTINGS = frozenset(KafkaConsumer.DEFAULT_CONFIG) & frozenset(KafkaProducer.DEFAULT_CONFIG)
+"""What `--command-config` may set: the tool runs consumers and a producer, so only settings both take (security,
+timeouts, client.id, ...)."""
+
+
+def command_config(path: str) -> dict[str, object]:
+    """`--command-config`: Kafka's client properties file, in kafka-python's names with dots for underscores (the
+    job's `kafka.*` keys without the prefix). `bootstrap.servers` there is ignored: `--bootstrap-server` says it."""
+    try:
+        props = read_properties(Path(path))
+    except OSError as exc:
+        raise CommandError(f"Cannot read --command-config {path}: {exc.strerror}") from None
+    settings = client_config({**{KAFKA_PREFIX + k: v for k, v in props.items()}, "kafka.bootstrap.servers": ""})
+    del settings["bootstrap_servers"]
+    unknown = sorted(k.replace("_", ".") for k in settings if k not in SHARED_SETTINGS)
+    if unknown:
+        raise CommandError(f"--command-config {path}: unknown settings {', '.join(unknown)}; the tool takes "
+                           "kafka-python's client settings, e.g. security.protocol, sasl.mechanism, "
+                           "sasl.plain.username, ssl.cafile")
+    return settings
 
 
 def _list(admin: GroupAdmin, o: Output) -> int:
@@ -373,9 +403,10 @@ def history_rows(snapshots: list[hist.Snapshot]) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _history(args: argparse.Namespace, o: Output) -> int:
+def _history(args: argparse.Namespace, o: Output, settings: dict[str, object]) -> int:
     group_id = args.group[0]
-    records = hist.read_records(args.bootstrap_server, args.records_topic, timeout_s=args.timeout / 1000)
+    records = hist.read_records(args.bootstrap_server, args.records_topic, timeout_s=args.timeout / 1000,
+                                **settings)
     snapshots = hist.history(records, group_id)
     if not snapshots:
         raise CommandError(f"Consumer group '{group_id}' has no history in {args.records_topic}.")

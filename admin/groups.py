@@ -111,10 +111,10 @@ class LogOffsets:
     """The brokers' side: partitions of a topic, earliest / log-end offsets, offsets for a timestamp."""
 
     def __init__(self, bootstrap_servers: str, **kafka_config: object) -> None:
-        self._consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=1,
-            client_id="groupcoord-admin", **kafka_config,
-        )
+        self._consumer = KafkaConsumer(**{
+            "bootstrap_servers": bootstrap_servers, "group_id": None, "enable_auto_commit": False,
+            "fetch_max_wait_ms": 1, "client_id": "groupcoord-admin", **kafka_config,
+        })
 
     def partitions(self, topic: str) -> list[int]:
         return sorted(self._consumer.partitions_for_topic(topic) or ())

@@ -94,10 +94,10 @@ def history(records: Iterable[tuple[bytes | None, bytes | None, int]], group_id:
 def read_records(bootstrap_servers: str, topic: str, timeout_s: float = 30.0, **kafka_config: object):
     """Every record of `topic` up to the high watermark of each partition, in (timestamp, partition, offset)
     order, as (key, value, timestamp_ms)."""
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=10,
-        client_id="groupcoord-admin-history", **kafka_config,
-    )
+    consumer = KafkaConsumer(**{
+        "bootstrap_servers": bootstrap_servers, "group_id": None, "enable_auto_commit": False,
+        "fetch_max_wait_ms": 10, "client_id": "groupcoord-admin-history", **kafka_config,
+    })
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
         consumer.assign(tps)

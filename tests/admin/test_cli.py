@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from admin.cli import main
+from admin.cli import command_config, main
 from client import protocol
 from client.loopback import LoopbackCoordinator
 
@@ -51,4 +51,24 @@ def test_list_and_delete_groups(coordinator):
 ])
 def test_kafka_option_rules(coordinator, args, message):
     code, _, err = cli(coordinator, *args)
+    assert code == 1 and message in err
+
+
+def test_command_config_takes_kafka_python_settings_both_clients_know(tmp_path):
+    good = tmp_path / "client.properties"
+    good.write_text("# ops\nsecurity.protocol=PLAINTEXT\nrequest.timeout.ms = 20000\nclient.id: ops-tool\n"
+                    "bootstrap.servers=ignored:1\n")
+    assert command_config(str(good)) == {"security_protocol": "PLAINTEXT", "request_timeout_ms": 20000,
+                                         "client_id": "ops-tool"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("sasl.jaas.config=org.apache...\nacks=all\n", "unknown settings acks, sasl.jaas.config; the tool takes"),
+    (None, "Cannot read --command-config"),
+])
+def test_a_command_config_the_tool_cannot_use_is_refused(coordinator, tmp_path, text, message):
+    path = tmp_path / "client.properties"
+    if text is not None:
+        path.write_text(text)
+    code, _, err = cli(coordinator, "--list", "--command-config", str(path))
     assert code == 1 and message in err

@@ -89,7 +89,7 @@ def test_a_plan_replaces_the_scope_and_is_clamped(topic, offsets):
     assert new_offsets(spec("--from-file", "unused.csv"), [], {}, offsets, plan) == {(topic, 0): 10, (topic, 1): 0}
 
 
-def test_export_then_from_file_resets_what_the_plan_says(topic, offsets, tmp_path):
+def test_export_then_from_file_resets_what_the_plan_says(broker, topic, offsets, tmp_path):
     """The operator's round trip: a dry run exported as CSV, edited, then executed from the file."""
     coordinator = LoopbackCoordinator()
     transport = coordinator.transport()
@@ -118,5 +118,13 @@ def test_export_then_from_file_resets_what_the_plan_says(topic, offsets, tmp_pat
             "committed_offset"] == 2
         assert cli("--group", "a", "--from-file", str(tmp_path / "missing.csv"))[2].startswith(
             "\nError: Cannot read the reset plan")
+        # The tool's own broker clients, made with --command-config's settings.
+        settings = tmp_path / "client.properties"
+        settings.write_text("client.id=ops-tool\nrequest.timeout.ms=20000\n")
+        out = io.StringIO()
+        assert main(["--bootstrap-server", broker, "--reset-offsets", "--group", "a", "--topic",
+                     topic, "--to-earliest", "--export", "--command-config", str(settings)], transport=transport,
+                    out=out, err=io.StringIO()) == 0
+        assert out.getvalue() == f"{topic},0,0\n{topic},1,0\n"
     finally:
         coordinator.close()
