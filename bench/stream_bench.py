@@ -231,9 +231,12 @@ def run_echo(groups: int, burst: int, rate: float, seconds: float) -> dict:
 
 
 def _burst(client: "JobClient", members: list[tuple[str, str, int]], total: int) -> float:
-    """Requests/s for `total` requests sent at once, from the first sent to the last answered."""
+    """Requests/s for `total` requests sent at once, from the first sent to the last answered. The requests are
+    encoded before the clock starts: the generator shares the cores with the peer it measures, and building them
+    in the loop took CPU from it (the echo alone: 9,000-11,500/s with, 11,800-12,300/s without, 2026-11-22)."""
+    requests = [encoded(_load_request(*members[k % len(members)], k)) for k in range(total)]
     t = time.monotonic()
-    ids = [client.send(_load_request(*members[k % len(members)], k)) for k in range(total)]
+    ids = [client.send_encoded(*request) for request in requests]
     client.wait(ids)
     return total / (time.monotonic() - t)
 
@@ -296,12 +299,13 @@ class JobClient:
                             self.bodies[rid] = body
 
     def send(self, request: dict, keep: bool = False) -> str:
-        rid = request["request_id"]
         if keep:
-            self.keep.add(rid)
+            self.keep.add(request["request_id"])
+        return self.send_encoded(*encoded(request))
+
+    def send_encoded(self, rid: str, key: bytes, value: bytes) -> str:
         self.sent[rid] = time.monotonic()
-        self.producer.send(self.requests, key=request["group_id"].encode(),
-                           value=json.dumps(request, separators=(",", ":")).encode())
+        self.producer.send(self.requests, key=key, value=value)
         return rid
 
     def wait(self, ids: list[str], timeout_s: float = 600) -> None:
@@ -318,6 +322,12 @@ class JobClient:
         self.thread.join()
         self.consumer.close()
         self.producer.close()
+
+
+def encoded(request: dict) -> tuple[str, bytes, bytes]:
+    """(request_id, key, value) as the control topic takes a request."""
+    return (request["request_id"], request["group_id"].encode(),
+            json.dumps(request, separators=(",", ":")).encode())
 
 
 def _join(group: str, member_id: str, rid: str) -> dict:
