@@ -5,7 +5,7 @@
 Writes `<out>/report.md` and `<out>/report.png`. Figures (each for both peers where it applies):
 
 1. sustained requests/s and latency at half that rate, idle CPU, graceful restart: `bench.stream_bench` (the
-   streaming job's benchmark, reused as is) for both peers, and its echo (the transport's ceiling) as a note;
+   streaming job's benchmark, reused as is) for both peers, and its echo (a service that does nothing) as a note;
 2. latency p50/p99 vs offered load: open-loop heartbeats + commits at several fixed rates from the members of
    G groups x M members;
 3. time to Stable for a new group of 10, 100, 1,000 members (every member starts at once);
@@ -457,8 +457,9 @@ def run_stream_bench(scale: dict, job: Results | None, tansu: Results | None) ->
         echo = stream_bench.run_echo(groups, burst, rate or 500, seconds)
         fixed = echo["fixed_rate"]
         job.notes.append(
-            f"the transport's ceiling (bench.stream_bench's echo: the same requests answered by a plain kafka-python "
-            f"process through the same broker, no coordinator, no Spark): {echo['sustained']['requests_per_s']:,} "
+            f"a service that does nothing (bench.stream_bench's echo: the same requests answered by a plain "
+            f"kafka-python process through the same broker, no coordinator, no Spark): "
+            f"{echo['sustained']['requests_per_s']:,} "
             f"requests/s sustained; p50 {_fmt(fixed['p50_ms'])} ms, p99 {_fmt(fixed['p99_ms'])} ms at "
             f"{_fmt(fixed['offered_per_s'], digits=0)}/s")
         log(f"stream_bench (echo): {echo}")
@@ -545,7 +546,8 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
     for n in scale["sizes"]:
         lines.append(f"| time to Stable, new group of {n:,} (s) | "
                      + " | ".join(_fmt(r.time_to_stable.get(n)) for r in peers) + " |")
-    lines.append(f"| (session timeout of those groups: {STABLE_SESSION_MS} ms) | " + " | ".join("" for _ in peers) + " |")
+    lines.append(f"| (session timeout of those groups: {STABLE_SESSION_MS} ms) | "
+                 + " | ".join("" for _ in peers) + " |")
     lines.append(f"| time to reassign a failed member's partitions, group of 10, session "
                  f"{FAILOVER_SESSION_MS} ms (s) | " + " | ".join(_fmt(r.reassign_s) for r in peers) + " |")
     lines.append("| recovery after kill -9 (s, to the first answer) | "

@@ -8,8 +8,9 @@ offset commits, alternating), one after the other on the same machine:
 - ours: JSON requests produced to the control topic of a running coordinator query (embedded tansu as the
   transport), responses read from the response topic.
 - echo: the same JSON requests and client, answered by a plain kafka-python process that reads each request and
-  produces one response for it, with no coordinator and no Spark: the ceiling of the transport (broker, topics and
-  Python Kafka clients) on this machine, which no job on it can beat.
+  produces one response for it, with no coordinator and no Spark: what a Python service that does nothing carries
+  through this broker, topics and client library on this machine, with this generator on the same cores
+  (`bench.transport_bench` measures the transport alone, kafka-python against librdkafka).
 
 Reported per peer: sustained requests/s (open loop, a burst far above capacity, counted from the first request to
 the last response), request -> response latency p50/p99 at a fixed offered load (half our sustained rate unless
@@ -186,7 +187,7 @@ def run_tansu(groups: int, burst: int, rate: float, seconds: float) -> dict:
         broker.stop()
 
 
-# --- the transport's ceiling: a plain kafka-python echo -----------------------------------------------------------
+# --- a service that does nothing: a plain kafka-python echo -------------------------------------------------------
 
 
 def _echo(bootstrap: str, requests: str, responses: str) -> None:

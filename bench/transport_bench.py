@@ -1,4 +1,4 @@
-"""Benchmark: the transport's ceiling with kafka-python against librdkafka (confluent-kafka), through one tansu.
+"""Benchmark: what the transport carries with kafka-python against librdkafka (confluent-kafka), through one tansu.
 
 The job reads and writes Kafka with kafka-python (pure Python). This measures what that costs by itself: an echo
 process answers each JSON request of the control topic with one response on the response topic, with no coordinator
