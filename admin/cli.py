@@ -100,7 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offsets", action="store_true", help="with --describe: offsets and lag (the default)")
     p.add_argument("--members", action="store_true", help="with --describe: the members")
     p.add_argument("--verbose", action="store_true", help="with --members: each member's assignment")
-    p.add_argument("--state", action="store_true", help="with --describe: the group's state")
+    p.add_argument("--state", nargs="?", const="", metavar="STATES",
+                   help="with --describe: the group's state; with --list: each group's state, or only groups in "
+                   "STATES (comma-separated, e.g. stable,empty)")
+    p.add_argument("--type", nargs="?", const="", metavar="TYPES",
+                   help="with --list: each group's type, or only groups of TYPES (comma-separated: classic, consumer, "
+                   "share); this coordinator's groups are all classic")
     p.add_argument("--topic", action="append", default=[], help="topic or topic:0,1,2 (repeatable)")
     p.add_argument("--all-topics", action="store_true", help="with --reset-offsets: every topic of the group")
     spec = p.add_mutually_exclusive_group()
@@ -139,7 +144,7 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
                                                 **{"client_id": "groupcoord-admin", **settings})
         admin = GroupAdmin(transport, args.timeout / 1000)
         if args.list:
-            return _list(admin, o)
+            return _list(admin, o, args.state, args.type)
         groups = [g for g, _t, _s in admin.list_groups()] if args.all_groups else args.group
         if args.delete:
             return _delete(admin, groups, o)
@@ -187,7 +192,13 @@ def _check(args: argparse.Namespace) -> None:
         raise CommandError("Option --export prints CSV; it cannot be used with --output json")
     if args.picture and not args.history:
         raise CommandError("Option --picture is only valid with --history")
-    if sum((args.offsets, args.members, args.state)) > 1:
+    if args.state is not None and not (args.describe or args.list):
+        raise CommandError("Option --state is only valid with --describe or --list")
+    if args.type is not None and not args.list:
+        raise CommandError("Option --type is only valid with --list")
+    if args.describe and args.state:
+        raise CommandError("Option --describe does not take a value for --state")
+    if sum((args.offsets, args.members, args.state is not None)) > 1:
         raise CommandError("Option --describe takes only one of --offsets, --members, --state")
 
 
@@ -213,13 +224,42 @@ def command_config(path: str) -> dict[str, object]:
     return settings
 
 
-def _list(admin: GroupAdmin, o: Output) -> int:
-    groups = admin.list_groups()
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
+GROUP_TYPES = ("Consumer", "Classic", "Share")
+"""The names Kafka's tool accepts and prints (ConsumerGroupState, GroupType)."""
+
+
+def _parse_names(text: str, valid: Sequence[str], what: str) -> set[str]:
+    by_lower = {name.lower(): name for name in valid}
+    names = {by_lower.get(part.strip().lower()) for part in text.split(",")}
+    if None in names:
+        raise CommandError(f"Invalid {what} list '{text}'. Valid {what}s are: {', '.join(valid)}")
+    return names  # type: ignore[return-value]
+
+
+def _list(admin: GroupAdmin, o: Output, states: str | None, types: str | None) -> int:
+    """Group ids one per line; with --state / --type (Kafka's KIP-518 / KIP-1043 listing) a GROUP column
+    padded as Kafka pads it, then TYPE and STATE, filtered by the given names if any."""
+    wanted_states = _parse_names(states, GROUP_STATES, "state") if states else None
+    wanted_types = _parse_names(types, GROUP_TYPES, "type") if types else None
+    groups = [(g, t, s) for g, t, s in admin.list_groups()
+              if (wanted_states is None or s in wanted_states) and (wanted_types is None or "Classic" in wanted_types)]
     if o.json:
         o.records(("GROUP", "PROTOCOL-TYPE", "STATE"), groups)
-    else:
+    elif states is None and types is None:
         for group_id, _type, _state in groups:
             o.out.write(group_id + "\n")
+    else:
+        width = max([15] + [len(g) for g, _, _ in groups]) + 10
+        header, rows = ["GROUP"], [[g] for g, _, _ in groups]
+        for shown, name, values in ((types is not None, "TYPE", ["Classic"] * len(groups)),
+                                    (states is not None, "STATE", [s for _, _, s in groups])):
+            if shown:
+                header.append(name)
+                for row, value in zip(rows, values):
+                    row.append(value)
+        for row in [header] + rows:
+            o.out.write(row[0].ljust(width) + "".join(" " + v.ljust(20) for v in row[1:]) + "\n")
     return 0
 
 
@@ -256,7 +296,7 @@ def offset_rows(desc: GroupDescription, committed: dict[tuple[str, int], int],
 
 
 def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, groups: list[str], o: Output) -> int:
-    columns: Sequence[str] = STATE_COLUMNS if args.state else OFFSET_COLUMNS
+    columns: Sequence[str] = STATE_COLUMNS if args.state is not None else OFFSET_COLUMNS
     all_rows: list[Sequence[Any]] = []
     status = 0
     for group_id in groups:
@@ -267,7 +307,7 @@ def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, 
         if args.members:
             columns, rows = member_rows(desc, args.verbose)
             o.table(columns, rows, {"#PARTITIONS": 15})
-        elif args.state:
+        elif args.state is not None:
             coordinator = f"{args.bootstrap_server}  ({args.requests_topic})"
             rows = [(desc.group_id, coordinator, desc.protocol or None, desc.state, len(desc.members))]
             o.table(columns, rows, {"ASSIGNMENT-STRATEGY": 20, "STATE": 20})

@@ -8,6 +8,7 @@ import pytest
 from admin.cli import command_config, main
 from client import protocol
 from client.loopback import LoopbackCoordinator
+from state.config import CoordinatorConfig
 
 
 @pytest.fixture
@@ -44,6 +45,9 @@ def test_list_and_delete_groups(coordinator):
     (["--reset-offsets", "--group", "g", "--all-topics", "--topic", "t", "--to-latest"], "cannot be used with"),
     (["--delete-offsets", "--group", "g"], "needs --topic"),
     (["--list", "--picture", "x.png"], "only valid with --history"),
+    (["--delete", "--group", "g", "--state"], "--state is only valid with --describe or --list"),
+    (["--describe", "--group", "g", "--type"], "--type is only valid with --list"),
+    (["--describe", "--group", "g", "--state", "stable"], "--describe does not take a value for --state"),
     (["--describe", "--group", "g", "--export"], "--export is only valid with --reset-offsets"),
     (["--reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--export", "--output", "json"],
      "cannot be used with --output json"),
@@ -72,3 +76,29 @@ def test_a_command_config_the_tool_cannot_use_is_refused(coordinator, tmp_path, 
         path.write_text(text)
     code, _, err = cli(coordinator, "--list", "--command-config", str(path))
     assert code == 1 and message in err
+
+
+def test_list_with_state_and_type_prints_and_filters_as_kafka():
+    coordinator = LoopbackCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0))
+    t = coordinator.transport()
+    try:
+        for group in ("a", "b"):
+            t.request(group, protocol.offset_commit(group, -1, "", None, {("t", 0): (5, "")}), 5)
+        joined = t.request("s", protocol.join_group("s", "", "i1", "c", "/h", 10_000, 10_000, [("range", b"")]), 5)
+        member, generation = joined["member_id"], joined["generation_id"]
+        t.request("s", protocol.sync_group("s", generation, member, "i1", "range", {member: b""}), 5)
+
+        def row(*cells: str) -> str:  # Kafka's printf: the GROUP column max(15, longest id) + 10 wide, then %-20s
+            return cells[0].ljust(25) + "".join(" " + c.ljust(20) for c in cells[1:]) + "\n"
+
+        assert cli(coordinator, "--list", "--state") == (
+            0, row("GROUP", "STATE") + row("a", "Empty") + row("b", "Empty") + row("s", "Stable"), "")
+        assert cli(coordinator, "--list", "--state", "stable")[1] == row("GROUP", "STATE") + row("s", "Stable")
+        assert cli(coordinator, "--list", "--type", "--state", "Stable,EMPTY")[1] == (
+            row("GROUP", "TYPE", "STATE") + row("a", "Classic", "Empty") + row("b", "Classic", "Empty")
+            + row("s", "Classic", "Stable"))
+        assert cli(coordinator, "--list", "--type", "consumer")[1] == row("GROUP", "TYPE")
+        code, _, err = cli(coordinator, "--list", "--state", "stable,bogus")
+        assert code == 1 and "Invalid state list 'stable,bogus'. Valid states are: PreparingRebalance, " in err
+    finally:
+        coordinator.close()
