@@ -2,8 +2,8 @@
 
 Options, column names, messages and the Empty-only rule for resets are Kafka's (`ConsumerGroupCommand`,
 ecosystem-conventions.md section 1), so operators and their scripts carry over; the reset specifications and
-CSV plans are in `admin.reset`. Added: `--output json` for
-scripts, and `--history` (with `--picture FILE.png|FILE.html`) for a group's generations over time.
+CSV plans are in `admin.reset`. Added: `--output json` for scripts, and `--history` (with
+`--picture FILE.png|FILE.html`) for a group's generations over time.
 
 Structure: argument parsing, then one function per command that gathers data through `admin.groups` and returns
 rows; printing is the only place that knows about widths, `-` for missing values, stdout and stderr.
