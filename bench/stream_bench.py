@@ -190,8 +190,14 @@ def run_tansu(groups: int, burst: int, rate: float, seconds: float) -> dict:
 # --- a service that does nothing: a plain kafka-python echo -------------------------------------------------------
 
 
+def _answer(request: bytes) -> bytes:
+    """The echo's response to a request: `{"request_id", "error_code": 0}`."""
+    return json.dumps({"request_id": json.loads(request)["request_id"], "error_code": 0},
+                      separators=(",", ":")).encode()
+
+
 def _echo(bootstrap: str, requests: str, responses: str) -> None:
-    """Answer every request with `{"request_id", "error_code": 0}`, as fast as kafka-python can (a child process)."""
+    """Answer every request with `_answer`, as fast as kafka-python can (a child process)."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
                              fetch_max_wait_ms=10, max_poll_records=10000)
     partitions = None
@@ -203,8 +209,7 @@ def _echo(bootstrap: str, requests: str, responses: str) -> None:
     while True:
         for records in consumer.poll(timeout_ms=50).values():
             for record in records:
-                answer = {"request_id": json.loads(record.value)["request_id"], "error_code": 0}
-                producer.send(responses, key=record.key, value=json.dumps(answer, separators=(",", ":")).encode())
+                producer.send(responses, key=record.key, value=_answer(record.value))
         producer.flush()
 
 

@@ -25,30 +25,12 @@ from typing import Callable
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from bench.stream_bench import _load_request
+from bench.stream_bench import _answer, _echo, _load_request, encoded
 from streaming import config as job_config
 from streaming.embedded import start_broker
 
 KAFKA_PYTHON, LIBRDKAFKA = "kafka-python", "librdkafka"
 GROUPS = 1000
-
-
-def _answer(value: bytes) -> bytes:
-    return json.dumps({"request_id": json.loads(value)["request_id"], "error_code": 0},
-                      separators=(",", ":")).encode()
-
-
-def _kafka_python_echo(bootstrap: str, requests: str, responses: str) -> None:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
-                             fetch_max_wait_ms=10, max_poll_records=10000)
-    consumer.assign([TopicPartition(requests, p) for p in consumer.partitions_for_topic(requests)])
-    consumer.seek_to_beginning()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=2, batch_size=256 * 1024)
-    while True:
-        for records in consumer.poll(timeout_ms=50).values():
-            for record in records:
-                producer.send(responses, key=record.key, value=_answer(record.value))
-        producer.flush()
 
 
 def _librdkafka_echo(bootstrap: str, requests: str, responses: str) -> None:
@@ -126,12 +108,11 @@ class _Load:
 
     def burst(self, total: int, timeout_s: float = 600) -> float:
         """Requests/s for `total` requests sent at once, from the first sent to the last answered."""
-        bodies = [json.dumps(_load_request(f"g{k % GROUPS}", f"m{k % GROUPS}", 1, k), separators=(",", ":"))
-                  for k in range(total)]
+        requests = [encoded(_load_request(f"g{k % GROUPS}", f"m{k % GROUPS}", 1, k)) for k in range(total)]
         target = self.answered + total
         start = time.monotonic()
-        for body, k in zip(bodies, range(total)):
-            self.send(f"g{k % GROUPS}".encode(), body.encode())
+        for _, key, value in requests:
+            self.send(key, value)
         self.flush()
         deadline = start + timeout_s
         while self.answered < target:
@@ -147,7 +128,7 @@ def run_pair(bootstrap: str, echo: str, load: str, burst: int, partitions: tuple
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic(requests, partitions[0], 1), NewTopic(responses, partitions[1], 1)])
     admin.close()
-    target = _kafka_python_echo if echo == KAFKA_PYTHON else _librdkafka_echo
+    target = _echo if echo == KAFKA_PYTHON else _librdkafka_echo
     process = multiprocessing.get_context("spawn").Process(target=target, args=(bootstrap, requests, responses),
                                                            daemon=True)
     process.start()
