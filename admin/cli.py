@@ -250,15 +250,11 @@ def _list(admin: GroupAdmin, o: Output, states: str | None, types: str | None) -
         for group_id, _type, _state in groups:
             o.out.write(group_id + "\n")
     else:
+        def line(group: str, group_type: str, state: str) -> list[str]:
+            return [group] + [group_type] * (types is not None) + [state] * (states is not None)
+
         width = max([15] + [len(g) for g, _, _ in groups]) + 10
-        header, rows = ["GROUP"], [[g] for g, _, _ in groups]
-        for shown, name, values in ((types is not None, "TYPE", ["Classic"] * len(groups)),
-                                    (states is not None, "STATE", [s for _, _, s in groups])):
-            if shown:
-                header.append(name)
-                for row, value in zip(rows, values):
-                    row.append(value)
-        for row in [header] + rows:
+        for row in [line("GROUP", "TYPE", "STATE")] + [line(g, "Classic", s) for g, _, s in groups]:
             o.out.write(row[0].ljust(width) + "".join(" " + v.ljust(20) for v in row[1:]) + "\n")
     return 0
 
@@ -405,9 +401,12 @@ def _reset(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, gro
         if plan is not None and group_id not in plan:
             o.err.write(f"\nError: No reset plan for group {group_id} found\n")
             continue
-        committed = admin.committed(group_id)
-        partitions = sorted(committed) if args.all_topics else _partitions(args.topic, offsets)
-        target = new_offsets(args, partitions, committed, offsets, None if plan is None else plan[group_id])
+        if plan is None:
+            committed = admin.committed(group_id)
+            partitions = sorted(committed) if args.all_topics else _partitions(args.topic, offsets)
+            target = new_offsets(args, partitions, committed, offsets)
+        else:  # the plan names the partitions and their offsets
+            target = new_offsets(args, [], {}, offsets, plan[group_id])
         if args.execute:
             errors = {tp: c for tp, c in admin.commit(group_id, target).items() if c}
             if errors:
