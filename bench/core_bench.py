@@ -15,7 +15,7 @@ import json
 import time
 
 from assignors.consumer_protocol import Subscription, encode_subscription
-from state.batch import step_group
+from state.batch import StoredGroup, step_group
 from state.config import CoordinatorConfig
 
 CONFIG = CoordinatorConfig(group_initial_rebalance_delay_ms=0)
@@ -25,14 +25,14 @@ METADATA = __import__("base64").b64encode(encode_subscription(Subscription(("ord
 class Group:
     def __init__(self, group_id: str = "bench") -> None:
         self.group_id = group_id
-        self.state: bytes | None = None
+        self.state: StoredGroup | None = None
         self.now = 0
         self.rid = 0
 
     def call(self, requests: list[dict]) -> list[dict]:
         raw = [json.dumps(r).encode() for r in requests]
         result = step_group(self.group_id, self.state, raw, self.now, CONFIG)
-        self.state = result.state
+        self.state = result.stored(self.state)
         return [json.loads(r) for r in result.responses]
 
     def request(self, api: str, **fields) -> dict:
@@ -91,7 +91,7 @@ def main() -> None:
     commit = lambda i: group.request(  # noqa: E731
         "OffsetCommit", member_id=ids[i % len(ids)], generation_id_or_member_epoch=1,
         topics=[{"name": "orders", "partitions": [{"partition_index": i % 64, "committed_offset": i}]}])
-    print(f"group of {args.members} members, stored state {len(group.state):,} bytes")
+    print(f"group of {args.members} members, stored state {len(group.state.metadata):,} bytes")
     print(f"  heartbeats/s, 1 per call:   {rate(group, heartbeat, 2_000, 1)}")
     print(f"  heartbeats/s, {args.batch:>3} per call: {rate(group, heartbeat, 20_000, args.batch)}")
     print(f"  commits/s,    1 per call:   {rate(group, commit, 2_000, 1)}")
@@ -100,13 +100,13 @@ def main() -> None:
     big = Group("big")
     n = args.rebalance_members
     _, first, first_cpu = big.stable(n)
-    print(f"rebalance of {n} members (stored state {len(big.state):,} bytes)")
+    print(f"rebalance of {n} members (stored state {len(big.state.metadata):,} bytes)")
     print(f"  first rebalance (join batch, completion, sync batch): {first * 1000:,.0f} ms wall, "
           f"{first_cpu * 1000:,.0f} ms cpu, {2 * n / first:,.0f} requests/s")
     start, cpu = time.perf_counter(), time.process_time()
-    leader_rejoin = big.call([big.join(next(iter(json.loads(big.state)["group"]["members"]))[0])])
+    leader_rejoin = big.call([big.join(next(iter(json.loads(big.state.metadata)["group"]["members"]))[0])])
     assert leader_rejoin == []
-    members = [m[0] for m in json.loads(big.state)["group"]["members"]]
+    members = [m[0] for m in json.loads(big.state.metadata)["group"]["members"]]
     responses = big.call([big.join(m) for m in members[1:]])
     assert len(responses) == n
     elapsed, used = time.perf_counter() - start, time.process_time() - cpu

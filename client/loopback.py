@@ -17,7 +17,8 @@ from typing import Callable
 
 from client.protocol import Json
 from client.transport import PendingRequests, send_and_wait
-from state.batch import route, step_group
+from state.batch import StoredGroup, route, step_group
+from state.timers import is_due
 from state.config import CoordinatorConfig
 
 
@@ -29,7 +30,7 @@ class LoopbackCoordinator:
         self._clock = clock
         self._offset_ms = 0
         self._lock = threading.Condition()
-        self._states: dict[str, bytes | None] = {}
+        self._states: dict[str, StoredGroup | None] = {}
         self._deadlines: dict[str, int] = {}
         self.records: list[tuple[bytes, bytes | None]] = []
         """Every record written to the records topic, in order: what `--history` reads."""
@@ -66,8 +67,9 @@ class LoopbackCoordinator:
                 self._deliver([r.response])
 
     def _step(self, group_id: str, requests: list[bytes]) -> None:
-        result = step_group(group_id, self._states.get(group_id), requests, self.now_ms(), self.config)
-        self._states[group_id] = result.state
+        before = self._states.get(group_id)
+        result = step_group(group_id, before, requests, self.now_ms(), self.config)
+        self._states[group_id] = result.stored(before)
         self.records.extend(result.records)
         if result.next_deadline_ms is None:
             self._deadlines.pop(group_id, None)
@@ -92,7 +94,7 @@ class LoopbackCoordinator:
         with self._lock:
             while not self._closed:
                 now = self.now_ms()
-                due = [g for g, d in self._deadlines.items() if d <= now]
+                due = [g for g, d in self._deadlines.items() if is_due(d, now)]
                 for group_id in due:
                     self._step(group_id, [])
                 if due:

@@ -1,6 +1,6 @@
 """The shell's entry point: run one group's requests at one instant.
 
-CONTRACT (the streaming job depends on exactly these names; the core issue replaces the stub bodies):
+CONTRACT (the streaming job depends on exactly these names):
 
     route(key, value) -> Route
         Decides where a control-topic record goes, without Spark knowing the protocol:
@@ -8,43 +8,55 @@ CONTRACT (the streaming job depends on exactly these names; the core issue repla
         Route(kind="directory", reply_key=...) -> ListGroups, answered from the group directory
         Route(kind="reject", reason=..., response=bytes|None, reply_key=...) -> dead letter (+ error response)
 
-    step_group(group_id, stored, requests, now_ms, config, request_times_ms=None, resumed=False) -> GroupStep
-        stored:   the bytes this function returned as `state` last time for this group (None: never seen)
+    step_group(group_id, stored, requests, now_ms, config, request_times_ms=None, resumed=False,
+               read_offsets=None) -> GroupStep
+        stored:   the StoredGroup this function returned last time for this group (None: never seen). It has two
+                  parts, kept apart because most requests touch only the first: `metadata` (membership, timers,
+                  everything but offsets) and `offsets` (the committed offsets; None when there are none).
+        read_offsets: instead of `stored.offsets`, a function that reads them; called at most once, and only when
+                  the step uses offsets (a shell that keeps the two parts in separate rows reads the second only
+                  then).
         requests: the raw record values routed to this group, in (partition, offset) order; may be empty
                   (a timer call). Before each request, fires every timer due at its arrival time
                   (request_times_ms: the records' timestamps; default now_ms); a call without requests fires
                   what is due at now_ms. What comes due later is next_deadline_ms, which may be <= now_ms.
         resumed:  the shell restarted since its last completed call (the first new micro-batch after a restart):
                   every member's session restarts at now_ms before the requests, as when Kafka loads a group.
-        Returns GroupStep(state, responses, records, dead_letters, next_deadline_ms):
-          state            bytes to store, or None to drop the key from the state store
+        Returns GroupStep(metadata, offsets, offsets_changed, responses, records, dead_letters, next_deadline_ms):
+          metadata         bytes to store, or None: the group is gone (drop both parts)
+          offsets          the offsets part to store (None: none left), meaningful when offsets_changed; when it
+                           is False the stored offsets stay as they are (and may not even have been read)
           responses        JSON values for the response topic (key = group_id)
           records          (key, value | None) for the compacted records topic; None value = tombstone
           dead_letters     (index into requests, reason) for records that could not be handled
-          next_deadline_ms when to be called again with no requests (None: no timer)
-        Never raises for any input bytes. Deterministic: same arguments -> byte-identical GroupStep.
+          next_deadline_ms when to be called again with no requests (None: no timer); see state.timers.is_due
+        `GroupStep.stored(before)` is the StoredGroup to pass next time.
+        Never raises for any input bytes. Deterministic: same arguments -> byte-identical GroupStep, whether the
+        offsets come in `stored` or through `read_offsets`.
 
-    load_group(group_id, records, now_ms, config) -> bytes | None
+    load_group(group_id, records, now_ms, config) -> StoredGroup | None
         Rebuilds a group's stored state from its records-topic records (checkpoint lost): as Kafka loads
         __consumer_offsets, the group comes back Stable or Empty with its offsets and fresh session timers.
         None: the records leave no group. Call step_group with it at now_ms afterwards as usual.
 
-The stored state is JSON `{"v": STATE_SCHEMA_VERSION, "group": {...}}`; `decode_state` upgrades older versions.
+The metadata part is JSON `{"v": STATE_SCHEMA_VERSION, "group": {...}}`, the offsets part JSON
+`{"v": STATE_SCHEMA_VERSION, "offsets": [...]}`; `decode_state` reads older versions (`upgrade_state` splits a
+version 1 state, which held both in one document).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Sequence
+from typing import Callable, Iterable, Literal, Sequence
 
 from state import coordinator, load
 from state.config import CoordinatorConfig
 from state.context import Context
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
-from state.group import ClassicGroup
+from state.group import ClassicGroup, Offsets
 from state.membership import reschedule_heartbeat
-from state.records import dumps, kafka_group_value
+from state.records import GROUP_METADATA_KEY_VERSION, dumps, kafka_group_value
 from state.wire import (
     API_VERSIONS,
     BadRequest,
@@ -55,7 +67,8 @@ from state.wire import (
     readable_request_id,
 )
 
-STATE_SCHEMA_VERSION = 1
+STATE_SCHEMA_VERSION = 2
+"""1: one document, offsets inside (release 0.1.0); 2: metadata and offsets apart."""
 
 
 @dataclass(frozen=True)
@@ -67,15 +80,37 @@ class Route:
     response: bytes | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class StoredGroup:
+    """A group as the shell stores it: two parts, written and read separately (see the module's contract)."""
+
+    metadata: bytes
+    offsets: bytes | None = None
+
+
+OffsetsReader = Callable[[], bytes | None]
+
+
 @dataclass(frozen=True)
 class GroupStep:
-    state: bytes | None
+    metadata: bytes | None
+    offsets: bytes | None = None
+    offsets_changed: bool = False
     responses: list[bytes] = field(default_factory=list)
     records: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     dead_letters: list[tuple[int, str]] = field(default_factory=list)
     next_deadline_ms: int | None = None
     members_expired: int = 0
     """Members whose session (or sync deadline) ran out in this call: the job's "members expired" metric."""
+    states_entered: tuple[str, ...] = ()
+    """The state each group metadata record of this call put the group in, in order (the job's metrics)."""
+
+    def stored(self, before: StoredGroup | None) -> StoredGroup | None:
+        """The group to pass to the next call, given the one passed to this call."""
+        if self.metadata is None:
+            return None
+        offsets = self.offsets if self.offsets_changed else (before.offsets if before is not None else None)
+        return StoredGroup(self.metadata, offsets)
 
 
 def route(key: bytes | None, value: bytes | None) -> Route:
@@ -106,8 +141,8 @@ def route(key: bytes | None, value: bytes | None) -> Route:
 
 
 def step_group(
-    group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
-    request_times_ms: Sequence[int] | None = None, resumed: bool = False,
+    group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
+    request_times_ms: Sequence[int] | None = None, resumed: bool = False, read_offsets: OffsetsReader | None = None,
 ) -> GroupStep:
     """Never raises. A request whose handling fails unexpectedly is dead-lettered and the whole step is re-run
     from `stored` without it, so a failure cannot leave half a change behind.
@@ -126,12 +161,14 @@ def step_group(
     failed: dict[int, str] = {}
     while True:
         try:
-            return _step(group_id, stored, requests, now_ms, config, failed, request_times_ms, resumed)
+            return _step(group_id, stored, requests, now_ms, config, failed, request_times_ms, resumed,
+                         read_offsets)
         except _RequestFailed as exc:
             failed[exc.index] = exc.reason
         except Exception as exc:  # noqa: BLE001 - the state itself cannot be processed: keep it untouched
             reason = f"group state cannot be processed: {type(exc).__name__}: {exc}"
-            return GroupStep(state=stored, dead_letters=[(i, reason) for i in range(len(requests))])
+            return GroupStep(metadata=None if stored is None else stored.metadata,
+                             dead_letters=[(i, reason) for i in range(len(requests))])
 
 
 class _RequestFailed(Exception):
@@ -141,9 +178,11 @@ class _RequestFailed(Exception):
         self.reason = reason
 
 
-def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
-          failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool) -> GroupStep:
-    group = decode_state(stored)
+def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int,
+          config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
+          read_offsets: OffsetsReader | None) -> GroupStep:
+    group = decode_state(stored, read_offsets)
+    offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
     ctx = Context(group_id, group, now_ms, config)
     if group is not None and (resumed or _after_outage(group, clock, now_ms, request_times_ms, config)):
@@ -189,15 +228,26 @@ def _step(group_id: str, stored: bytes | None, requests: Sequence[bytes], now_ms
     ctx.now_ms = now_ms
     if not requests:
         coordinator.fire_timers(ctx)
-    if ctx.group is not None:
-        ctx.group.clock_ms = now_ms
+    group = ctx.group
+    if group is not None:
+        group.clock_ms = now_ms
+    # A group created, loaded or deleted in this step has other offsets than it came with, whether or not they
+    # were touched.
+    if group is None:
+        offsets_changed = stored is not None
+    else:
+        offsets_changed = group.offsets is not offsets_before or group.offsets.changed
     return GroupStep(
-        state=encode_state(ctx.group),
+        metadata=encode_metadata(group),
+        offsets=encode_offsets(group) if offsets_changed else None,
+        offsets_changed=offsets_changed,
         responses=[dumps(r) for r in ctx.responses],
         records=[r.encode() for r in ctx.records],
         dead_letters=dead_letters,
         next_deadline_ms=coordinator.next_deadline(ctx.group),
         members_expired=ctx.members_expired,
+        states_entered=tuple(r.value["directory"]["group_state"] for r in ctx.records
+                             if r.key["version"] == GROUP_METADATA_KEY_VERSION and r.value is not None),
     )
 
 
@@ -235,7 +285,7 @@ def _load_request(ctx: Context, body: dict) -> None:
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
-               config: CoordinatorConfig) -> bytes | None:
+               config: CoordinatorConfig) -> StoredGroup | None:
     return encode_state(load.load(group_id, records, now_ms, config))
 
 
@@ -244,7 +294,12 @@ _CURRENT = "current"
 keeps the stored state about a third smaller; decoding rebuilds it."""
 
 
-def encode_state(group: ClassicGroup | None) -> bytes | None:
+def encode_state(group: ClassicGroup | None) -> StoredGroup | None:
+    metadata = encode_metadata(group)
+    return None if metadata is None else StoredGroup(metadata, encode_offsets(group))
+
+
+def encode_metadata(group: ClassicGroup | None) -> bytes | None:
     if group is None:
         return None
     doc = group.to_doc()
@@ -253,14 +308,47 @@ def encode_state(group: ClassicGroup | None) -> bytes | None:
     return dumps({"v": STATE_SCHEMA_VERSION, "group": doc})
 
 
-def decode_state(stored: bytes | None) -> ClassicGroup | None:
-    """Read a stored state of this or an older schema version (upgrades go here when the version moves)."""
+def encode_offsets(group: ClassicGroup | None) -> bytes | None:
+    if group is None or not group.offsets:
+        return None
+    return dumps({"v": STATE_SCHEMA_VERSION, "offsets": group.offsets.to_doc()})
+
+
+def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None = None) -> ClassicGroup | None:
+    """The group of a stored state of this schema version; offsets from `read_offsets` (on first use) when given,
+    else from `stored.offsets`. Older versions go through `upgrade_state` first."""
     if stored is None:
         return None
-    doc = json.loads(stored)
+    doc = json.loads(stored.metadata)
     if doc["v"] != STATE_SCHEMA_VERSION:
-        raise ValueError(f"stored state has schema version {doc['v']}, this release reads {STATE_SCHEMA_VERSION}")
-    group = ClassicGroup.from_doc(doc["group"])
+        raise ValueError(f"stored state has schema version {doc['v']}, this release reads {STATE_SCHEMA_VERSION}"
+                         " (older states are upgraded with state.batch.upgrade_state)")
+    if read_offsets is None:
+        offsets = Offsets(_offset_values(stored.offsets))
+    else:
+        offsets = Offsets(read=lambda: _offset_values(read_offsets()))
+    group = ClassicGroup.from_doc(doc["group"], offsets)
     if group.persisted == _CURRENT:
         group.persisted = kafka_group_value(group)
     return group
+
+
+def _offset_values(raw: bytes | None) -> dict:
+    if raw is None:
+        return {}
+    doc = json.loads(raw)
+    if doc["v"] != STATE_SCHEMA_VERSION:
+        raise ValueError(f"stored offsets have schema version {doc['v']}, this release reads {STATE_SCHEMA_VERSION}")
+    return Offsets.values_from_doc(doc["offsets"])
+
+
+def upgrade_state(stored: bytes) -> StoredGroup:
+    """A group stored by release 0.1.0 (schema version 1: one document, offsets inside) as this release stores
+    it. The group itself is unchanged: every field it held is carried over."""
+    doc = json.loads(stored)
+    if doc["v"] != 1:
+        raise ValueError(f"upgrade_state reads schema version 1, not {doc['v']}")
+    group_doc = doc["group"]
+    offsets = group_doc.pop("offsets")
+    return StoredGroup(dumps({"v": STATE_SCHEMA_VERSION, "group": group_doc}),
+                       dumps({"v": STATE_SCHEMA_VERSION, "offsets": offsets}) if offsets else None)

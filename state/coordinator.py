@@ -10,7 +10,7 @@ from state import membership, offsets
 from state.context import Context, sync_directory
 from state.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
 from state.group import ClassicGroup, GroupState
-from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC
+from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, is_due
 from state.wire import Request, simple_response
 
 
@@ -20,7 +20,7 @@ def fire_timers(ctx: Context) -> None:
     sync, which also records the state a group was loaded in (`load_group` writes no records)."""
     while ctx.group is not None:
         group = ctx.group
-        due = min(((deadline, key) for key, deadline in group.timers.items() if deadline <= ctx.now_ms),
+        due = min(((deadline, key) for key, deadline in group.timers.items() if is_due(deadline, ctx.now_ms)),
                   default=None)
         if due is None:
             break

@@ -14,6 +14,7 @@ import base64
 import binascii
 import enum
 import uuid
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 
 from assignors.consumer_protocol import ConsumerProtocolError, subscribed_topics
@@ -110,6 +111,69 @@ class OffsetValue:
     expire_timestamp: int | None
 
 
+TopicPartition = tuple[str, int]
+
+
+class Offsets(MutableMapping[TopicPartition, OffsetValue]):
+    """A group's committed offsets: stored apart from the rest of the group and read only when a step uses them.
+
+    Most requests (heartbeats, joins, syncs) never look at offsets, so a shell that keeps them in a row of their
+    own passes a reader instead of the offsets (`state.batch.step_group`'s `read_offsets`), and the row is read
+    the first time anything here is touched. `changed` says whether the offsets must be written back.
+    """
+
+    __slots__ = ("_values", "_read", "changed")
+
+    def __init__(self, values: dict[TopicPartition, OffsetValue] | None = None,
+                 read: Callable[[], dict[TopicPartition, OffsetValue]] | None = None) -> None:
+        self._values = values if values is not None or read is not None else {}
+        self._read = read
+        self.changed = False
+
+    @property
+    def loaded(self) -> bool:
+        return self._values is not None
+
+    def _all(self) -> dict[TopicPartition, OffsetValue]:
+        if self._values is None:
+            self._values = self._read()  # type: ignore[misc]
+        return self._values
+
+    def __getitem__(self, tp: TopicPartition) -> OffsetValue:
+        return self._all()[tp]
+
+    def get(self, tp: TopicPartition, default: OffsetValue | None = None) -> OffsetValue | None:  # type: ignore[override]
+        return self._all().get(tp, default)
+
+    def __contains__(self, tp: object) -> bool:
+        return tp in self._all()
+
+    def __setitem__(self, tp: TopicPartition, value: OffsetValue) -> None:
+        self._all()[tp] = value
+        self.changed = True
+
+    def __delitem__(self, tp: TopicPartition) -> None:
+        del self._all()[tp]
+        self.changed = True
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __repr__(self) -> str:
+        return f"Offsets({self._all()!r})"
+
+    def to_doc(self) -> list:
+        return [[t, p, o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp]
+                for (t, p), o in sorted(self._all().items())]
+
+    @staticmethod
+    def values_from_doc(doc: list) -> dict[TopicPartition, OffsetValue]:
+        return {(t, p): OffsetValue(o, e, md, c, x) for t, p, o, e, md, c, x in doc}
+
+
 @dataclass(slots=True)
 class ClassicGroup:
     group_id: str
@@ -131,7 +195,8 @@ class ClassicGroup:
     subscribed_topics: list[str] | None = None
     """Topics the members subscribe to, computed at each generation (None: unknown or not `consumer`)."""
     timers: dict[str, int] = field(default_factory=dict)
-    offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+    offsets: Offsets = field(default_factory=Offsets)
+    """Stored apart from the rest (`to_doc` leaves them out): see `Offsets`."""
     id_counter: int = 0
     clock_ms: int = -1
     """The latest time this group was processed at: request times are clamped to it so time never goes back."""
@@ -294,10 +359,6 @@ class ClassicGroup:
             "initial_delay": None if self.initial_delay is None else list(self.initial_delay),
             "subscribed_topics": self.subscribed_topics,
             "timers": sorted([k, v] for k, v in self.timers.items()),
-            "offsets": [
-                [t, p, o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp]
-                for (t, p), o in sorted(self.offsets.items())
-            ],
             "id_counter": self.id_counter,
             "clock_ms": self.clock_ms,
             "persisted": self.persisted,
@@ -305,7 +366,8 @@ class ClassicGroup:
         }
 
     @classmethod
-    def from_doc(cls, d: dict) -> "ClassicGroup":
+    def from_doc(cls, d: dict, offsets: Offsets) -> "ClassicGroup":
+        """The group `to_doc` wrote, with its offsets (read separately)."""
         g = cls(d["group_id"])
         g.state = GroupState(d["state"])
         g.previous_state = None if d["previous_state"] is None else GroupState(d["previous_state"])
@@ -326,9 +388,9 @@ class ClassicGroup:
         g.initial_delay = None if d["initial_delay"] is None else tuple(d["initial_delay"])
         g.subscribed_topics = d["subscribed_topics"]
         g.timers = {k: v for k, v in d["timers"]}
-        g.offsets = {(t, p): OffsetValue(o, e, md, c, x) for t, p, o, e, md, c, x in d["offsets"]}
+        g.offsets = offsets
         g.id_counter = d["id_counter"]
-        g.clock_ms = d.get("clock_ms", -1)  # absent in states stored before request times were honoured
+        g.clock_ms = d["clock_ms"]
         g.persisted = d["persisted"]
         g.directory = d["directory"]
         return g

@@ -12,7 +12,7 @@ from typing import Iterable
 
 from state.config import CoordinatorConfig
 from state.context import Context
-from state.group import ClassicGroup, GroupState, Member
+from state.group import ClassicGroup, GroupState, Member, Offsets
 from state.membership import prepare_rebalance, reschedule_heartbeat
 from state.records import GROUP_METADATA_KEY_VERSION, OFFSET_COMMIT_KEY_VERSION, offset_value_of
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
@@ -43,7 +43,7 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
         return None
     ctx = Context(group_id, None, now_ms, config)
     group = ctx.create_group()
-    group.offsets = offsets
+    group.offsets = Offsets(offsets)
     if metadata is not None:
         _restore(ctx, group, metadata)
     return ctx.group

@@ -18,7 +18,7 @@ import json
 import sys
 from typing import IO, Iterator
 
-from state.batch import route, step_group
+from state.batch import StoredGroup, route, step_group
 from state.config import CoordinatorConfig
 from state.directory import GroupDirectory
 
@@ -34,7 +34,7 @@ class Replayer:
         self.config = config
         self.with_records = with_records
         self.out = out
-        self.states: dict[str, bytes] = {}
+        self.states: dict[str, StoredGroup] = {}
         self.deadlines: dict[str, int] = {}
         self.directory = GroupDirectory()
         self.now_ms: int | None = None
@@ -65,11 +65,13 @@ class Replayer:
                 self._emit({"response": json.loads(r.response)})
 
     def _step(self, group_id: str, requests: list[bytes], now_ms: int) -> None:
-        result = step_group(group_id, self.states.get(group_id), requests, now_ms, self.config)
-        if result.state is None:
+        before = self.states.get(group_id)
+        result = step_group(group_id, before, requests, now_ms, self.config)
+        stored = result.stored(before)
+        if stored is None:
             self.states.pop(group_id, None)
         else:
-            self.states[group_id] = result.state
+            self.states[group_id] = stored
         if result.next_deadline_ms is None:
             self.deadlines.pop(group_id, None)
         else:

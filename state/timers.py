@@ -1,7 +1,8 @@
 """Timer keys and deadlines, as Kafka's CoordinatorTimer keys: one deadline per key, re-arming replaces it.
 
 All timers of a group live in `ClassicGroup.timers` (key -> deadline in ms); the shell is called back at the
-earliest one. A timer fires when now >= deadline (Java's MockCoordinatorTimer boundary).
+earliest one. A timer fires when now >= deadline (`is_due`, Java's MockCoordinatorTimer boundary): the one rule
+the core, the shell's deadline index and the source's timer rows all use.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ OFFSETS_EXPIRATION = "offsets-expiration"
 """The periodic offset retention check (KIP-211)."""
 HEARTBEAT_PREFIX = "heartbeat:"
 """+ member id: the session timer of a member, or of a pending member (as Kafka, one key for both)."""
+
+
+def is_due(deadline_ms: int, now_ms: int) -> bool:
+    """Whether a deadline has come at `now_ms`."""
+    return deadline_ms <= now_ms
 
 
 def heartbeat_key(member_id: str) -> str:

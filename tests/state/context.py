@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
-from state.batch import GroupStep, decode_state, step_group
+from state.batch import GroupStep, StoredGroup, decode_state, step_group
 from state.config import CoordinatorConfig
 from state.group import ClassicGroup
 from state.load import load
@@ -41,7 +41,7 @@ class GroupContext:
         self.config = config or CoordinatorConfig()
         self.group_id = group_id
         self.now_ms = now_ms
-        self.state: bytes | None = None
+        self.state: StoredGroup | None = None
         self.records: list[tuple[bytes, bytes | None]] = []
         self.last: GroupStep | None = None
         self.last_requests: list[dict] = []
@@ -62,12 +62,19 @@ class GroupContext:
         result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed)
         again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed)
         assert again == result, "step_group is not deterministic"
+        # The Spark shell passes a reader instead of the offsets: the same step, whether it reads them or not.
+        reads: list[int] = []
+        stored_offsets = None if self.state is None else self.state.offsets
+        lazy = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
+                          read_offsets=lambda: reads.append(1) or stored_offsets)
+        assert len(reads) <= 1, "offsets read more than once"
+        assert lazy == result, "reading offsets lazily changed the step"
         assert not [d for d in result.dead_letters if d[1].startswith("internal error")], result.dead_letters
         for response in result.responses:
             validate_response(json.loads(response))
         for key, value in result.records:
             validate_record(json.loads(key), None if value is None else json.loads(value))
-        self.state = result.state
+        self.state = result.stored(self.state)
         self.records.extend(result.records)
         self.last = result
         if self.check_replay:

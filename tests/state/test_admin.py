@@ -52,7 +52,7 @@ class TestDeleteGroups:
         (response,) = ctx.step({"api": "DeleteGroups", "request_id": "d", "group_id": "g"})
         assert response["error_code"] == 0
         assert [v for _, v in ctx.last.records] == [None, None, None]
-        assert ctx.last.state is None and ctx.last.next_deadline_ms is None
+        assert ctx.last.metadata is None and ctx.last.next_deadline_ms is None
         assert ctx.describe()["group_state"] == "Dead"
         assert ctx.committed() == {}
 

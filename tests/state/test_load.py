@@ -84,8 +84,9 @@ def test_last_joining_members_are_kicked_out_when_a_loaded_group_is_over_max_siz
     result = step_group("g", stored, requests, ctx.now_ms, small)
     responses = [json.loads(r) for r in result.responses]
     assert [r["error_code"] for r in responses] == [81, 81]  # the last two; as in Kafka, no completion yet
-    result = step_group("g", result.state, [], ctx.now_ms + 30_000, small)  # the rebalance timeout
+    stored = result.stored(stored)
+    result = step_group("g", stored, [], ctx.now_ms + 30_000, small)  # the rebalance timeout
     assert [json.loads(r)["error_code"] for r in result.responses] == [0] * 10
-    group = decode_state(result.state)
+    group = decode_state(result.stored(stored))
     assert group.state == GroupState.COMPLETING_REBALANCE and len(group.members) == 10
     assert set(group.members) == set(ids[:10])

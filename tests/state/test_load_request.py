@@ -33,7 +33,7 @@ def test_a_group_without_state_is_loaded_stable_with_its_members_and_offsets():
     step = step_group("g", None, [load_request(before)], before.now_ms + 1_000, CoordinatorConfig())
     assert step.responses == [] and step.dead_letters == []
     after = GroupContext()
-    after.state, after.now_ms = step.state, before.now_ms + 1_000
+    after.state, after.now_ms = step.stored(None), before.now_ms + 1_000
     assert after.group.state == GroupState.STABLE
     assert set(after.group.members) == set(before.group.members)
     assert after.group.generation == before.group.generation
@@ -43,10 +43,10 @@ def test_a_group_without_state_is_loaded_stable_with_its_members_and_offsets():
 def test_a_group_that_has_state_ignores_the_load():
     ctx = stable_with_offsets()
     step = step_group("g", ctx.state, [load_request(GroupContext())], ctx.now_ms, ctx.config)
-    assert step.state == ctx.state and step.responses == [] and step.records == []
+    assert step.stored(ctx.state) == ctx.state and step.responses == [] and step.records == []
 
 
 def test_a_malformed_load_is_a_dead_letter_and_changes_nothing():
     raw = json.dumps({"api": "LoadGroup", "group_id": "g", "records": "nope"}).encode()
     step = step_group("g", None, [raw], 0, CoordinatorConfig())
-    assert step.state is None and [i for i, _ in step.dead_letters] == [0]
+    assert step.metadata is None and [i for i, _ in step.dead_letters] == [0]

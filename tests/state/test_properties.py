@@ -16,7 +16,7 @@ from functools import cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from state.batch import step_group
+from state.batch import StoredGroup, step_group
 from state.config import CoordinatorConfig
 from state.group import GroupState
 from tests.state.context import GroupContext, assignment, subscription
@@ -219,7 +219,7 @@ def test_no_input_raises_or_fails_inside_the_core(raw_requests, now_ms):
 
 
 @cache
-def stable_two_members() -> tuple[bytes, int]:
+def stable_two_members() -> tuple[StoredGroup, int]:
     ctx = GroupContext(CONFIG)
     ctx.stable_group(2, session=1_000, rebalance=1_500)
     return ctx.state, ctx.now_ms

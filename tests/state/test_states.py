@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from state.batch import STATE_SCHEMA_VERSION, decode_state, encode_state, step_group
+from state.batch import (
+    STATE_SCHEMA_VERSION,
+    GroupStep,
+    StoredGroup,
+    decode_state,
+    encode_state,
+    step_group,
+    upgrade_state,
+)
 from state.config import CoordinatorConfig
 from state.group import VALID_PREVIOUS, ClassicGroup, GroupState, IllegalTransition
 from tests.state.context import GroupContext
@@ -58,10 +66,74 @@ def test_every_state_change_writes_a_directory_record():
 
 def test_stored_state_round_trips_byte_identically_and_carries_its_schema_version():
     ctx = GroupContext()
-    ctx.stable_group(3)
-    ctx.commit({("t", 0): 1})
+    leader, *_ = ctx.stable_group(3)
+    ctx.commit({("t", 0): 1}, leader, ctx.group.generation)
     assert encode_state(decode_state(ctx.state)) == ctx.state
-    assert ctx.state.startswith(b'{"v":%d,' % STATE_SCHEMA_VERSION)
+    assert ctx.state.metadata.startswith(b'{"v":%d,' % STATE_SCHEMA_VERSION)
+    assert ctx.state.offsets.startswith(b'{"v":%d,' % STATE_SCHEMA_VERSION)
     again = step_group("g", ctx.state, [], ctx.now_ms, ctx.config)
-    assert again.state == ctx.state and again.records == [] and again.responses == []
+    assert again.stored(ctx.state) == ctx.state and again.records == [] and again.responses == []
+    assert not again.offsets_changed
     assert again.next_deadline_ms == min(ctx.group.timers.values())
+
+
+def stable_with_offsets() -> tuple[GroupContext, str]:
+    ctx = GroupContext()
+    leader, _ = ctx.stable_group(2)
+    ctx.commit({("t", 0): 7, ("t", 1): 9}, leader, ctx.group.generation)
+    return ctx, leader
+
+
+def step_counting_reads(ctx: GroupContext, *requests: dict) -> tuple[GroupStep, int]:
+    reads: list[None] = []
+    raw = [json.dumps(r).encode() for r in requests]
+    step = step_group("g", ctx.state, raw, ctx.now_ms, ctx.config,
+                      read_offsets=lambda: reads.append(None) or ctx.state.offsets)
+    return step, len(reads)
+
+
+def test_a_heartbeat_neither_reads_nor_writes_the_offsets():
+    ctx, leader = stable_with_offsets()
+    step, reads = step_counting_reads(ctx, {"api": "Heartbeat", "request_id": "h", "group_id": "g",
+                                            "generation_id": ctx.group.generation, "member_id": leader})
+    assert json.loads(step.responses[0])["error_code"] == 0
+    assert reads == 0 and not step.offsets_changed
+    assert step.stored(ctx.state).offsets == ctx.state.offsets
+
+
+def test_a_commit_reads_the_offsets_once_and_writes_them_back():
+    ctx, leader = stable_with_offsets()
+    step, reads = step_counting_reads(ctx, {"api": "OffsetCommit", "request_id": "c", "group_id": "g",
+                                            "generation_id": ctx.group.generation, "member_id": leader,
+                                            "topics": [{"name": "t", "partitions": [
+                                                {"partition_index": 0, "committed_offset": 8}]}]})
+    assert reads == 1 and step.offsets_changed
+    after = decode_state(step.stored(ctx.state))
+    assert {tp: o.offset for tp, o in after.offsets.items()} == {("t", 0): 8, ("t", 1): 9}
+
+
+def test_a_fetch_reads_the_offsets_and_leaves_them_as_they_are():
+    ctx, _ = stable_with_offsets()
+    step, reads = step_counting_reads(ctx, {"api": "OffsetFetch", "request_id": "f", "group_id": "g",
+                                            "topics": [{"name": "t", "partition_indexes": [1]}]})
+    assert reads == 1 and not step.offsets_changed
+    assert json.loads(step.responses[0])["topics"][0]["partitions"][0]["committed_offset"] == 9
+
+
+def test_a_deleted_group_drops_both_parts():
+    ctx = GroupContext()
+    ctx.commit({("t", 0): 1})
+    step, reads = step_counting_reads(ctx, {"api": "DeleteGroups", "request_id": "d", "group_id": "g"})
+    assert reads == 1 and step.stored(ctx.state) is None and step.offsets_changed and step.offsets is None
+
+
+def test_a_state_of_release_0_1_is_upgraded_with_every_field_and_offset():
+    """Schema version 1 kept the offsets inside the one document; `upgrade_state` splits it."""
+    ctx, _ = stable_with_offsets()
+    doc = json.loads(ctx.state.metadata)
+    doc["v"] = 1
+    doc["group"]["offsets"] = json.loads(ctx.state.offsets)["offsets"]
+    old = json.dumps(doc, separators=(",", ":")).encode()
+    assert upgrade_state(old) == ctx.state
+    refused = step_group("g", StoredGroup(old), [], ctx.now_ms, ctx.config)
+    assert refused.stored(StoredGroup(old)) == StoredGroup(old)  # never misread: kept as it is

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from state.batch import route, step_group
+from state.batch import StoredGroup, route, step_group
 from state.config import CoordinatorConfig
 from tests.state.context import GroupContext
 from tests.state.schemas import validate_response
@@ -18,7 +18,7 @@ from tests.state.schemas import validate_response
 CONFIG = CoordinatorConfig()
 
 
-def stable_state() -> tuple[GroupContext, bytes]:
+def stable_state() -> tuple[GroupContext, StoredGroup]:
     ctx = GroupContext()
     ctx.stable_group(2)
     return ctx, ctx.state
@@ -40,7 +40,7 @@ def test_unanswerable_requests_are_dead_lettered_and_change_nothing(name, raw, r
     result = step_group("g", state, [raw], ctx.now_ms, CONFIG)
     assert result.responses == [] and result.records == []
     assert len(result.dead_letters) == 1 and reason_part in result.dead_letters[0][1]
-    assert result.state == state
+    assert result.stored(state) == state
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_bad_requests_get_an_error_response_and_change_nothing(name, body, error
     validate_response(response)
     assert response["error_code"] == error and response["request_id"] == "bad"
     assert result.records == [] and result.dead_letters == []
-    assert result.state == state
+    assert result.stored(state) == state
 
 
 def test_a_bad_request_does_not_stop_the_rest_of_the_batch():
@@ -105,13 +105,15 @@ def test_request_for_another_group_is_refused():
 
 
 def test_unreadable_stored_state_is_kept_and_requests_dead_lettered():
-    result = step_group("g", b"garbage", [b'{"api":"DescribeGroups","request_id":"x","group_id":"g"}'], 0, CONFIG)
-    assert result.state == b"garbage" and len(result.dead_letters) == 1 and result.responses == []
+    garbage = StoredGroup(b"garbage", b"more garbage")
+    result = step_group("g", garbage, [b'{"api":"DescribeGroups","request_id":"x","group_id":"g"}'], 0, CONFIG)
+    assert result.stored(garbage) == garbage and len(result.dead_letters) == 1 and result.responses == []
 
 
 def test_stored_state_from_a_future_schema_version_is_not_misread():
-    result = step_group("g", b'{"v":99,"group":{}}', [], 0, CONFIG)
-    assert result.state == b'{"v":99,"group":{}}'
+    future = StoredGroup(b'{"v":99,"group":{}}')
+    result = step_group("g", future, [], 0, CONFIG)
+    assert result.stored(future) == future
 
 
 class TestRoute:
@@ -186,12 +188,12 @@ def test_an_unexpected_failure_dead_letters_that_request_only_and_rolls_it_back(
     result = step_group("g", state, [commit, heartbeat], ctx.now_ms, CONFIG)
     assert result.dead_letters == [(0, "internal error: RuntimeError: boom")]
     assert [json.loads(r)["request_id"] for r in result.responses] == ["h"]
-    assert result.records == [] and b'"offsets":[]' in result.state
+    assert result.records == [] and result.stored(state).offsets is None
 
 
 def test_unknown_timer_keys_in_a_stored_state_are_dropped():
     ctx, state = stable_state()
-    doc = json.loads(state)
+    doc = json.loads(state.metadata)
     doc["group"]["timers"].append(["from-the-future", 0])
-    result = step_group("g", json.dumps(doc).encode(), [], ctx.now_ms, CONFIG)
-    assert b"from-the-future" not in result.state
+    result = step_group("g", StoredGroup(json.dumps(doc).encode()), [], ctx.now_ms, CONFIG)
+    assert b"from-the-future" not in result.metadata
