@@ -11,9 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kafka import TopicPartition
-
-from streaming.kafka_clients import cached_consumer, high_watermarks
+from streaming.kafka_clients import catch_up
 
 _lock = threading.Lock()
 _directories: dict[str, tuple[Any, dict[int, int]]] = {}
@@ -26,20 +24,5 @@ def current_directory(source: dict[str, Any]):
     topic, config = source["topic"], source["config"]
     with _lock:
         directory, positions = _directories.setdefault(topic, (GroupDirectory(), {}))
-        consumer = cached_consumer("directory", config, max_poll_records=10000)
-        parts = consumer.partitions_for_topic(topic) or set()
-        ends = high_watermarks(cached_consumer("directory-marks", config, fetch_max_wait_ms=1,
-                                               max_partition_fetch_bytes=1024),
-                               {TopicPartition(topic, p): positions.get(p, 0) for p in parts})
-        pending = {tp: end for tp, end in ends.items() if positions.get(tp.partition, 0) < end}
-        if pending:
-            consumer.assign(list(pending))
-            for tp in pending:
-                consumer.seek(tp, positions.get(tp.partition, 0))
-            while any(consumer.position(tp) < end for tp, end in pending.items()):
-                for tp, records in consumer.poll(timeout_ms=200).items():
-                    for record in records:
-                        if record.offset < pending[tp]:
-                            directory.apply(record.key, record.value)
-            positions.update({tp.partition: end for tp, end in pending.items()})
+        catch_up("directory", config, topic, positions, lambda record: directory.apply(record.key, record.value))
         return directory

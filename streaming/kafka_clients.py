@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Mapping
+from typing import Callable, Mapping
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.consumer.fetcher import ConsumerRecord
 
 KAFKA_PREFIX = "kafka."
 """Options and properties under this prefix go to kafka-python (dots become underscores), as the JVM connector
@@ -92,3 +93,27 @@ def high_watermarks(consumer: KafkaConsumer, positions: Mapping[TopicPartition, 
         if time.monotonic() > deadline:
             missing = [str(tp) for tp, mark in marks.items() if mark is None]
             raise TimeoutError(f"no fetch response for {missing} within {timeout_s} s")
+
+
+def catch_up(purpose: str, config: Mapping[str, object], topic: str, positions: dict[int, int],
+             apply: Callable[[ConsumerRecord], None]) -> None:
+    """Apply every record of `topic` from `positions` (partition -> next offset, updated in place; a partition not
+    in it starts at 0) up to the high watermarks, with consumers cached for `purpose`. Used by readers that keep
+    a topic's latest state in memory: the group directory, the timer schedule."""
+    consumer = cached_consumer(purpose, config, max_poll_records=10000)
+    parts = consumer.partitions_for_topic(topic) or set()
+    ends = high_watermarks(cached_consumer(f"{purpose}-marks", config, fetch_max_wait_ms=1,
+                                           max_partition_fetch_bytes=1024),
+                           {TopicPartition(topic, p): positions.get(p, 0) for p in parts})
+    pending = {tp: end for tp, end in ends.items() if positions.get(tp.partition, 0) < end}
+    if not pending:
+        return
+    consumer.assign(list(pending))
+    for tp in pending:
+        consumer.seek(tp, positions.get(tp.partition, 0))
+    while any(consumer.position(tp) < end for tp, end in pending.items()):
+        for tp, records in consumer.poll(timeout_ms=200).items():
+            for record in records:
+                if record.offset < pending[tp]:
+                    apply(record)
+    positions.update({tp.partition: end for tp, end in pending.items()})

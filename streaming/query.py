@@ -1,25 +1,28 @@
-"""The coordinator query: Kafka source -> route -> applyInPandasWithState per bucket of groups (which produces the
-responses, records and dead letters itself, and writes the timer file) -> one summary row per bucket -> `noop`.
+"""The coordinator query: Kafka source -> route -> the state operator per bucket of groups (which produces the
+responses, records, dead letters and its bucket's earliest deadline itself) -> one summary row per bucket -> `noop`.
 
 One stage boundary only (the shuffle by (kind, bucket)): routing runs inside the source's `read`, the state task
-produces its output (`streaming.sink.KafkaOutput`) and records its buckets' deadlines (`streaming.timers`), and the
-summary rows only feed the metrics (`observe`), so the sink is Spark's `noop`: no Python writer.
+produces its output (`streaming.sink.KafkaOutput`), deadlines come back through the timers topic
+(`streaming.timer_schedule`), and the summary rows only feed the metrics (`observe`), so the sink is Spark's
+`noop`: no Python writer.
+
+The operator is `state.operator`: `transformWithState` (the default; a state row per group, `streaming.group_rows`)
+or `applyInPandasWithState` (the design card's; a state row per bucket, `streaming.bucket_blobs`). Both run the
+same core through `streaming.stateful`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Iterator, Mapping
 from weakref import WeakKeyDictionary
 
 import pandas as pd
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
@@ -31,8 +34,7 @@ from streaming.config import Topics, kafka_options
 from streaming.kafka_clients import client_config
 from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.source import KafkaSource
-from streaming.stateful import INPUT_COLUMNS, STATE_SCHEMA, coordinator_function
-from streaming.timers import TIMER_FILE, merge_deadlines
+from streaming.stateful import INPUT_COLUMNS
 
 QUERY_NAME = "group-coordinator"
 
@@ -101,82 +103,63 @@ def state_buckets(props: Mapping[str, str]) -> int:
     return buckets
 
 
-CHECKPOINT_FILE = "coordinator-checkpoint.json"
+OPERATORS = ("transformWithState", "applyInPandasWithState")
 
 
-def uses_spark_timeouts(checkpoint: str, ticks: bool) -> bool:
-    """Whether the query runs `GroupStateTimeout.ProcessingTimeTimeout` on this checkpoint.
-
-    Fixed once a checkpoint exists, because Spark keeps the timeout in the state row's schema and refuses another
-    one. A new checkpoint uses Spark's timeouts only without timer ticks, and records the choice in
-    `<checkpoint>/coordinator-checkpoint.json`; a checkpoint made before that file existed always used them. Timer
-    rows work with either; only a checkpoint without Spark's timeouts cannot run without ticks. A checkpoint URL
-    (`hdfs://`, `s3a://`) runs Spark's timeouts: the timer file and this record are plain files."""
-    if "://" in checkpoint:
-        if ticks:
-            raise ValueError(f"timer ticks need the checkpoint on a mounted filesystem (a path, not {checkpoint}); "
-                             "set timer.ticks.enabled=false to use Spark's timeouts there")
-        return True
-    marker = Path(checkpoint) / CHECKPOINT_FILE
-    offsets = Path(checkpoint) / "offsets"
-    if marker.exists():
-        spark_timeouts = json.loads(marker.read_text())["state_timeout"] == "ProcessingTimeTimeout"
-    elif offsets.is_dir() and any(offsets.iterdir()):
-        spark_timeouts = True
-    else:
-        spark_timeouts = not ticks
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        timeout = "ProcessingTimeTimeout" if spark_timeouts else "NoTimeout"
-        marker.write_text(json.dumps({"state_timeout": timeout}) + "\n")
-    if not spark_timeouts and not ticks:
-        raise ValueError(f"the checkpoint {checkpoint} was made with timer.ticks.enabled=true and its state has no "
-                         "Spark timeouts, so its timers need ticks; set timer.ticks.enabled=true (or start a new "
-                         "checkpoint)")
-    return spark_timeouts
+def state_operator(props: Mapping[str, str]) -> str:
+    """`state.operator`: which Spark operator keeps the groups (see the module's docstring). Fixed once a
+    checkpoint exists (`streaming.checkpoint` refuses another)."""
+    operator = props.get("state.operator") or OPERATORS[0]
+    if operator not in OPERATORS:
+        raise ValueError(f"state.operator must be one of {', '.join(OPERATORS)}, got {operator!r}")
+    return operator
 
 
 def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str = QUERY_NAME,
-                rehearsal: bool = False) -> StreamingQuery:
+                rehearsal: bool = False, initial_state: DataFrame | None = None) -> StreamingQuery:
     """Start the coordinator on the topics, checkpoint and trigger in `props` (see conf/coordinator.properties).
 
     `rehearsal`: the same plan with a state function that reads its input and does nothing else (see `rehearse`).
+    `initial_state`: groups for the first batch of a new checkpoint (`streaming.upgrade`), rows of
+    `streaming.group_rows.INITIAL_STATE_COLUMNS`; the default operator only.
     """
     topics = Topics.from_properties(props)
     kafka = kafka_options(props)
-    checkpoint = props["checkpoint.location"]
-    ticks = props.get("timer.ticks.enabled", "true").lower() == "true"
-    timer_file = str(Path(checkpoint) / TIMER_FILE) if ticks else ""
-    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false" if ticks else "true")
+    operator = state_operator(props)
     buckets = state_buckets(props)
-    spark_timeouts = uses_spark_timeouts(checkpoint, ticks)
-    if ticks and not Path(timer_file).exists():
-        # A new checkpoint, or one made with Spark's timeouts (timer.ticks.enabled=false), which writes no timer
-        # file: its groups' deadlines are scheduled nowhere yet. Calling every bucket once writes them.
-        merge_deadlines(timer_file, dict.fromkeys(range(buckets), 0))
-
+    # Deadlines come back as timer rows (`streaming.timer_schedule`): no batch ever runs without input.
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     requests = (spark.readStream.format(KafkaSource.name()).options(**kafka)
                 .option("subscribe", topics.requests).option("route", "true")
                 .option("startingOffsets", props.get("starting.offsets", "earliest"))
                 .option("maxOffsetsPerTrigger", props.get("max.requests.per.trigger", ""))
                 .option("failOnDataLoss", props.get("fail.on.data.loss", "true"))
-                .option("timerFile", timer_file)
+                .option("timersTopic", topics.timers)
                 .option("buckets", str(buckets))
                 .load())
     records_source = {"topic": topics.records, "config": client_config(kafka)}
     output = KafkaOutput(client_config(kafka), {"response": topics.responses, "record": topics.records,
-                                                "dead_letter": topics.dead_letters})
-    # With ticks, the source's timer rows call due buckets; Spark's own timeouts would cost every batch a second
-    # Python round trip (see `streaming.stateful.coordinator_function`).
-    function = _read_only if rehearsal else coordinator_function(
-        CoordinatorConfig.from_properties(props), records_source, output, buckets,
-        processing_time_timeout=spark_timeouts, timer_file=timer_file)
-    timeout = GroupStateTimeout.ProcessingTimeTimeout if spark_timeouts else GroupStateTimeout.NoTimeout
-    summary = (requests.select(*INPUT_COLUMNS)
-               .groupBy("kind", "bucket")
-               .applyInPandasWithState(function, SUMMARY_SCHEMA, STATE_SCHEMA, "append", timeout))
+                                                "dead_letter": topics.dead_letters, "deadline": topics.timers})
+    config = CoordinatorConfig.from_properties(props)
+    grouped = requests.select(*INPUT_COLUMNS).groupBy("kind", "bucket")
+    if operator == "transformWithState":
+        from streaming.group_rows import GroupRows, ReadOnlyRows
+
+        processor = ReadOnlyRows() if rehearsal else GroupRows(config, records_source, output)
+        initial = None if initial_state is None else initial_state.groupBy("kind", "bucket")
+        summary = grouped.transformWithState(processor, SUMMARY_SCHEMA, "Append", "ProcessingTime",
+                                             initialState=initial)
+    else:
+        from streaming.bucket_blobs import STATE_SCHEMA, bucket_function
+
+        if initial_state is not None:
+            raise ValueError("an initial state needs state.operator=transformWithState")
+        function = _read_only if rehearsal else bucket_function(config, records_source, output, buckets)
+        summary = grouped.applyInPandasWithState(function, SUMMARY_SCHEMA, STATE_SCHEMA, "append",
+                                                 GroupStateTimeout.NoTimeout)
     summary = summary.observe("coordinator", *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in SUMMARY_COUNTS))
     query = (summary.writeStream.format("noop")
-             .option("checkpointLocation", checkpoint)
+             .option("checkpointLocation", props["checkpoint.location"])
              .outputMode("append")
              .trigger(processingTime=f"{int(props.get('trigger.interval.ms', 100))} milliseconds")
              .queryName(query_name)
@@ -194,7 +177,7 @@ def rehearse(spark: SparkSession, props: Mapping[str, str], timeout_s: float = 1
         query = start_query(spark, {**props, "checkpoint.location": scratch, "starting.offsets": "latest"},
                             query_name=f"{QUERY_NAME}-rehearsal", rehearsal=True)
         try:
-            # The first batch calls every bucket once (a new checkpoint's timers are all due); two are enough.
+            # The first batch calls every bucket once (a run's timer schedule starts empty); two are enough.
             deadline = time.monotonic() + timeout_s
             while len(query.recentProgress) < 2 and query.isActive and time.monotonic() < deadline:
                 time.sleep(0.1)

@@ -13,12 +13,16 @@ is read, so the routing costs no extra Python stage.
 `read` yields Arrow record batches built column-wise (`record_batches`), which spares PySpark's per-value
 conversion of yielded tuples.
 
-`timerFile` enables timer rows: with `spark.sql.streaming.noDataMicroBatches.enabled=false` and no Spark timeouts
-an idle query runs no batches, and a bucket of groups is only called when it has input. The state calls write each
-bucket's next deadline to `timerFile` (`streaming.timers`); `latestOffset` lists the buckets whose deadline has
-passed in the offset (`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer row
-per due bucket (`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset log
-records the due buckets, so a replayed batch calls the same ones.
+`timersTopic` enables timer rows: with `spark.sql.streaming.noDataMicroBatches.enabled=false` an idle query runs
+no batches, and a bucket of groups is only called when it has input. The state calls publish each bucket's
+earliest deadline on that topic; `latestOffset` reads it (`streaming.timer_schedule`), lists the buckets whose
+deadline is due in the offset (`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer
+row per due bucket (`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset
+log records the due buckets, so a replayed batch calls the same ones. The first new batch of a query run calls every
+bucket: the schedule starts empty.
+
+The offset also records `"buckets"` (`state.buckets`): a group's bucket depends on it, so a checkpoint refuses
+another value.
 
 A restarted query first replays its unfinished batch (same offsets, same batch time); the first new batch after
 that carries `"resumed": true` in its offset, and every routed row of it `resumed = true`, which tells the core that
@@ -43,7 +47,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from state.batch import route
 from streaming.buckets import bucket_of
 from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
-from streaming.timers import read_deadlines
+from streaming.timer_schedule import TimerSchedule
 from streaming.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
@@ -117,7 +121,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.fail_on_data_loss = _flag(options, "failondataloss", True)
         self.route = _flag(options, "route", False)
         self.buckets = int(options.get("buckets", "1"))
-        self.timer_file = options.get("timerfile") or None
+        timers = options.get("timerstopic")
+        self.timers = TimerSchedule(self.client_config, timers) if timers else None
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
         # A new reader is a new query run: its first new batch is marked (only routed rows, the coordinator's, carry
         # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
@@ -156,7 +161,11 @@ class KafkaStreamReader(DataSourceStreamReader):
             begin = self._beginnings(list(ends))
             start = {p: {EARLIEST: begin[p], LATEST: ends[p]}.get(given.get(p, EARLIEST), given.get(p, EARLIEST))
                      for p in ends}
-        return {self.topic: {str(p): o for p, o in start.items()}, "tick": 0}
+        return {self.topic: {str(p): o for p, o in start.items()}, "tick": 0, **self._layout()}
+
+    def _layout(self) -> dict:
+        """What the offsets record of the state's layout (routed readers only)."""
+        return {"buckets": self.buckets} if self.route else {}
 
     def _beginnings(self, partitions: list[int]) -> dict[int, int]:
         tps = [TopicPartition(self.topic, p) for p in partitions]
@@ -166,6 +175,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_offsets_per_trigger) if self.max_offsets_per_trigger else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if self.route and start.get("buckets") != self.buckets:
+            raise ValueError(f"the checkpoint was made with state.buckets={start.get('buckets')} but the query runs "
+                             f"with state.buckets={self.buckets}; state.buckets is fixed once a checkpoint exists "
+                             f"(set it back to {start.get('buckets')}, or start a new checkpoint)")
         begin = {int(p): o for p, o in start[self.topic].items()}
         ends = self._ends(begin)
         restart = self._check_data_loss(begin, ends)
@@ -177,7 +190,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         due = self._due_buckets()
         if end == begin and not due:
             return start  # nothing to read and no timer due: no batch
-        offset = {self.topic: {str(p): o for p, o in sorted(end.items())}, "tick": start["tick"] + (1 if due else 0)}
+        offset = {self.topic: {str(p): o for p, o in sorted(end.items())}, "tick": start["tick"] + (1 if due else 0),
+                  **self._layout()}
         if due:
             offset["due"] = due
         if self.resuming:
@@ -202,15 +216,12 @@ class KafkaStreamReader(DataSourceStreamReader):
         return self._beginnings(sorted(behind))
 
     def _due_buckets(self) -> list[int]:
-        """The buckets whose deadline in the timer file has passed (strictly, like Spark's own timeouts; a
-        bucket whose deadline the batch's timestamp has not yet reached is simply due again in the next one)."""
-        if not self.timer_file:
+        """The buckets to call for their deadlines: every one in a run's first new batch (its schedule starts
+        empty, see `streaming.timer_schedule`), then those whose deadline is due now."""
+        if self.timers is None:
             return []
-        deadlines = read_deadlines(self.timer_file)
-        if deadlines is None:  # call every bucket once: each call rewrites its entry, which mends the file
-            return list(range(self.buckets))
-        now_ms = time.time() * 1000
-        return sorted(b for b, deadline in deadlines.items() if now_ms > deadline)
+        due = self.timers.due(int(time.time() * 1000))  # the first call also fixes where the schedule starts
+        return list(range(self.buckets)) if self.resuming else due
 
     def partitions(self, start: dict, end: dict) -> list[KafkaRange]:
         begin = start[self.topic]

@@ -31,6 +31,8 @@ def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeou
                 configs = {}
                 if name == topics.records:
                     configs["cleanup.policy"] = props.get("topic.records.cleanup.policy", "compact")
+                elif name == topics.timers:
+                    configs["cleanup.policy"] = "compact"
                 try:
                     admin.create_topics([NewTopic(name, partitions, replication, topic_configs=configs)])
                     log.info("created topic %s (%d partitions, %s)", name, partitions, configs or "defaults")

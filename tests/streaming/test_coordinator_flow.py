@@ -1,16 +1,40 @@
 """The coordinator job end to end: requests in through the control topic, responses and records out through theirs,
-with a real tansu broker and a real local Spark query (fixtures in tests/conftest.py). No timing assertions: waits
-are generous upper bounds, never expectations."""
+with a real tansu broker and a real local Spark query (fixtures in tests/conftest.py), for each state operator. No
+timing assertions: waits are generous upper bounds, never expectations."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
+from streaming.query import OPERATORS
 from tests.support import protocol as p
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
+
+
+@pytest.fixture(params=OPERATORS)
+def coordinator(request, coordinator):
+    """The shared fixture, with `state.operator` set to each operator in turn."""
+
+    def start(props: dict[str, str] | None = None, **kw):
+        return coordinator({"state.operator": request.param, **(props or {})}, **kw)
+
+    return start
+
+
+SPARK_CHECKPOINT_FILE = re.compile(
+    r"(metadata|(offsets|commits)/\d+|sources/\d+/\d+|state/\d+/(_metadata/.*|_stateSchema/.*|\d+/.*))")
+"""What Spark itself writes under a checkpoint (each may have a `.crc` sibling, `.name.crc`)."""
+
+
+def files_not_sparks(checkpoint: str) -> list[str]:
+    paths = [f.relative_to(checkpoint).as_posix() for f in Path(checkpoint).rglob("*") if f.is_file()]
+    paths = [re.sub(r"(^|/)\.([^/]*)\.crc$", r"\1\2", path) for path in paths]
+    return [path for path in paths if not SPARK_CHECKPOINT_FILE.fullmatch(path)]
 
 
 def form_group(run, group_id: str, session_timeout_ms: int = 120000) -> tuple[str, int]:
@@ -71,25 +95,10 @@ def test_session_expires_by_timer_with_no_traffic(coordinator):
     # JoinGroup v3 has no member-id round trip, so the member's only deadline is its 1.5 s session.
     joined = run.request({**p.join("quiet", session_timeout_ms=1500), "api_version": 3})
     assert joined["error_code"] == 0
-    # Nothing is sent from here on: only the processing-time timeout can remove the member.
+    # Nothing is sent from here on: only a deadline can remove the member, and it comes back through Kafka.
     assert run.wait(emptied_after_membership(run, "quiet"))
     assert run.request(p.heartbeat("quiet", joined["member_id"], joined["generation_id"]))["error_code"] == 25
-
-
-def test_a_checkpoint_made_with_spark_timeouts_carries_on_with_timer_rows(coordinator):
-    """timer.ticks.enabled=false runs Spark's ProcessingTimeTimeout and writes no timer file (as for a checkpoint
-    the driver cannot read as files). Switched to timer rows on the same checkpoint, the job calls every bucket once,
-    so a member that joined before the switch still expires by its timer with no traffic at all."""
-    run = coordinator({"timer.ticks.enabled": "false", "group.min.session.timeout.ms": "1000"})
-    run.request(p.commit("switched", "", -1, {("orders", 0): 7}))  # a standalone commit, as simple consumers do
-    # A session long enough to outlive the restart, so that the member expires under timer rows.
-    joined = run.request({**p.join("switched", session_timeout_ms=20_000), "api_version": 3})
-    assert joined["error_code"] == 0
-    run.stop()
-    run.props["timer.ticks.enabled"] = "true"
-    run.start()
-    assert run.wait(emptied_after_membership(run, "switched"))
-    assert p.committed(run.request(p.fetch("switched", {"orders": [0]}))) == {("orders", 0): 7}
+    assert files_not_sparks(run.props["checkpoint.location"]) == []
 
 
 def test_initial_rebalance_delay_lets_late_joiners_into_the_first_generation(coordinator):

@@ -24,7 +24,7 @@ def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(br
     suffix = uuid.uuid4().hex[:8]
     props = job_config.load(None, {"bootstrap.servers": broker, "topic.requests": f"req-{suffix}",
                                    "topic.responses": f"resp-{suffix}", "topic.records": f"rec-{suffix}",
-                                   "topic.dead.letters": f"dlq-{suffix}"})
+                                   "topic.dead.letters": f"dlq-{suffix}", "topic.timers": f"timers-{suffix}"})
     client = {"bootstrap_servers": broker}
     ensure_topics(client, props)
 
@@ -46,6 +46,6 @@ def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(br
     assert [r.key for r in after_start] == [b"live"]
     load = after_start[0].value
     step = step_group("live", None, [load], live.now_ms + 1_000, CoordinatorConfig())
-    group = decode_state(step.state)
+    group = decode_state(step.stored(None))
     assert group.state == GroupState.STABLE and set(group.members) == set(live.group.members)
     assert group.offsets[("t", 0)].offset == 7

@@ -13,18 +13,30 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from streaming.source import KafkaRange, KafkaStreamReader, cap_rows
 from streaming.buckets import bucket_of
-from streaming.timers import merge_deadlines
 
 pytestmark = pytest.mark.broker
 
 
-@pytest.fixture
-def topic(broker) -> str:
-    name = f"source-{uuid.uuid4().hex[:8]}"
+def new_topic(broker: str, prefix: str, partitions: int) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = KafkaAdminClient(bootstrap_servers=broker)
-    admin.create_topics([NewTopic(name, 2, 1)])
+    admin.create_topics([NewTopic(name, partitions, 1)])
     admin.close()
     return name
+
+
+@pytest.fixture
+def topic(broker) -> str:
+    return new_topic(broker, "source", 2)
+
+
+def publish_deadlines(broker: str, timers: str, deadlines: dict[int, int | None]) -> None:
+    """As the state calls publish their buckets' earliest deadlines (`streaming.stateful.call`)."""
+    producer = KafkaProducer(bootstrap_servers=broker)
+    for bucket, deadline in deadlines.items():
+        producer.send(timers, key=str(bucket).encode(), value=None if deadline is None else str(deadline).encode())
+    producer.flush()
+    producer.close()
 
 
 def produce(broker: str, topic: str, per_partition: int) -> None:
@@ -110,31 +122,35 @@ def test_routing_adds_the_cores_decision(broker, topic):
     assert [row[10] for row in rows] == [bucket_of("g", 8), 0]  # the group's state bucket; 0 for the rest
 
 
-def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic, tmp_path):
-    timers = str(tmp_path / "timers.json")
-    r = reader(broker, topic, timerFile=timers, route="true", buckets="4")
+def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic):
+    timers = new_topic(broker, "timers", 1)
+    publish_deadlines(broker, timers, {0: 1})  # before the reader: a schedule starts at the topic's end
+    r = reader(broker, topic, timersTopic=timers, route="true", buckets="4")
     start = r.initialOffset()
-    assert r.latestOffset(start, ReadAllAvailable()) == start  # no timers at all: no batch
+    assert start == {topic: {"0": 0, "1": 0}, "tick": 0, "buckets": 4}
+    first = r.latestOffset(start, ReadAllAvailable())
+    assert first == {**start, "tick": 1, "due": [0, 1, 2, 3], "resumed": True}  # a run's first batch calls them all
+    assert r.latestOffset(first, ReadAllAvailable()) == first  # nothing published since: no batch
     now = int(time.time() * 1000)
-    merge_deadlines(timers, {1: now + 3_600_000})
-    assert r.latestOffset(start, ReadAllAvailable()) == start  # not due yet
-    merge_deadlines(timers, {3: now - 1, 2: now - 5})
-    ticked = r.latestOffset(start, ReadAllAvailable())
-    assert ticked == {**start, "tick": 1, "due": [2, 3], "resumed": True}  # a new reader: see the next test
-    assert r.latestOffset(ticked, ReadAllAvailable())["tick"] == 2  # still due: the offset must change again
-    [part] = r.partitions(start, ticked)
+    publish_deadlines(broker, timers, {1: now + 3_600_000})
+    assert r.latestOffset(first, ReadAllAvailable()) == first  # not due yet
+    publish_deadlines(broker, timers, {3: now - 1, 2: now - 5})
+    ticked = r.latestOffset(first, ReadAllAvailable())
+    assert ticked == {topic: first[topic], "tick": 2, "buckets": 4, "due": [2, 3]}  # only a run's first is resumed
+    assert r.latestOffset(ticked, ReadAllAvailable())["tick"] == 3  # still due: the offset must change again
+    [part] = r.partitions(first, ticked)
     assert (part.start, part.end, part.due) == (0, 0, (2, 3))  # a timer-only batch reads no records
     assert [(row[6], row[10]) for row in rows_of(r.read(part))] == [(None, 2), (None, 3)]  # null group_id
     produce(broker, topic, 2)
-    with_data = r.latestOffset(start, ReadAllAvailable())
+    with_data = r.latestOffset(first, ReadAllAvailable())
     while with_data[topic] != {"0": 2, "1": 2}:  # a fetch sent before the records can answer one trigger late
-        with_data = r.latestOffset(start, ReadAllAvailable())
-    assert with_data["due"] == [2, 3] and with_data[topic] == {"0": 2, "1": 2}
-    parts = r.partitions(start, with_data)
+        with_data = r.latestOffset(first, ReadAllAvailable())
+    assert with_data["due"] == [2, 3]
+    parts = r.partitions(first, with_data)
     assert [p.due for p in parts] == [(2, 3), ()]
-    assert len(read_all(r, start, with_data)) == 2 + 4
-    merge_deadlines(timers, {2: None, 3: None})
-    assert "due" not in r.latestOffset(start, ReadAllAvailable())
+    assert len(read_all(r, first, with_data)) == 2 + 4
+    publish_deadlines(broker, timers, {2: None, 3: None})  # tombstones: nothing pending there any more
+    assert "due" not in r.latestOffset(first, ReadAllAvailable())
 
 
 def test_the_first_new_batch_of_a_new_reader_is_marked_resumed(broker, topic):
@@ -159,11 +175,23 @@ def test_the_first_new_batch_of_a_new_reader_is_marked_resumed(broker, topic):
     assert not any(part.resumed for part in r.partitions(first, second))
 
 
-def test_an_unreadable_timer_file_calls_every_bucket_once(broker, topic, tmp_path):
-    timers = tmp_path / "timers.json"
-    timers.write_text("{torn")
-    r = reader(broker, topic, timerFile=str(timers), route="true", buckets="3")
-    assert r.latestOffset(r.initialOffset(), ReadAllAvailable())["due"] == [0, 1, 2]
+def test_an_unreadable_deadline_is_skipped(broker, topic):
+    timers = new_topic(broker, "timers", 1)
+    r = reader(broker, topic, timersTopic=timers, route="true", buckets="3")
+    first = r.latestOffset(r.initialOffset(), ReadAllAvailable())
+    producer = KafkaProducer(bootstrap_servers=broker)
+    producer.send(timers, key=b"not a bucket", value=b"1")
+    producer.send(timers, key=b"1", value=b"not a deadline")
+    producer.send(timers, key=b"2", value=b"1")
+    producer.flush()
+    producer.close()
+    assert r.latestOffset(first, ReadAllAvailable())["due"] == [2]
+
+
+def test_a_checkpoint_made_with_another_bucket_count_is_refused(broker, topic):
+    r = reader(broker, topic, route="true", buckets="4")
+    with pytest.raises(ValueError, match="made with state.buckets=8 but the query runs with state.buckets=4"):
+        r.latestOffset({topic: {"0": 0, "1": 0}, "tick": 0, "buckets": 8}, ReadAllAvailable())
 
 
 @pytest.mark.parametrize("available, cap, expected", [

@@ -129,6 +129,7 @@ def new_run(spark: SparkSession, bootstrap: str, workdir: Path, overrides: Mappi
         "topic.responses": f"responses-{suffix}",
         "topic.records": f"records-{suffix}",
         "topic.dead.letters": f"dead-letters-{suffix}",
+        "topic.timers": f"timers-{suffix}",
         "checkpoint.location": str(workdir / f"checkpoint-{suffix}"),
         **(overrides or {}),
     })

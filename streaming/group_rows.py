@@ -1,0 +1,183 @@
+"""The default state operator: `transformWithState` keyed by bucket, one state row per group.
+
+Spark's Python state operators cost about 0.4 ms per key called, whatever the key holds, so keys stay coarse
+(buckets of groups, `streaming.buckets`); but `transformWithState`'s `MapState` costs the same per entry touched
+whether it holds ten thousand entries or a million. So each bucket key holds its groups as map entries, and a call
+reads and writes only the groups it steps, never the rest of the bucket:
+
+- `groups`: group_id -> (metadata, deadline, registered): the core's metadata part (`state.batch.StoredGroup`),
+  the group's next deadline, and where the deadline index has it filed;
+- `offsets`: group_id -> offsets: the core's offsets part, read only when a step uses offsets
+  (`step_group(read_offsets=...)`) and written only when it changed them;
+- `deadlines`: slot -> groups filed there, and at slot -1 the bucket's schedule of slots
+  (`streaming.deadline_index`, which finds the due groups without reading the others).
+
+Every state call is a round trip to the JVM (about 0.1 ms here), so a heartbeat costs two: its group read and
+written. Time is the batch's processing time (`timeMode="ProcessingTime"`, recorded in the offset log, so a
+replayed batch sees the same); no Spark timer is ever registered, and the query runs no batch without input
+(`spark.sql.streaming.noDataMicroBatches.enabled=false`): deadlines come back as the source's timer rows
+(`streaming.timer_schedule`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from pyspark.sql import Row
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+
+from state.batch import GroupStep, StoredGroup
+from state.config import CoordinatorConfig
+from streaming.deadline_index import DeadlineIndex, registration
+from streaming.sink import SUMMARY_COLUMNS
+from streaming.stateful import Held, Input, Output, call, sorted_inputs
+
+GROUPS = ("groups", "group_id STRING", "metadata BINARY, deadline LONG, registered LONG")
+OFFSETS = ("offsets", "group_id STRING", "offsets BINARY")
+DEADLINES = ("deadlines", "slot LONG", "entries BINARY")
+"""The state variables: (name, key schema, value schema)."""
+SCHEDULE_SLOT = -1
+"""Where `deadlines` keeps the schedule: a map entry rather than a value state of its own, which spares a state
+variable and Spark's warning on every read of an empty value state."""
+
+INITIAL_STATE_COLUMNS = ["kind", "bucket", "group_id", "metadata", "offsets", "deadline"]
+"""Rows of an initial state (a checkpoint being upgraded, `streaming.upgrade`): one per group."""
+
+
+class GroupRows(StatefulProcessor):
+    """The coordinator's `StatefulProcessor`; picklable, shipped to the workers with its arguments."""
+
+    def __init__(self, config: CoordinatorConfig, records_source: dict[str, Any], output: Output) -> None:
+        self.config = config
+        self.records_source = records_source
+        self.output = output
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.groups = handle.getMapState(*GROUPS)
+        self.offsets = handle.getMapState(*OFFSETS)
+        self.deadlines = handle.getMapState(*DEADLINES)
+
+    def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues) -> Iterator[Row]:
+        kind, bucket = key[0], int(key[1])
+        inputs = sorted_inputs(Input(r.partition, r.offset, r.key, r.value, r.reply_key, r.reason, r.response,
+                                     r.timestamp, r.group_id, r.resumed) for r in rows)
+        values = call(kind, bucket, inputs, timerValues.getCurrentProcessingTimeInMs(), self.config,
+                      self.records_source, self.output, lambda: RowStore(self.groups, self.offsets, self.deadlines))
+        yield Row(**dict(zip(SUMMARY_COLUMNS, values)))
+
+    def handleInitialState(self, key: Any, initialState: Row, timerValues) -> None:
+        """One group of a checkpoint being upgraded: stored as a step would store it."""
+        store = RowStore(self.groups, self.offsets, self.deadlines)
+        group_id = initialState.group_id
+        store.put(group_id, StoredGroup(bytes(initialState.metadata),
+                                        None if initialState.offsets is None else bytes(initialState.offsets)),
+                  initialState.deadline, timerValues.getCurrentProcessingTimeInMs())
+        store.finish()
+
+    def close(self) -> None:
+        pass
+
+
+class RowStore:
+    """`streaming.stateful.GroupStore` over one bucket's state variables (`MapState`s), for one call."""
+
+    def __init__(self, groups, offsets, deadlines) -> None:
+        self._groups = groups
+        self._offsets = offsets
+        self._index = DeadlineIndex(_IndexState(deadlines))
+        self._registered: dict[str, int | None] = {}
+
+    def earliest(self) -> int | None:
+        return self._index.earliest()
+
+    def due(self, now_ms: int) -> list[str]:
+        return list(dict.fromkeys(group_id for group_id, _ in self._index.pop_due(now_ms)))
+
+    def read(self, group_id: str) -> Held | None:
+        row = self._groups.getValue((group_id,))
+        if row is None:
+            return None
+        metadata, deadline, self._registered[group_id] = row
+        return Held(StoredGroup(bytes(metadata)), deadline, read_offsets=lambda: self._read_offsets(group_id))
+
+    def _read_offsets(self, group_id: str) -> bytes | None:
+        row = self._offsets.getValue((group_id,))
+        return None if row is None else bytes(row[0])
+
+    def write(self, group_id: str, held: Held | None, step: GroupStep, now_ms: int) -> None:
+        if step.metadata is None:
+            self._groups.removeKey((group_id,))
+            self._offsets.removeKey((group_id,))
+            return
+        self._put_metadata(group_id, step.metadata, step.next_deadline_ms, now_ms)
+        if step.offsets_changed and (step.offsets is not None or held is not None):
+            self._put_offsets(group_id, step.offsets)
+
+    def keep(self, group_id: str, held: Held | None, now_ms: int) -> None:
+        if held is None:
+            return  # a group deleted since it was filed
+        registered, refile = registration(self._registered.get(group_id), held.deadline, now_ms)
+        if refile:
+            self._index.file(group_id, registered)
+            self._groups.updateValue((group_id,), (held.stored.metadata, held.deadline, registered))
+
+    def put(self, group_id: str, stored: StoredGroup, deadline: int | None, now_ms: int) -> None:
+        """Store a whole group (an upgrade's initial state)."""
+        self._put_metadata(group_id, stored.metadata, deadline, now_ms)
+        if stored.offsets is not None:
+            self._put_offsets(group_id, stored.offsets)
+
+    def _put_metadata(self, group_id: str, metadata: bytes, deadline: int | None, now_ms: int) -> None:
+        registered, refile = registration(self._registered.get(group_id), deadline, now_ms)
+        if refile:
+            self._index.file(group_id, registered)
+        self._groups.updateValue((group_id,), (metadata, deadline, registered))
+
+    def _put_offsets(self, group_id: str, offsets: bytes | None) -> None:
+        if offsets is None:
+            self._offsets.removeKey((group_id,))
+        else:
+            self._offsets.updateValue((group_id,), (offsets,))
+
+    def finish(self) -> None:
+        self._index.flush()
+
+
+class _IndexState:
+    """`streaming.deadline_index.SlotStore` over the `deadlines` map."""
+
+    def __init__(self, deadlines) -> None:
+        self._deadlines = deadlines
+
+    def read_schedule(self) -> bytes | None:
+        return self.read_slot(SCHEDULE_SLOT)
+
+    def write_schedule(self, packed: bytes | None) -> None:
+        self.write_slot(SCHEDULE_SLOT, packed)
+
+    def read_slot(self, slot: int) -> bytes | None:
+        row = self._deadlines.getValue((slot,))
+        return None if row is None else bytes(row[0])
+
+    def write_slot(self, slot: int, packed: bytes | None) -> None:
+        if packed is None:
+            self._deadlines.removeKey((slot,))
+        else:
+            self._deadlines.updateValue((slot,), (packed,))
+
+
+class ReadOnlyRows(StatefulProcessor):
+    """A standby's rehearsal (`streaming.query.rehearse`): takes its rows as `GroupRows` does, and neither keeps
+    state nor produces anything."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        for name, key_schema, value_schema in (GROUPS, OFFSETS, DEADLINES):
+            handle.getMapState(name, key_schema, value_schema)
+
+    def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues) -> Iterator[Row]:
+        for _ in rows:
+            pass
+        return iter(())
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,186 @@
+"""A bucket call (`streaming.stateful.step_bucket`) over each operator's store, with the real core and in-memory
+stand-ins for Spark's state (no Spark): what is read and written, and when a group's deadline brings it back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from state.batch import route
+from state.config import CoordinatorConfig
+from streaming.bucket_blobs import ENVELOPE_VERSION, BlobStore, pack_groups, unpack_groups
+from streaming.group_rows import RowStore
+from streaming.stateful import Called, Input, step_bucket
+from tests.support import protocol as p
+
+CONFIG = CoordinatorConfig(group_min_session_timeout_ms=1_000, group_initial_rebalance_delay_ms=0)
+
+
+class MapState:
+    """What `RowStore` uses of PySpark's `MapState`, in a dict; counts calls (each a JVM round trip in the job)."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple, tuple] = {}
+        self.calls = 0
+
+    def getValue(self, key: tuple) -> tuple | None:
+        self.calls += 1
+        return self.values.get(key)
+
+    def updateValue(self, key: tuple, value: tuple) -> None:
+        self.calls += 1
+        self.values[key] = value
+
+    def removeKey(self, key: tuple) -> None:
+        self.calls += 1
+        self.values.pop(key, None)
+
+
+class GroupState:
+    """What `BlobStore` uses of PySpark's `GroupState`."""
+
+    def __init__(self) -> None:
+        self.value: tuple | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.value is not None
+
+    @property
+    def get(self) -> tuple:
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.value = value
+
+    def remove(self) -> None:
+        self.value = None
+
+
+class RowBucket:
+    def __init__(self) -> None:
+        self.groups, self.offsets, self.deadlines = MapState(), MapState(), MapState()
+
+    def open(self) -> RowStore:
+        return RowStore(self.groups, self.offsets, self.deadlines)
+
+    def calls(self) -> int:
+        return self.groups.calls + self.offsets.calls + self.deadlines.calls
+
+
+class BlobBucket:
+    def __init__(self) -> None:
+        self.state = GroupState()
+
+    def open(self) -> BlobStore:
+        return BlobStore(self.state, buckets=16)
+
+
+def inputs(*requests: dict, at_ms: int = 0, timer_row: bool = False) -> list[Input]:
+    rows = [Input(-1, -1, None, None, None, None, None, 0, None, False)] if timer_row else []
+    for offset, request in enumerate(requests):
+        value = json.dumps({"request_id": f"r{offset}", **request}).encode()
+        rows.append(Input(0, offset, None, value, None, None, None, at_ms, route(None, value).group_id, False))
+    return rows
+
+
+def call(bucket, rows: list[Input], now_ms: int) -> tuple[list[dict], Called]:
+    called = Called()
+    out = step_bucket(rows, bucket.open(), now_ms, CONFIG, called)
+    return [json.loads(value) for sink, _, value, *_ in out if sink == "response"], called
+
+
+@pytest.fixture(params=[RowBucket, BlobBucket], ids=["transformWithState", "applyInPandasWithState"])
+def bucket(request):
+    return request.param()
+
+
+def stable_member(bucket, group_id: str, session_ms: int) -> dict:
+    """A one-member group made Stable at time 0 (JoinGroup v3 has no member-id round trip); its only deadline is
+    then the member's session. Returns the JoinGroup response."""
+    call(bucket, inputs({**p.join(group_id, session_timeout_ms=session_ms), "api_version": 3}), now_ms=0)
+    (joined,), _ = call(bucket, inputs(timer_row=True), now_ms=0)  # the join phase ends (no initial delay)
+    (synced,), _ = call(bucket, inputs(p.sync(group_id, joined["member_id"], joined["generation_id"],
+                                               {joined["member_id"]: p.ASSIGNMENT})), now_ms=0)
+    assert synced["error_code"] == 0
+    return joined
+
+
+def test_a_member_that_stops_heartbeating_expires_when_its_deadline_comes(bucket):
+    joined = stable_member(bucket, "g", 1_500)
+    _, called = call(bucket, inputs(timer_row=True), now_ms=1_000)
+    assert called.groups == 0 and called.deadline == 1_500  # not due yet: nothing stepped
+    _, called = call(bucket, inputs(timer_row=True), now_ms=1_600)
+    assert called.groups == 1 and called.members_expired == 1
+    (answer,), _ = call(bucket, inputs(p.heartbeat("g", joined["member_id"], joined["generation_id"])), 2_000)
+    assert answer["error_code"] == 25  # UNKNOWN_MEMBER_ID
+
+
+def test_heartbeats_keep_a_member_past_its_first_deadline(bucket):
+    joined = stable_member(bucket, "g", 1_500)
+    heartbeat = p.heartbeat("g", joined["member_id"], joined["generation_id"])
+    for now in (1_000, 2_000, 3_000):
+        (answer,), _ = call(bucket, inputs(heartbeat, at_ms=now), now_ms=now)
+        assert answer["error_code"] == 0
+    _, called = call(bucket, inputs(timer_row=True), now_ms=4_000)
+    assert called.members_expired == 0 and called.deadline == 4_500
+    _, called = call(bucket, inputs(timer_row=True), now_ms=4_600)
+    assert called.members_expired == 1
+
+
+def test_groups_of_a_bucket_are_stepped_only_when_they_have_requests_or_are_due(bucket):
+    for group_id, session in (("a", 1_500), ("b", 60_000)):
+        stable_member(bucket, group_id, session)
+    _, called = call(bucket, inputs(timer_row=True), now_ms=2_000)
+    assert called.groups == 1 and called.members_expired == 1  # a only
+
+
+def test_a_heartbeat_costs_one_read_and_one_write_of_its_group_row():
+    bucket = RowBucket()
+    joined = stable_member(bucket, "g", 10_000)
+    call(bucket, inputs(p.commit("g", joined["member_id"], joined["generation_id"], {("t", 0): 5})), now_ms=10)
+    before = bucket.calls()
+    call(bucket, inputs(p.heartbeat("g", joined["member_id"], joined["generation_id"]), at_ms=20), now_ms=20)
+    # The schedule read, then the group row read and written; the offsets row is not touched.
+    assert bucket.calls() - before == 3
+    assert bucket.offsets.calls == 2  # the commit's read and write only
+
+
+def test_an_early_entry_files_its_group_again_at_its_real_deadline():
+    """Heartbeats move a deadline later without touching the index; its old entry then comes due early, and the
+    call only files the group again, where its deadline now is."""
+    bucket = RowBucket()
+    joined = stable_member(bucket, "g", 1_500)
+    call(bucket, inputs(p.heartbeat("g", joined["member_id"], joined["generation_id"]), at_ms=1_000), 1_000)
+    _, called = call(bucket, inputs(timer_row=True), now_ms=1_600)  # the entry filed at 1,500
+    assert called.groups == 0 and called.deadline == 2_500
+    _, called = call(bucket, inputs(timer_row=True), now_ms=2_600)
+    assert called.members_expired == 1
+
+
+def test_a_deleted_group_leaves_no_row():
+    bucket = RowBucket()
+    call(bucket, inputs(p.commit("g", "", -1, {("t", 0): 1})), now_ms=0)
+    assert bucket.groups.values and bucket.offsets.values
+    (answer,), _ = call(bucket, inputs({"api": "DeleteGroups", "group_id": "g"}), now_ms=10)
+    assert answer["error_code"] == 0
+    assert bucket.groups.values == {} and bucket.offsets.values == {}
+
+
+def test_a_bucket_row_packs_every_group_deterministically():
+    bucket = BlobBucket()
+    for group_id in ("b", "a"):
+        stable_member(bucket, group_id, 60_000)
+    version, buckets, packed = bucket.state.value
+    assert (version, buckets) == (ENVELOPE_VERSION, 16)
+    groups = unpack_groups(packed)
+    assert list(groups) == ["a", "b"] and pack_groups(groups) == packed
+    assert {g: deadline for g, (_, deadline) in groups.items()} == {"a": 60_000, "b": 60_000}
+
+
+def test_a_bucket_row_of_another_bucket_count_is_refused():
+    bucket = BlobBucket()
+    stable_member(bucket, "g", 60_000)
+    with pytest.raises(ValueError, match="made with state.buckets=16 but the query runs with state.buckets=8"):
+        BlobStore(bucket.state, buckets=8)
