@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,14 @@ def test_list_groups_is_answered_from_the_directory(coordinator):
         return groups if {"listed-a", "listed-b"} <= set(groups) else None
 
     assert run.wait(listed) == {"listed-a": "Stable", "listed-b": "Stable"}
+
+
+def test_an_idle_query_runs_no_batch(coordinator):
+    """No request and no deadline due: no micro-batch at all (Spark's no-data batches are off; deadlines come back
+    as timer rows only when due)."""
+    run = coordinator()
+    form_group(run, "idle")  # its next deadline: the 120 s session
+    run.wait(lambda: not run.query.status["isTriggerActive"])
+    progress = len(run.query.recentProgress)
+    time.sleep(3)  # 30 triggers of 100 ms
+    assert len(run.query.recentProgress) == progress
