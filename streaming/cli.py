@@ -18,28 +18,36 @@ from pathlib import Path
 
 from streaming import config as job_config
 from streaming import driver_lock
+from streaming.checkpoint import CheckpointError
 
 log = logging.getLogger("coordinator")
 
 
 def _parser() -> argparse.ArgumentParser:
+    configured = argparse.ArgumentParser(add_help=False)  # how every command that runs Spark is configured
+    configured.add_argument("--config", type=Path, help="properties file over conf/coordinator.properties")
+    configured.add_argument("--spark-defaults", type=Path, default=job_config.DEFAULT_SPARK_DEFAULTS,
+                            help="Spark settings file (spark-defaults.conf format)")
+    configured.add_argument("--set", dest="props", action="append", default=[], metavar="KEY=VALUE",
+                            help="any coordinator.properties key (repeatable)")
+    configured.add_argument("--conf", dest="spark_conf", action="append", default=[], metavar="KEY=VALUE",
+                            help="any Spark setting (repeatable)")
     parser = argparse.ArgumentParser(prog="coordinator", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run the coordinator query until interrupted")
-    run.add_argument("--config", type=Path, help="properties file over conf/coordinator.properties")
-    run.add_argument("--spark-defaults", type=Path, default=job_config.DEFAULT_SPARK_DEFAULTS,
-                     help="Spark settings file (spark-defaults.conf format)")
+    run = sub.add_parser("run", parents=[configured], help="run the coordinator query until interrupted")
     run.add_argument("--bootstrap-servers", help="Kafka bootstrap servers; none: the embedded tansu broker")
     run.add_argument("--checkpoint-location", help="Spark checkpoint directory (required with a real cluster)")
     run.add_argument("--trigger-interval-ms", type=int, help="micro-batch trigger interval")
     run.add_argument("--metrics-log", help="per-batch JSON lines: a file, or - for stdout")
-    run.add_argument("--set", dest="props", action="append", default=[], metavar="KEY=VALUE",
-                     help="any coordinator.properties key (repeatable)")
-    run.add_argument("--conf", dest="spark_conf", action="append", default=[], metavar="KEY=VALUE",
-                     help="any Spark setting (repeatable)")
     run.add_argument("--rebuild-from-records", action="store_true",
                      help="checkpoint lost: on a new checkpoint, load every group from the records topic first "
                           "(same as --set rebuild.from.records=true; ignored once the checkpoint has progress)")
+    upgrade = sub.add_parser("upgrade", parents=[configured],
+                             help="make a checkpoint of this release from one that keeps its groups in bucket rows "
+                                  "(release 0.1.0, or state.operator=applyInPandasWithState)")
+    upgrade.add_argument("--from", dest="old_checkpoint", required=True, help="the checkpoint to upgrade (only read)")
+    upgrade.add_argument("--checkpoint-location", required=True, help="the new checkpoint (must not have batches)")
+    upgrade.add_argument("--bootstrap-servers", required=True, help="the Kafka cluster the old checkpoint read")
     return parser
 
 
@@ -49,6 +57,17 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("kafka", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     overrides = job_config.parse_assignments(args.props)
+    if args.command == "upgrade":
+        overrides.update({"bootstrap.servers": args.bootstrap_servers,
+                          "checkpoint.location": args.checkpoint_location})
+        props = job_config.load(args.config, overrides)
+        spark_conf = {**job_config.read_spark_defaults(args.spark_defaults),
+                      **job_config.parse_assignments(args.spark_conf)}
+        try:
+            return upgrade(props, spark_conf, args.old_checkpoint)
+        except CheckpointError as exc:
+            log.error("%s", exc)
+            return 2
     for key, value in (("bootstrap.servers", args.bootstrap_servers),
                        ("checkpoint.location", args.checkpoint_location),
                        ("trigger.interval.ms", args.trigger_interval_ms), ("metrics.log", args.metrics_log)):
@@ -64,15 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before the query ran, e.g. a standby told to stop while it waits
         log.info("interrupted")
         return 130
+    except CheckpointError as exc:
+        log.error("%s", exc)
+        return 2
 
 
 def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     """Start everything, block until the query ends or the process is told to stop, then clean up."""
     from pyspark.errors import StreamingQueryException
 
+    from streaming import checkpoint
     from streaming.embedded import start_broker
     from streaming.metrics import JsonLinesMetrics
-    from streaming.query import QUERY_NAME, spark_session, start_query
+    from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
     from streaming.topics import ensure_topics
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -105,6 +128,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             records = {"topic": props["topic.records"], "config": client}
             listener = JsonLinesMetrics(metrics_out, QUERY_NAME, records)
             spark.streams.addListener(listener)
+        checkpoint.check(spark, props)  # before any batch: a checkpoint this release cannot run is refused
         # A standby waits here for the active driver's lock, rehearsed and warm (streaming.driver_lock).
         lock = driver_lock.hold(props["checkpoint.location"], on_standby=lambda: _stand_by(spark, props))
         if props.get("rebuild.from.records", "false").lower() == "true":
@@ -131,7 +155,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
                 # Progress events still queued for Python would reach a process on its way out (an ERROR in the
                 # JVM's log at every stop), so the listener goes first.
                 _quietly(lambda: spark.streams.removeListener(listener))
-            _quietly(lambda: _stop_between_batches(query))
+            _quietly(lambda: stop_between_batches(query))
             if listener is not None:
                 # A progress event the JVM had begun to deliver when the listener was removed still reaches it:
                 # let it land while this process still answers callbacks.
@@ -151,13 +175,18 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             shutil.rmtree(throwaway_checkpoint, ignore_errors=True)
 
 
-def _stop_between_batches(query, timeout_s: float = 5.0) -> None:
-    """Stop the query when no batch is running, if one ends within `timeout_s`: stopping in the middle of a batch is
-    safe (it is replayed) but makes Spark log the cancelled write at ERROR, stack traces included."""
-    deadline = time.monotonic() + timeout_s
-    while query.status["isTriggerActive"] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    query.stop()
+def upgrade(props: dict[str, str], spark_conf: dict[str, str], old_checkpoint: str) -> int:
+    """`coordinator upgrade`: see `streaming.upgrade`."""
+    from streaming.query import spark_session
+    from streaming.topics import ensure_topics
+    from streaming.upgrade import upgrade as upgrade_checkpoint
+
+    ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
+    spark = spark_session(spark_conf)
+    groups = upgrade_checkpoint(spark, props, old_checkpoint)
+    print(f"upgraded: {groups} group(s) from {old_checkpoint} into {props['checkpoint.location']}; run the "
+          f"coordinator on it with --checkpoint-location {props['checkpoint.location']}", flush=True)
+    return 0
 
 
 def _stand_by(spark, props: dict[str, str]) -> None:

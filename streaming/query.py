@@ -168,6 +168,15 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     return query
 
 
+def stop_between_batches(query, timeout_s: float = 5.0) -> None:
+    """Stop the query when no batch is running, if one ends within `timeout_s`: stopping in the middle of a batch is
+    safe (it is replayed) but makes Spark log the cancelled write at ERROR, stack traces included."""
+    deadline = time.monotonic() + timeout_s
+    while query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    query.stop()
+
+
 def rehearse(spark: SparkSession, props: Mapping[str, str], timeout_s: float = 120.0) -> None:
     """Run the query's plan for a few batches on a scratch checkpoint, reading the requests topic from its end and
     changing nothing, so that this driver has started every Python process the real query needs (data source
