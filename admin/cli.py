@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
 from admin import history as hist
-from admin.groups import GroupAdmin, GroupDescription, LogOffsets
+from admin.groups import GroupAdmin, GroupDescription, LogOffsets, UnknownLogOffsets
 from admin.reset import ResetError, datetime_ms, duration_ms, new_offsets, read_plan, write_plan
 from client.errors import GroupError, RequestTimeoutError, for_code
 from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, KafkaTransport, Transport
@@ -80,7 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="List, describe, delete and reset consumer groups kept by the Spark group coordinator "
         "(the kafka-consumer-groups.sh of this system).",
     )
-    p.add_argument("--bootstrap-server", required=True, help="Kafka brokers: host:port[,host:port]")
+    p.add_argument("--bootstrap-server", help="Kafka brokers: host:port[,host:port] (required unless --checkpoint)")
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="read the groups from a stopped query's checkpoint (any path or URL Spark reads) instead of "
+                   "asking the coordinator; --list and --describe only, and LOG-END-OFFSET/LAG only with "
+                   "--bootstrap-server")
     p.add_argument("--requests-topic", default=DEFAULT_CONTROL_TOPIC, help="the coordinator's control topic")
     p.add_argument("--responses-topic", default=DEFAULT_RESPONSE_TOPIC, help="the coordinator's response topic")
     p.add_argument("--records-topic", default=DEFAULT_RECORDS_TOPIC, help="the coordinator's records topic")
@@ -140,6 +144,10 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
         settings = command_config(args.command_config) if args.command_config else {}
         if args.history:
             return _history(args, o, settings)
+        if transport is None and args.checkpoint:
+            from admin.offline import CheckpointTransport
+
+            transport = CheckpointTransport.read(args.checkpoint, None if args.list or args.all_groups else args.group)
         transport = transport or KafkaTransport(args.bootstrap_server, args.requests_topic, args.responses_topic,
                                                 **{"client_id": "groupcoord-admin", **settings})
         admin = GroupAdmin(transport, args.timeout / 1000)
@@ -148,7 +156,9 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
         groups = [g for g, _t, _s in admin.list_groups()] if args.all_groups else args.group
         if args.delete:
             return _delete(admin, groups, o)
-        log_offsets = log_offsets or LogOffsets(args.bootstrap_server, **settings)
+        if log_offsets is None:
+            log_offsets = UnknownLogOffsets() if args.bootstrap_server is None else LogOffsets(args.bootstrap_server,
+                                                                                                 **settings)
         if args.describe:
             return _describe(args, admin, log_offsets, groups, o)
         if args.delete_offsets:
@@ -166,6 +176,10 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
 
 def _check(args: argparse.Namespace) -> None:
     """Kafka's option rules (ConsumerGroupCommandOptions.checkArgs), with its wording where it has one."""
+    if args.checkpoint is None and args.bootstrap_server is None:
+        raise CommandError("Missing required argument \"[bootstrap-server]\"")
+    if args.checkpoint is not None and not (args.list or args.describe):
+        raise CommandError("Option --checkpoint reads a stopped query's state: it takes only --list or --describe")
     needs_group = args.describe or args.delete or args.reset_offsets
     if needs_group and not (args.group or args.all_groups):
         raise CommandError("Option --group or --all-groups must be specified")
@@ -291,7 +305,8 @@ def offset_rows(desc: GroupDescription, committed: dict[tuple[str, int], int],
     return rows
 
 
-def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, groups: list[str], o: Output) -> int:
+def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets | UnknownLogOffsets, groups: list[str],
+              o: Output) -> int:
     columns: Sequence[str] = STATE_COLUMNS if args.state is not None else OFFSET_COLUMNS
     all_rows: list[Sequence[Any]] = []
     status = 0
@@ -304,7 +319,8 @@ def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets, 
             columns, rows = member_rows(desc, args.verbose)
             o.table(columns, rows, {"#PARTITIONS": 15})
         elif args.state is not None:
-            coordinator = f"{args.bootstrap_server}  ({args.requests_topic})"
+            coordinator = (f"{args.checkpoint}  (checkpoint)" if args.checkpoint
+                           else f"{args.bootstrap_server}  ({args.requests_topic})")
             rows = [(desc.group_id, coordinator, desc.protocol or None, desc.state, len(desc.members))]
             o.table(columns, rows, {"ASSIGNMENT-STRATEGY": 20, "STATE": 20})
         else:

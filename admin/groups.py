@@ -107,6 +107,16 @@ class GroupAdmin:
         return protocol.partition_errors(self._call(group_id, body))
 
 
+class UnknownLogOffsets:
+    """No broker to ask (`--checkpoint` without `--bootstrap-server`): every log end is unknown, printed `-`."""
+
+    def log_end(self, tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
 class LogOffsets:
     """The brokers' side: partitions of a topic, earliest / log-end offsets, offsets for a timestamp."""
 

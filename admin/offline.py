@@ -1,0 +1,55 @@
+"""`--checkpoint PATH`: the tool's questions answered from a stopped query's checkpoint instead of the coordinator.
+
+The groups are read with Spark's state data source (`streaming.state_reader`), and each request the tool would
+send over the control topic is answered by the core's own handlers on them (`state.offline`), so the answers are
+the ones the running coordinator gave when it stopped. Only the read-only questions (--list, --describe) can be
+asked of a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from client.protocol import Json
+from state.batch import StoredGroup
+from state.offline import answer, list_groups
+
+
+class CheckpointTransport:
+    """A `client.transport.Transport` over the stored groups of a checkpoint."""
+
+    def __init__(self, groups: Mapping[str, StoredGroup]) -> None:
+        self._groups = groups
+        self._ids = 0
+
+    @classmethod
+    def read(cls, location: str, group_ids: list[str] | None) -> "CheckpointTransport":
+        """The groups of the checkpoint at `location` (all of them, or only `group_ids`), read with this process's
+        SparkSession, or a local one started for it."""
+        from pyspark.sql import SparkSession
+
+        from streaming.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
+        from streaming.query import spark_session
+        from streaming.state_reader import stored_groups
+
+        spark = SparkSession.getActiveSession()
+        own = spark is None
+        if own:
+            spark = spark_session({**read_spark_defaults(DEFAULT_SPARK_DEFAULTS),
+                                   "spark.app.name": "groupcoord-consumer-groups"})
+        try:
+            return cls(stored_groups(spark, location, group_ids))
+        finally:
+            if own:
+                spark.stop()
+
+    def request(self, key: str, body: Json, timeout_s: float, attempts: int = 1) -> Json:
+        self._ids += 1
+        raw = json.dumps({**body, "request_id": f"offline-{self._ids}"}).encode()
+        if body.get("api") == "ListGroups":
+            return json.loads(list_groups(self._groups.items(), raw))
+        return json.loads(answer(key, self._groups.get(key), raw))
+
+    def close(self) -> None:
+        pass

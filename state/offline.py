@@ -1,0 +1,50 @@
+"""Answers from stored groups as they are: what an operator reads from a stopped query's checkpoint.
+
+The read-only requests (DescribeGroups, OffsetFetch, ListGroups) are answered by the same handlers the running
+coordinator uses, so an offline answer and a live one agree. Unlike `state.batch.step_group`, nothing here moves
+time: no timer fires, a member whose session ran out while the query was stopped is still shown, as the checkpoint
+holds it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from state import coordinator
+from state.batch import StoredGroup, decode_state
+from state.config import CoordinatorConfig
+from state.context import Context
+from state.directory import GroupDirectory
+from state.records import dumps, group_record
+from state.wire import BadRequest, decode_json, error_response, parse, readable_request_id
+
+READ_ONLY_APIS = ("DescribeGroups", "OffsetFetch")
+
+
+def answer(group_id: str, stored: StoredGroup | None, raw_request: bytes,
+           config: CoordinatorConfig | None = None) -> bytes:
+    """The response to a DescribeGroups or OffsetFetch request for `group_id`, from its stored state."""
+    body: dict = {}
+    try:
+        body = decode_json(raw_request)
+        req = parse(body)
+        if req.api not in READ_ONLY_APIS or req.group_id != group_id:
+            raise BadRequest(f"offline: only {', '.join(READ_ONLY_APIS)} for group {group_id!r}")
+    except BadRequest as exc:
+        return dumps(error_response(body.get("api"), readable_request_id(body) or "", body.get("group_id"),
+                                    exc.code, exc.reason))
+    group = decode_state(stored)
+    ctx = Context(group_id, group, group.clock_ms if group is not None else 0, config or CoordinatorConfig())
+    coordinator.handle(ctx, req)
+    (response,) = ctx.responses
+    return dumps(response)
+
+
+def list_groups(groups: Iterable[tuple[str, StoredGroup]], raw_request: bytes) -> bytes:
+    """The ListGroups response over the stored groups."""
+    directory = GroupDirectory()
+    for group_id, stored in groups:
+        group = decode_state(stored)
+        if group is not None:
+            directory.apply(*group_record(group).encode())
+    return directory.answer(raw_request)
