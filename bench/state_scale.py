@@ -1,19 +1,25 @@
-"""Benchmark: the job with a large population in its state (default 100,000 groups x 10 members = 1,000,000).
+"""Benchmark: the job with a large population in its state, against the same job with a small one in the same run.
+
+`--compare 1000,100000` runs each population in turn in one process (one SparkSession, one broker, fresh topics and
+checkpoint each) and ends with `state scale ratio: batch p50 at 100000 groups / at 1000 groups = R`: the median
+micro-batch time under the same touched load (the fixed-rate phase below), so R says how much the population alone
+costs. A state row per group (`state.operator=transformWithState`, the default) should give R near 1; the bucket
+rows of `applyInPandasWithState` grow with the population.
 
 Forming a million members through the control topic would take the job (and any client fleet on this machine) the
-better part of an hour, so the population is loaded the way a lost checkpoint is rebuilt: one internal `LoadGroup`
-request per group (`streaming.rebuild`), built from a template Stable group of M members with one committed offset
-each, made by the core and copied under G group ids. Then it measures, on the running query:
+better part of an hour, so each population is loaded the way a lost checkpoint is rebuilt: one internal
+`LoadGroup` request per group (`streaming.rebuild`), built from a template Stable group of M members with one
+committed offset each, made by the core and copied under G group ids. Then it measures, on the running query:
 
-- loading: the batches that load the groups (time per batch, groups per second);
+- loading: the batches that load the groups (time, groups/s and members/s);
 - state size: Spark's reported state-store memory, the state rows, and the checkpoint directory on disk;
 - batch time with that state: a backlog of heartbeats and commits from members of distinct groups, produced at once;
-- latency at a fixed low rate (heartbeats and commits from random members).
+- latency and batch time at a fixed low rate (heartbeats and commits from random members): the ratio's load.
 
-Nothing here is a test; figures depend on the machine. The peer figure the issue asks for (tansu's coordinator)
-does not apply: tansu keeps groups in broker memory and has no per-batch cost; `bench.report` compares the two on
-the request path. Run: `python -m bench.state_scale [--groups 100000] [--members 10] [--backlog 20000]
-[--buckets N]`.
+Nothing here is a test; figures depend on the machine. tansu's coordinator is no peer here (it keeps groups in
+broker memory and has no per-batch cost; `bench.stream_bench` compares the two on the request path). Run:
+`python -m bench.state_scale [--compare 1000,100000] [--members 10] [--backlog 20000] [--rate 200] [--seconds 20]
+[--operator transformWithState|applyInPandasWithState] [--buckets N]`.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -30,15 +37,16 @@ from pathlib import Path
 from bench.core_bench import Group
 from bench.stream_bench import JobClient, percentiles
 from bench.stream_bench import _load_request as request
-from state.batch import decode_state
+from state.batch import StoredGroup, decode_state
 from state.records import group_record, offset_record
 from streaming import config as job_config
 from streaming.embedded import start_broker
-from streaming.query import await_warm_up, spark_session, start_query
+from streaming.query import OPERATORS, await_warm_up, spark_session, start_query, stop_between_batches
 from streaming.rebuild import load_requests
 from streaming.topics import ensure_topics
 
-def template_group(members: int, group_id: str = "template") -> tuple[bytes, list[str], int]:
+
+def template_group(members: int, group_id: str = "template") -> tuple[StoredGroup, list[str], int]:
     """A Stable group of `members` with one committed offset each: (core state, member ids, generation)."""
     g = Group(group_id)
     ids, _, _ = g.stable(members)
@@ -52,7 +60,7 @@ def template_group(members: int, group_id: str = "template") -> tuple[bytes, lis
     return g.state, ids, generation
 
 
-def load_request(template: bytes, group_id: str) -> bytes:
+def load_request(template: StoredGroup, group_id: str) -> bytes:
     """The LoadGroup request that loads a copy of the template group under `group_id`, as a rebuild writes it."""
     group = decode_state(template)
     group.group_id = group_id
@@ -76,61 +84,52 @@ def directory_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--groups", type=int, default=100_000)
-    parser.add_argument("--members", type=int, default=10)
-    parser.add_argument("--backlog", type=int, default=20_000)
-    parser.add_argument("--rate", type=float, default=200.0)
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--buckets", type=int, help="state.buckets (default: conf/coordinator.properties)")
-    args = parser.parse_args()
-    random.seed(1)
-    template, member_ids, generation = template_group(args.members)
-    broker = start_broker()
+def population(spark, broker, groups: int, args: argparse.Namespace, template: bytes, member_ids: list[str],
+               generation: int) -> dict:
+    """Load `groups` copies of the template into a fresh query, then measure it; the figures as a dict."""
     workdir = Path(tempfile.mkdtemp(prefix="state-scale-"))
-    result: dict = {"groups": args.groups, "members_per_group": args.members, "state_buckets": args.buckets,
-                    "template_state_bytes": len(template)}
-    try:
-        props = job_config.load(overrides={
-            "bootstrap.servers": broker.bootstrap_servers, "checkpoint.location": str(workdir / "checkpoint"),
-            "topic.requests": "scale-requests", "topic.responses": "scale-responses",
-            "topic.records": "scale-records", "topic.dead.letters": "scale-dead-letters",
-            **({"state.buckets": str(args.buckets)} if args.buckets else {})})
-        ensure_topics({"bootstrap_servers": broker.bootstrap_servers}, props)
-        client = JobClient(broker.bootstrap_servers, props["topic.requests"], props["topic.responses"])
-        start = time.monotonic()
-        for g in range(args.groups):
-            client.producer.send(props["topic.requests"], key=f"g{g}".encode(),
-                                 value=load_request(template, f"g{g}"))
-        client.producer.flush()
-        result["loads_produced_s"] = round(time.monotonic() - start, 1)
+    result: dict = {"groups": groups, "members": groups * args.members}
+    suffix = f"{groups}-{int(time.time())}"
+    props = job_config.load(overrides={
+        "bootstrap.servers": broker.bootstrap_servers, "checkpoint.location": str(workdir / "checkpoint"),
+        "topic.requests": f"scale-requests-{suffix}", "topic.responses": f"scale-responses-{suffix}",
+        "topic.records": f"scale-records-{suffix}", "topic.dead.letters": f"scale-dead-letters-{suffix}",
+        "topic.timers": f"scale-timers-{suffix}", "state.operator": args.operator,
+        **({"state.buckets": str(args.buckets)} if args.buckets else {})})
+    ensure_topics({"bootstrap_servers": broker.bootstrap_servers}, props)
+    client = JobClient(broker.bootstrap_servers, props["topic.requests"], props["topic.responses"])
+    start = time.monotonic()
+    for g in range(groups):
+        client.producer.send(props["topic.requests"], key=f"g{g}".encode(), value=load_request(template, f"g{g}"))
+    client.producer.flush()
+    result["loads_produced_s"] = round(time.monotonic() - start, 1)
 
-        spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
-        await_warm_up(spark)  # Python worker start-up is not part of the load time
-        query = start_query(spark, props)
-        start = time.monotonic()
-        while sum(p.numInputRows for p in query.recentProgress) < args.groups:
-            time.sleep(1)
-            if time.monotonic() - start > 3600:
-                raise TimeoutError("the loads were not read within an hour")
-        loading = [p for p in query.recentProgress if p.numInputRows]
-        result["load"] = {"wall_s": round(time.monotonic() - start, 1),
-                          "batches_ms": [p.batchDuration for p in loading],
-                          "rows_per_batch": [p.numInputRows for p in loading]}
-        last = query.lastProgress
-        result["state_after_load"] = {
-            "state_rows": sum(op["numRowsTotal"] for op in last["stateOperators"]),
-            "state_memory_bytes": sum(op["memoryUsedBytes"] for op in last["stateOperators"]),
-            "checkpoint_bytes": directory_size(workdir / "checkpoint")}
-        probe = client.send(request("g0", member_ids[0], generation, 1))
-        client.wait([probe], 600)
+    query = start_query(spark, props)
+    start = time.monotonic()
+    while sum(p.numInputRows for p in query.recentProgress) < groups:
+        time.sleep(1)
+        if time.monotonic() - start > 3600:
+            raise TimeoutError("the loads were not read within an hour")
+    loading = [p for p in query.recentProgress if p.numInputRows]
+    wall = time.monotonic() - start
+    result["load"] = {"wall_s": round(wall, 1), "groups_per_s": round(groups / wall),
+                      "members_per_s": round(groups * args.members / wall),
+                      "batches_ms": [p.batchDuration for p in loading],
+                      "rows_per_batch": [p.numInputRows for p in loading]}
+    last = query.lastProgress
+    result["state_after_load"] = {
+        "state_rows": sum(op["numRowsTotal"] for op in last["stateOperators"]),
+        "state_memory_bytes": sum(op["memoryUsedBytes"] for op in last["stateOperators"]),
+        "checkpoint_bytes": directory_size(workdir / "checkpoint")}
+    probe = client.send(request("g0", member_ids[0], generation, 1))
+    client.wait([probe], 600)
 
+    if args.backlog:
         progress_from = len(query.recentProgress)
-        groups = random.sample(range(args.groups), min(args.backlog, args.groups))
+        touched = random.sample(range(groups), min(args.backlog, groups))
         start = time.monotonic()
         ids = [client.send(request(f"g{g}", random.choice(member_ids), generation, k))
-               for k, g in enumerate(groups)]
+               for k, g in enumerate(touched)]
         client.wait(ids, 1800)
         took = time.monotonic() - start
         batches = batches_with(query, progress_from, len(ids))
@@ -145,30 +144,64 @@ def main() -> None:
                              "produce_ms": [p.observedMetrics["coordinator"]["produce_us"] // 1000
                                             for p in batches]}
 
-        progress_from = len(query.recentProgress)
-        ids, start, k = [], time.monotonic(), 0
-        while time.monotonic() - start < args.seconds:
-            time.sleep(max(0.0, start + k / args.rate - time.monotonic()))
-            ids.append(client.send(request(f"g{random.randrange(args.groups)}", random.choice(member_ids),
-                                           generation, k)))
-            if k % 20 == 0:
-                client.producer.flush()
-            k += 1
-        client.wait(ids, 1800)
-        batches = batches_with(query, progress_from, len(ids))
-        result["fixed_rate"] = {"offered_per_s": args.rate, **percentiles([client.latencies[i] for i in ids]),
-                                "batch_ms_median": round(statistics.median([p.batchDuration for p in batches]))
-                                if batches else None}
-        last = query.lastProgress
-        result["state_at_end"] = {
-            "state_memory_bytes": sum(op["memoryUsedBytes"] for op in last["stateOperators"]),
-            "checkpoint_bytes": directory_size(workdir / "checkpoint")}
-        query.stop()
-        client.close()
+    progress_from = len(query.recentProgress)
+    ids, start, k = [], time.monotonic(), 0
+    while time.monotonic() - start < args.seconds:
+        time.sleep(max(0.0, start + k / args.rate - time.monotonic()))
+        ids.append(client.send(request(f"g{random.randrange(groups)}", random.choice(member_ids), generation, k)))
+        if k % 20 == 0:
+            client.producer.flush()
+        k += 1
+    client.wait(ids, 1800)
+    batches = batches_with(query, progress_from, len(ids))
+    durations = sorted(p.batchDuration for p in batches)
+    result["fixed_rate"] = {"offered_per_s": args.rate, **percentiles([client.latencies[i] for i in ids]),
+                            "batches": len(batches),
+                            "batch_ms_median": durations[len(durations) // 2] if durations else None,
+                            "state_calls_ms_median": round(statistics.median(
+                                [p.observedMetrics["coordinator"]["call_us"] / 1000 for p in batches]))
+                            if batches else None}
+    last = query.lastProgress
+    result["state_at_end"] = {
+        "state_memory_bytes": sum(op["memoryUsedBytes"] for op in last["stateOperators"]),
+        "checkpoint_bytes": directory_size(workdir / "checkpoint")}
+    stop_between_batches(query)
+    client.close()
+    shutil.rmtree(workdir, ignore_errors=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compare", default="100000", help="comma-separated group counts, run in turn")
+    parser.add_argument("--members", type=int, default=10)
+    parser.add_argument("--backlog", type=int, default=20_000)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--operator", default="transformWithState", choices=OPERATORS)
+    parser.add_argument("--buckets", type=int, help="state.buckets (default: conf/coordinator.properties)")
+    args = parser.parse_args()
+    populations = [int(n) for n in args.compare.split(",")]
+    random.seed(1)
+    template, member_ids, generation = template_group(args.members)
+    broker = start_broker()
+    results = []
+    try:
+        spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
+        await_warm_up(spark)  # Python worker start-up is not part of any load time
+        for groups in populations:
+            results.append(population(spark, broker, groups, args, template, member_ids, generation))
+            print(json.dumps({"operator": args.operator, "template_state_bytes": len(template.metadata),
+                              **results[-1], "load_average": os.getloadavg()}, indent=2), flush=True)
     finally:
         broker.stop()
-    result["load_average"] = os.getloadavg()
-    print(json.dumps(result, indent=2))
+    if len(results) > 1:
+        small, large = results[0], results[-1]
+        ratio = large["fixed_rate"]["batch_ms_median"] / small["fixed_rate"]["batch_ms_median"]
+        print(f"state scale ratio: batch p50 at {large['groups']} groups / at {small['groups']} groups = "
+              f"{ratio:.2f} ({large['fixed_rate']['batch_ms_median']} ms / {small['fixed_rate']['batch_ms_median']} "
+              f"ms, {args.operator}; loading {large['members']:,} members: {large['load']['members_per_s']:,} "
+              f"members/s)")
 
 
 if __name__ == "__main__":
