@@ -14,7 +14,8 @@ committed offset each, made by the core and copied under G group ids. Then it me
 - loading: the batches that load the groups (time, groups/s and members/s);
 - state size: Spark's reported state-store memory, the state rows, and the checkpoint directory on disk;
 - batch time with that state: a backlog of heartbeats and commits from members of distinct groups, produced at once;
-- latency and batch time at a fixed low rate (heartbeats and commits from random members): the ratio's load.
+- latency and batch time at a fixed low rate (heartbeats and commits from random members): the ratio's load, in
+  rounds the populations take in turn, so that a slow minute on a shared machine weighs on both.
 
 Nothing here is a test; figures depend on the machine. tansu's coordinator is no peer here (it keeps groups in
 broker memory and has no per-batch cost; `bench.stream_bench` compares the two on the request path). Run:
@@ -32,6 +33,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.core_bench import Group
@@ -84,9 +86,22 @@ def directory_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def population(spark, broker, groups: int, args: argparse.Namespace, template: bytes, member_ids: list[str],
-               generation: int) -> dict:
-    """Load `groups` copies of the template into a fresh query, then measure it; the figures as a dict."""
+@dataclass
+class Population:
+    """One population's running query and its figures so far."""
+
+    groups: int
+    query: object
+    client: JobClient
+    workdir: Path
+    result: dict
+    latencies: list = field(default_factory=list)
+    batches: list = field(default_factory=list)
+
+
+def load(spark, broker, groups: int, args: argparse.Namespace, template: StoredGroup, member_ids: list[str],
+         generation: int) -> Population:
+    """A fresh query (topics, checkpoint) with `groups` copies of the template loaded, and the load's figures."""
     workdir = Path(tempfile.mkdtemp(prefix="state-scale-"))
     result: dict = {"groups": groups, "members": groups * args.members}
     suffix = f"{groups}-{int(time.time())}"
@@ -104,7 +119,7 @@ def population(spark, broker, groups: int, args: argparse.Namespace, template: b
     client.producer.flush()
     result["loads_produced_s"] = round(time.monotonic() - start, 1)
 
-    query = start_query(spark, props)
+    query = start_query(spark, props, query_name=f"scale-{groups}")
     start = time.monotonic()
     while sum(p.numInputRows for p in query.recentProgress) < groups:
         time.sleep(1)
@@ -121,20 +136,22 @@ def population(spark, broker, groups: int, args: argparse.Namespace, template: b
         "state_rows": sum(op["numRowsTotal"] for op in last["stateOperators"]),
         "state_memory_bytes": sum(op["memoryUsedBytes"] for op in last["stateOperators"]),
         "checkpoint_bytes": directory_size(workdir / "checkpoint")}
-    probe = client.send(request("g0", member_ids[0], generation, 1))
-    client.wait([probe], 600)
+    client.wait([client.send(request("g0", member_ids[0], generation, 1))], 600)
+    return Population(groups, query, client, workdir, result)
 
-    if args.backlog:
-        progress_from = len(query.recentProgress)
-        touched = random.sample(range(groups), min(args.backlog, groups))
-        start = time.monotonic()
-        ids = [client.send(request(f"g{g}", random.choice(member_ids), generation, k))
-               for k, g in enumerate(touched)]
-        client.wait(ids, 1800)
-        took = time.monotonic() - start
-        batches = batches_with(query, progress_from, len(ids))
-        errors = sum(1 for i in ids if client.bodies.get(i, {}).get("error_code", 0))
-        result["backlog"] = {"requests": len(ids), "answered_s": round(took, 1),
+
+def backlog(pop: Population, args: argparse.Namespace, member_ids: list[str], generation: int) -> None:
+    """A backlog of requests from distinct groups, produced at once: how fast big batches go with this state."""
+    query, client = pop.query, pop.client
+    progress_from = len(query.recentProgress)
+    touched = random.sample(range(pop.groups), min(args.backlog, pop.groups))
+    start = time.monotonic()
+    ids = [client.send(request(f"g{g}", random.choice(member_ids), generation, k)) for k, g in enumerate(touched)]
+    client.wait(ids, 1800)
+    took = time.monotonic() - start
+    batches = batches_with(query, progress_from, len(ids))
+    errors = sum(1 for i in ids if client.bodies.get(i, {}).get("error_code", 0))
+    pop.result["backlog"] = {"requests": len(ids), "answered_s": round(took, 1),
                              "requests_per_s": round(len(ids) / took), "errors": errors,
                              "batches_ms": [p.batchDuration for p in batches],
                              "rows_per_batch": [p.numInputRows for p in batches],
@@ -144,57 +161,74 @@ def population(spark, broker, groups: int, args: argparse.Namespace, template: b
                              "produce_ms": [p.observedMetrics["coordinator"]["produce_us"] // 1000
                                             for p in batches]}
 
+
+def fixed_rate(pop: Population, args: argparse.Namespace, member_ids: list[str], generation: int,
+               seconds: float) -> None:
+    """`args.rate` requests/s from random members for `seconds`: the touched load the ratio compares."""
+    query, client = pop.query, pop.client
     progress_from = len(query.recentProgress)
     ids, start, k = [], time.monotonic(), 0
-    while time.monotonic() - start < args.seconds:
+    while time.monotonic() - start < seconds:
         time.sleep(max(0.0, start + k / args.rate - time.monotonic()))
-        ids.append(client.send(request(f"g{random.randrange(groups)}", random.choice(member_ids), generation, k)))
+        ids.append(client.send(request(f"g{random.randrange(pop.groups)}", random.choice(member_ids), generation, k)))
         if k % 20 == 0:
             client.producer.flush()
         k += 1
     client.wait(ids, 1800)
-    batches = batches_with(query, progress_from, len(ids))
-    durations = sorted(p.batchDuration for p in batches)
-    result["fixed_rate"] = {"offered_per_s": args.rate, **percentiles([client.latencies[i] for i in ids]),
-                            "batches": len(batches),
-                            "batch_ms_median": durations[len(durations) // 2] if durations else None,
-                            "state_calls_ms_median": round(statistics.median(
-                                [p.observedMetrics["coordinator"]["call_us"] / 1000 for p in batches]))
-                            if batches else None}
-    last = query.lastProgress
-    result["state_at_end"] = {
+    pop.latencies += [client.latencies[i] for i in ids]
+    pop.batches += batches_with(query, progress_from, len(ids))
+
+
+def finish(pop: Population, args: argparse.Namespace) -> dict:
+    durations = sorted(p.batchDuration for p in pop.batches)
+    pop.result["fixed_rate"] = {
+        "offered_per_s": args.rate, "seconds": args.seconds * args.rounds, **percentiles(pop.latencies),
+        "batches": len(pop.batches), "batch_ms_median": durations[len(durations) // 2] if durations else None,
+        "state_calls_ms_median": round(statistics.median(
+            [p.observedMetrics["coordinator"]["call_us"] / 1000 for p in pop.batches])) if pop.batches else None}
+    last = pop.query.lastProgress
+    pop.result["state_at_end"] = {
         "state_memory_bytes": sum(op["memoryUsedBytes"] for op in last["stateOperators"]),
-        "checkpoint_bytes": directory_size(workdir / "checkpoint")}
-    stop_between_batches(query)
-    client.close()
-    shutil.rmtree(workdir, ignore_errors=True)
-    return result
+        "checkpoint_bytes": directory_size(pop.workdir / "checkpoint")}
+    stop_between_batches(pop.query)
+    pop.client.close()
+    shutil.rmtree(pop.workdir, ignore_errors=True)
+    return pop.result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--compare", default="100000", help="comma-separated group counts, run in turn")
+    parser.add_argument("--compare", default="100000", help="comma-separated group counts, each its own query")
     parser.add_argument("--members", type=int, default=10)
     parser.add_argument("--backlog", type=int, default=20_000)
     parser.add_argument("--rate", type=float, default=200.0)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of one fixed-rate round")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="fixed-rate rounds per population, the populations taking turns (a slow minute on a "
+                        "shared machine then weighs on both)")
     parser.add_argument("--operator", default="transformWithState", choices=OPERATORS)
     parser.add_argument("--buckets", type=int, help="state.buckets (default: conf/coordinator.properties)")
     args = parser.parse_args()
-    populations = [int(n) for n in args.compare.split(",")]
     random.seed(1)
     template, member_ids, generation = template_group(args.members)
     broker = start_broker()
-    results = []
     try:
         spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
         await_warm_up(spark)  # Python worker start-up is not part of any load time
-        for groups in populations:
-            results.append(population(spark, broker, groups, args, template, member_ids, generation))
-            print(json.dumps({"operator": args.operator, "template_state_bytes": len(template.metadata),
-                              **results[-1], "load_average": os.getloadavg()}, indent=2), flush=True)
+        pops = [load(spark, broker, int(n), args, template, member_ids, generation) for n in args.compare.split(",")]
+        for pop in pops:
+            if args.backlog:
+                backlog(pop, args, member_ids, generation)
+        for _ in range(args.rounds):
+            for pop in pops:
+                fixed_rate(pop, args, member_ids, generation, args.seconds)
+        results = [finish(pop, args) for pop in pops]
     finally:
         broker.stop()
+    for result in results:
+        print(json.dumps({"operator": args.operator, "template_state_bytes": len(template.metadata), **result},
+                         indent=2))
+    print(json.dumps({"load_average": os.getloadavg()}))
     if len(results) > 1:
         small, large = results[0], results[-1]
         ratio = large["fixed_rate"]["batch_ms_median"] / small["fixed_rate"]["batch_ms_median"]

@@ -57,28 +57,17 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("kafka", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     overrides = job_config.parse_assignments(args.props)
-    if args.command == "upgrade":
-        overrides.update({"bootstrap.servers": args.bootstrap_servers,
-                          "checkpoint.location": args.checkpoint_location})
-        props = job_config.load(args.config, overrides)
-        spark_conf = {**job_config.read_spark_defaults(args.spark_defaults),
-                      **job_config.parse_assignments(args.spark_conf)}
-        try:
-            return upgrade(props, spark_conf, args.old_checkpoint)
-        except CheckpointError as exc:
-            log.error("%s", exc)
-            return 2
-    for key, value in (("bootstrap.servers", args.bootstrap_servers),
-                       ("checkpoint.location", args.checkpoint_location),
-                       ("trigger.interval.ms", args.trigger_interval_ms), ("metrics.log", args.metrics_log)):
-        if value is not None:
-            overrides[key] = str(value)
-    if args.rebuild_from_records:
-        overrides["rebuild.from.records"] = "true"
+    flags = {"bootstrap.servers": args.bootstrap_servers, "checkpoint.location": args.checkpoint_location}
+    if args.command == "run":
+        flags.update({"trigger.interval.ms": args.trigger_interval_ms, "metrics.log": args.metrics_log,
+                      "rebuild.from.records": "true" if args.rebuild_from_records else None})
+    overrides.update({key: str(value) for key, value in flags.items() if value is not None})
     props = job_config.load(args.config, overrides)
     spark_conf = {**job_config.read_spark_defaults(args.spark_defaults),
                   **job_config.parse_assignments(args.spark_conf)}
     try:
+        if args.command == "upgrade":
+            return upgrade(props, spark_conf, args.old_checkpoint)
         return run(props, spark_conf)
     except KeyboardInterrupt:  # before the query ran, e.g. a standby told to stop while it waits
         log.info("interrupted")

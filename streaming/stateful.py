@@ -114,8 +114,9 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
     if kind == "group":
         store = open_store()
         before = store.earliest()
-        out = step_bucket(rows, store, now_ms, config, called)
-        if called.deadline != before or any(r.resumed for r in rows[:1]):
+        resumed = any(row.resumed for row in rows)  # the whole batch is, or none of it (`streaming.source`)
+        out = step_bucket(rows, store, now_ms, config, resumed, called)
+        if called.deadline != before or resumed:
             out.append(("deadline", str(bucket).encode(), None if called.deadline is None
                         else str(called.deadline).encode(), None, None, None))
     elif kind == "directory":
@@ -129,7 +130,7 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
     return summary(kind, bucket, out, called)
 
 
-def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: CoordinatorConfig,
+def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: CoordinatorConfig, resumed: bool,
                 called: Called) -> list[tuple]:
     """Step every group of the bucket that has requests (`rows`, in (partition, offset) order) or a due deadline."""
     by_group: dict[str, list[Input]] = {}
@@ -138,7 +139,6 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
             by_group.setdefault(row.group_id, []).append(row)
         else:  # a timer row only makes Spark call the bucket
             called.timer_rows += 1
-    resumed = any(row.resumed for row in rows)  # the whole batch is, or none of it (`streaming.source`)
     out: list[tuple] = []
     for group_id in sorted(by_group.keys() | set(store.due(now_ms))):
         group_rows = by_group.get(group_id, [])

@@ -87,7 +87,7 @@ def inputs(*requests: dict, at_ms: int = 0, timer_row: bool = False) -> list[Inp
 
 def call(bucket, rows: list[Input], now_ms: int) -> tuple[list[dict], Called]:
     called = Called()
-    out = step_bucket(rows, bucket.open(), now_ms, CONFIG, called)
+    out = step_bucket(rows, bucket.open(), now_ms, CONFIG, False, called)
     return [json.loads(value) for sink, _, value, *_ in out if sink == "response"], called
 
 
