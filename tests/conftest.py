@@ -15,6 +15,17 @@ import pytest
 
 from tests.support.coordinator import CoordinatorRun, new_run
 
+SLOW_FIXTURES = {"spark": "spark", "broker": "broker"}
+"""A test that uses one of these fixtures (directly or through another fixture) gets its marker, so that the fast
+lane (`./tests/run --fast`: `-m "not spark and not broker"`) never starts Spark or a broker by accident."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in SLOW_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
 
 @pytest.fixture(scope="session")
 def broker() -> Iterator[str]:
