@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from assignors.api import Assignment, MemberSubscription
+from assignors.api import Assignment, MemberSubscription, PartitionAssignorError
 from assignors.consumer_protocol import TopicPartitions
 
 
@@ -48,6 +48,16 @@ def partition_space(partitions_per_topic: Mapping[str, int], topics: Iterable[st
     return PartitionSpace(tuple(present), offsets)
 
 
+def require_topics(partitions_per_topic: Mapping[str, int], topics: Iterable[str]) -> None:
+    """KIP-848's assignors refuse a subscription to a topic the metadata does not have (a topic with 0
+    partitions exists); the client-side ones skip it instead."""
+    for topic in topics:
+        if topic not in partitions_per_topic:
+            raise PartitionAssignorError(
+                f"Members are subscribed to topic {topic} which doesn't exist in the topic metadata."
+            )
+
+
 def member_order_key(member: MemberSubscription) -> tuple[int, str]:
     """Kafka's MemberInfo order: static members (with group.instance.id) first, by instance id, then dynamic
     members by member id. Python str order equals Java's String.compareTo inside the BMP."""
@@ -77,6 +87,22 @@ def flatten_claims(
     counts = np.append(np.diff(space.offsets), 0)  # topic -1 (not in the space) has no partitions
     valid = (topic >= 0) & (local >= 0) & (local < counts[topic])
     return member[valid], (space.offsets[topic] + local)[valid]
+
+
+def distinct_claims(member: np.ndarray, partition: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Claims as a coordinator's target assignment has them: each partition owned by one member at most.
+
+    Kafka's server-side assignors read the group's target assignment, where that always holds; owned partitions a
+    classic member reports can break it (a zombie's, a resent one). A member listing a partition twice keeps its
+    first listing; a partition several members list counts as owned by none. The claims' order is kept."""
+    if partition.size == 0 or np.bincount(partition, minlength=total).max() <= 1:
+        return member, partition
+    members = int(member.max()) + 1
+    _, first = np.unique(partition * members + member, return_index=True)
+    first.sort()
+    member, partition = member[first], partition[first]
+    alone = (np.bincount(partition, minlength=total) == 1)[partition]
+    return member[alone], partition[alone]
 
 
 @contextmanager
