@@ -60,16 +60,22 @@ class SubscriptionType(Enum):
     HETEROGENEOUS = "HETEROGENEOUS"
 
 
+def distinct_subscriptions(members: Sequence[MemberSubscription]) -> list[tuple[str, ...]]:
+    """The members' topic tuples, each tuple object once: members built from one subscription share it, and
+    then nothing below costs per member."""
+    return list({id(m.topics): m.topics for m in members}.values())
+
+
 def subscription_type(members: Sequence[MemberSubscription]) -> SubscriptionType:
     """Kafka's ModernGroup.subscriptionType: homogeneous when every subscribed topic has every member as a
-    subscriber (no subscriptions at all counts as homogeneous). Members sharing one topics tuple are compared
-    once, so a caller that builds members from one subscription pays for one set, not one per member."""
-    distinct = {id(m.topics): m.topics for m in members}
-    if len(distinct) <= 1:
+    subscriber (no subscriptions at all counts as homogeneous). Equal tuples are told apart without hashing a
+    topic; only subscriptions listing their topics differently are compared as sets."""
+    first, *others = distinct_subscriptions(members) or [()]
+    others = [topics for topics in others if topics != first]
+    if not others:
         return SubscriptionType.HOMOGENEOUS
-    topic_sets = iter(frozenset(topics) for topics in distinct.values())
-    first = next(topic_sets)
-    same = all(topics == first for topics in topic_sets)
+    topic_set = frozenset(first)
+    same = all(frozenset(topics) == topic_set for topics in others)
     return SubscriptionType.HOMOGENEOUS if same else SubscriptionType.HETEROGENEOUS
 
 

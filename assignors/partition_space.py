@@ -120,28 +120,47 @@ def gc_paused() -> Iterator[None]:
 
 def build_assignment(space: PartitionSpace, owner: np.ndarray, member_ids: Sequence[str]) -> Assignment:
     """owner (member index per global partition, -1 = nobody) -> {member_id: ((topic, (p, ...)), ...)} with
-    topics and partitions ascending and every member present. One stable argsort, one tolist, one slice per
-    (member, topic) run."""
-    result: dict[str, TopicPartitions] = {m: () for m in member_ids}
+    topics and partitions ascending and every member present.
+
+    The partitions are grouped into (member, topic) runs with numpy (no sort when the owner array is already
+    grouped by member, as a homogeneous hand-out leaves it); a run of consecutive partition numbers, the usual
+    case, shares one cached `tuple(range(lo, hi))`, so Python touches each run and each member once, never each
+    partition, and does it in map/zip pipelines."""
     assigned = np.flatnonzero(owner >= 0)
     if assigned.size == 0:
-        return result
-    small = owner.dtype if len(member_ids) > np.iinfo(np.int16).max else np.int16  # int16 sorts by radix, O(n)
-    order = assigned[np.argsort(owner[assigned].astype(small), kind="stable")]
-    members = owner[order]
-    topic_of = space.topic_of()
-    topics = topic_of[order]
-    local = (order - space.offsets[topics]).tolist()
-    run_starts = np.flatnonzero(np.diff(members * len(space.topics) + topics)) + 1
-    bounds = np.concatenate(([0], run_starts, [order.size]))
-    names = space.topics
-    run_member = members[bounds[:-1]]
-    member_starts = np.concatenate(([0], np.flatnonzero(np.diff(run_member)) + 1, [run_member.size])).tolist()
+        return dict.fromkeys(member_ids, ())
+    members = owner[assigned]
+    if members.size > 1 and not (members[1:] >= members[:-1]).all():
+        small = owner.dtype if len(member_ids) > np.iinfo(np.int16).max else np.int16  # int16 sorts by radix
+        assigned = assigned[np.argsort(members.astype(small), kind="stable")]
+        members = owner[assigned]
+    topics = space.topic_of()[assigned]
+    local = assigned - space.offsets[topics]
+    starts = np.flatnonzero(np.diff(members * len(space.topics) + topics)) + 1
+    firsts = np.concatenate(([0], starts))
+    ends = np.concatenate((starts, [assigned.size]))
+    first_local, last_local = local[firsts], local[ends - 1]
+    run_member = members[firsts]
+    member_bounds = np.concatenate(([0], np.flatnonzero(np.diff(run_member)) + 1, [run_member.size]))
     with gc_paused():
-        items = [
-            (names[t], tuple(local[a:b]))
-            for t, a, b in zip(topics[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist())
-        ]
-        for m, a, b in zip(run_member[member_starts[:-1]].tolist(), member_starts[:-1], member_starts[1:]):
-            result[member_ids[m]] = tuple(items[a:b])
-    return result
+        if (last_local - first_local == ends - firsts - 1).all():  # every run is consecutive partitions
+            width = int(last_local.max()) + 1
+            spans, which = np.unique(first_local * width + last_local, return_inverse=True)
+            shared = [tuple(range(lo, hi + 1)) for lo, hi in zip((spans // width).tolist(), (spans % width).tolist())]
+            parts = map(shared.__getitem__, which.tolist())
+        else:
+            every = local.tolist()
+            parts = (tuple(every[a:b]) for a, b in zip(firsts.tolist(), ends.tolist()))
+        items = zip(map(space.topics.__getitem__, topics[firsts].tolist()), parts)
+        who = map(member_ids.__getitem__, run_member[member_bounds[:-1]].tolist())
+        if member_bounds.size - 1 == run_member.size:  # one run per member
+            per_member = zip(who, zip(items))
+        else:
+            runs = list(items)
+            bounds = member_bounds.tolist()
+            per_member = zip(who, (tuple(runs[a:b]) for a, b in zip(bounds[:-1], bounds[1:])))
+        if member_bounds.size - 1 == len(member_ids):
+            return dict(per_member)
+        result: dict[str, TopicPartitions] = dict.fromkeys(member_ids, ())
+        result.update(per_member)
+        return result
