@@ -118,47 +118,85 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def build_assignment(space: PartitionSpace, owner: np.ndarray, member_ids: Sequence[str]) -> Assignment:
-    """owner (member index per global partition, -1 = nobody) -> {member_id: ((topic, (p, ...)), ...)} with
-    topics and partitions ascending and every member present.
+@dataclass(frozen=True)
+class Runs:
+    """An assignment as (member, topic) runs, ordered by member then topic: run i is partitions
+    `first[i]..last[i]` of topic `topic[i]` for member `member[i]`. When some run is not consecutive partition
+    numbers, `numbers[bounds[i]:bounds[i + 1]]` lists run i's partitions instead."""
 
-    The partitions are grouped into (member, topic) runs with numpy (no sort when the owner array is already
-    grouped by member, as a homogeneous hand-out leaves it); a run of consecutive partition numbers, the usual
-    case, shares one cached `tuple(range(lo, hi))`, so Python touches each run and each member once, never each
-    partition, and does it in map/zip pipelines."""
+    member: np.ndarray
+    topic: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    numbers: np.ndarray | None = None
+    bounds: np.ndarray | None = None
+
+
+def runs_of_owner(space: PartitionSpace, owner: np.ndarray, members: int) -> Runs:
+    """owner (member index per global partition, -1 = nobody) -> its runs. No sort when the owner array is already
+    grouped by member."""
     assigned = np.flatnonzero(owner >= 0)
-    if assigned.size == 0:
-        return dict.fromkeys(member_ids, ())
-    members = owner[assigned]
-    if members.size > 1 and not (members[1:] >= members[:-1]).all():
-        small = owner.dtype if len(member_ids) > np.iinfo(np.int16).max else np.int16  # int16 sorts by radix
-        assigned = assigned[np.argsort(members.astype(small), kind="stable")]
-        members = owner[assigned]
-    topics = space.topic_of()[assigned]
-    local = assigned - space.offsets[topics]
-    starts = np.flatnonzero(np.diff(members * len(space.topics) + topics)) + 1
+    member = owner[assigned]
+    if member.size == 0:
+        return Runs(member, member, member, member)
+    if member.size > 1 and not (member[1:] >= member[:-1]).all():
+        small = owner.dtype if members > np.iinfo(np.int16).max else np.int16  # int16 sorts by radix, O(n)
+        assigned = assigned[np.argsort(member.astype(small), kind="stable")]
+        member = owner[assigned]
+    topic = space.topic_of()[assigned]
+    local = assigned - space.offsets[topic]
+    starts = np.flatnonzero(np.diff(member * len(space.topics) + topic)) + 1
     firsts = np.concatenate(([0], starts))
     ends = np.concatenate((starts, [assigned.size]))
-    first_local, last_local = local[firsts], local[ends - 1]
-    run_member = members[firsts]
-    member_bounds = np.concatenate(([0], np.flatnonzero(np.diff(run_member)) + 1, [run_member.size]))
+    first, last = local[firsts], local[ends - 1]
+    if (last - first == ends - firsts - 1).all():
+        return Runs(member[firsts], topic[firsts], first, last)
+    return Runs(member[firsts], topic[firsts], first, last, local, np.append(firsts, assigned.size))
+
+
+def runs_of_blocks(space: PartitionSpace, bounds: np.ndarray) -> Runs:
+    """Member i holds global partitions bounds[i]..bounds[i + 1] - 1 (a homogeneous hand-out to members that
+    own nothing): the runs come from the block and topic boundaries, without touching each partition."""
+    cuts = np.union1d(bounds, space.offsets)
+    starts, stops = cuts[:-1], cuts[1:]
+    starts, stops = starts[stops > starts], stops[stops > starts]
+    member = np.searchsorted(bounds, starts, side="right") - 1
+    topic = np.searchsorted(space.offsets, starts, side="right") - 1
+    keep = (member >= 0) & (member < bounds.size - 1)
+    member, topic, starts, stops = member[keep], topic[keep], starts[keep], stops[keep]
+    return Runs(member, topic, starts - space.offsets[topic], stops - 1 - space.offsets[topic])
+
+
+def build_assignment(space: PartitionSpace, owner: np.ndarray, member_ids: Sequence[str]) -> Assignment:
+    """owner (member index per global partition, -1 = nobody) -> {member_id: ((topic, (p, ...)), ...)} with
+    topics and partitions ascending and every member present."""
+    return assignment_of_runs(space, runs_of_owner(space, owner, len(member_ids)), member_ids)
+
+
+def assignment_of_runs(space: PartitionSpace, runs: Runs, member_ids: Sequence[str]) -> Assignment:
+    """Runs -> {member_id: ((topic, (p, ...)), ...)}, every member present. Runs of consecutive partitions with the
+    same numbers share one `tuple(range(lo, hi))`, so Python touches each run and each member once, never each
+    partition, and does it in map/zip pipelines."""
+    if runs.member.size == 0:
+        return dict.fromkeys(member_ids, ())
+    member_bounds = np.concatenate(([0], np.flatnonzero(np.diff(runs.member)) + 1, [runs.member.size]))
     with gc_paused():
-        if (last_local - first_local == ends - firsts - 1).all():  # every run is consecutive partitions
-            width = int(last_local.max()) + 1
-            spans, which = np.unique(first_local * width + last_local, return_inverse=True)
+        if runs.numbers is None:
+            width = int(runs.last.max()) + 1
+            spans, which = np.unique(runs.first * width + runs.last, return_inverse=True)
             shared = [tuple(range(lo, hi + 1)) for lo, hi in zip((spans // width).tolist(), (spans % width).tolist())]
-            parts = map(shared.__getitem__, which.tolist())
+            parts: Iterable[tuple[int, ...]] = map(shared.__getitem__, which.tolist())
         else:
-            every = local.tolist()
-            parts = (tuple(every[a:b]) for a, b in zip(firsts.tolist(), ends.tolist()))
-        items = zip(map(space.topics.__getitem__, topics[firsts].tolist()), parts)
-        who = map(member_ids.__getitem__, run_member[member_bounds[:-1]].tolist())
-        if member_bounds.size - 1 == run_member.size:  # one run per member
-            per_member = zip(who, zip(items))
+            numbers, bounds = runs.numbers.tolist(), runs.bounds.tolist()
+            parts = (tuple(numbers[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
+        items = zip(map(space.topics.__getitem__, runs.topic.tolist()), parts)
+        who = map(member_ids.__getitem__, runs.member[member_bounds[:-1]].tolist())
+        if member_bounds.size - 1 == runs.member.size:  # one run per member
+            per_member: Iterable[tuple[str, TopicPartitions]] = zip(who, zip(items))
         else:
-            runs = list(items)
+            listed = list(items)
             bounds = member_bounds.tolist()
-            per_member = zip(who, (tuple(runs[a:b]) for a, b in zip(bounds[:-1], bounds[1:])))
+            per_member = zip(who, (tuple(listed[a:b]) for a, b in zip(bounds[:-1], bounds[1:])))
         if member_bounds.size - 1 == len(member_ids):
             return dict(per_member)
         result: dict[str, TopicPartitions] = dict.fromkeys(member_ids, ())

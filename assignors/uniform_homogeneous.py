@@ -25,11 +25,13 @@ import numpy as np
 from assignors.api import Assignment, Cluster, MemberSubscription, PartitionAssignorError
 from assignors.partition_space import (
     PartitionSpace,
+    assignment_of_runs,
     build_assignment,
     distinct_claims,
     flatten_claims,
     partition_space,
     require_topics,
+    runs_of_blocks,
 )
 from assignors.topic_order import hash_set_order
 
@@ -54,28 +56,24 @@ def homogeneous_assign(cluster: Cluster, members: Sequence[MemberSubscription]) 
     quota = np.full(n, total // n, dtype=np.int64)
     quota[: total % n] += 1
 
-    member, partition = flatten_claims(space, [m.owned_partitions for m in members])
-    member, partition = distinct_claims(member, partition, total)
+    owned = [m.owned_partitions for m in members]
+    order = _handout_order(space, topics, cluster)
+    if order is None and not any(owned):  # nothing owned: member i takes the next quota[i] partitions
+        return assignment_of_runs(space, runs_of_blocks(space, np.concatenate(([0], np.cumsum(quota)))), member_ids)
+
+    member, partition = distinct_claims(*flatten_claims(space, owned), total)
     owner = np.full(total, -1, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.int64)
+    owned_by_someone = np.zeros(total, dtype=bool)
     if partition.size:
         rank = np.arange(member.size) - np.searchsorted(member, member)  # claims are grouped by member, in order
         keep = rank < quota[member]
         owner[partition[keep]] = member[keep]
         kept = np.bincount(member[keep], minlength=n)
-        owned_by_someone = np.zeros(total, dtype=bool)
         owned_by_someone[partition] = True
-        revoked = partition[~keep]
-    else:
-        kept = np.zeros(n, dtype=np.int64)
-        owned_by_someone = None
-        revoked = partition
-
-    order = _handout_order(space, topics, cluster)
-    if owned_by_someone is None:
-        never_owned = np.arange(total) if order is None else order
-    else:
-        never_owned = np.flatnonzero(~owned_by_someone) if order is None else order[~owned_by_someone[order]]
-    handout = np.concatenate((never_owned, revoked)) if revoked.size else never_owned
+    revoked = partition[~keep] if partition.size else partition
+    never_owned = np.flatnonzero(~owned_by_someone) if order is None else order[~owned_by_someone[order]]
+    handout = np.concatenate((never_owned, revoked))
     takers = np.repeat(np.arange(n), quota - kept)
     if takers.size < handout.size:
         raise PartitionAssignorError("Partitions were left unassigned")

@@ -195,3 +195,22 @@ def test_sticky_user_data_round_trips_through_a_rebalance(group) -> None:
     first = registry.get("sticky").assign(cluster, members)
     again = [member("sticky", m.member_id, m.topics, first[m.member_id], 2) for m in members]
     assert registry.get("sticky").assign(cluster, again) == first
+
+
+@SETTINGS
+@given(counts=st.lists(st.integers(0, 7), min_size=1, max_size=5), quotas=st.lists(st.integers(0, 6), min_size=1, max_size=6))
+def test_hand_out_in_blocks_gives_what_the_owner_array_gives(counts, quotas) -> None:
+    """The homogeneous builder's shortcut for members that own nothing (runs from block boundaries) equals the
+    general path (runs from the owner array), partition for partition."""
+    import numpy as np
+
+    from assignors.partition_space import assignment_of_runs, build_assignment, partition_space, runs_of_blocks
+
+    topics = [f"t{i}" for i in range(len(counts))]
+    space = partition_space(dict(zip(topics, counts)), topics)
+    total = min(space.total, sum(quotas))
+    bounds = np.concatenate(([0], np.minimum(np.cumsum(quotas), total)))
+    owner = np.full(space.total, -1, dtype=np.int64)
+    owner[:total] = np.repeat(np.arange(len(quotas)), np.diff(bounds))
+    member_ids = [f"m{i}" for i in range(len(quotas))]
+    assert assignment_of_runs(space, runs_of_blocks(space, bounds), member_ids) == build_assignment(space, owner, member_ids)
