@@ -185,18 +185,19 @@ def assignment_of_runs(space: PartitionSpace, runs: Runs, member_ids: Sequence[s
             width = int(runs.last.max()) + 1
             spans, which = np.unique(runs.first * width + runs.last, return_inverse=True)
             shared = [tuple(range(lo, hi + 1)) for lo, hi in zip((spans // width).tolist(), (spans % width).tolist())]
-            parts: Iterable[tuple[int, ...]] = map(shared.__getitem__, which.tolist())
+            items: Iterable[tuple[str, tuple[int, ...]]] = zip(
+                map(space.topics.__getitem__, runs.topic.tolist()), map(shared.__getitem__, which.tolist())
+            )
         else:
-            numbers, bounds = runs.numbers.tolist(), runs.bounds.tolist()
-            parts = (tuple(numbers[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
-        items = zip(map(space.topics.__getitem__, runs.topic.tolist()), parts)
+            numbers, bounds, names = runs.numbers.tolist(), runs.bounds.tolist(), space.topics
+            items = [(names[t], tuple(numbers[a:b])) for t, a, b in zip(runs.topic.tolist(), bounds[:-1], bounds[1:])]
         who = map(member_ids.__getitem__, runs.member[member_bounds[:-1]].tolist())
         if member_bounds.size - 1 == runs.member.size:  # one run per member
             per_member: Iterable[tuple[str, TopicPartitions]] = zip(who, zip(items))
         else:
             listed = list(items)
             bounds = member_bounds.tolist()
-            per_member = zip(who, (tuple(listed[a:b]) for a, b in zip(bounds[:-1], bounds[1:])))
+            per_member = zip(who, [tuple(listed[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
         if member_bounds.size - 1 == len(member_ids):
             return dict(per_member)
         result: dict[str, TopicPartitions] = dict.fromkeys(member_ids, ())
