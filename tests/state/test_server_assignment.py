@@ -52,18 +52,24 @@ def test_undecodable_subscription_fails_the_join_instead_of_raising():
     assert response["error_code"] == 112
 
 
-def test_a_failing_assignor_fails_the_join_instead_of_raising(monkeypatch):
+def join_with_an_assignor_that_raises(monkeypatch, error: Exception) -> tuple[GroupContext, dict]:
+    """One member joins a `server:uniform` group whose assignor raises `error`; returns the JoinGroup response."""
     from assignors import registry
 
-    class Broken:
+    class Raising:
         def assign_group(self, cluster, group):
-            raise ValueError("no partitions for you")
+            raise error
 
-    monkeypatch.setattr(registry, "get", lambda name, kind=None: Broken())
+    monkeypatch.setattr(registry, "get", lambda name, kind=None: Raising())
     ctx = GroupContext(NO_DELAY)
     a = ctx.new_member()
     ctx.join(a, protocols=[("server:uniform", subscription("t"))], topic_partitions=TOPICS)
     (response,) = ctx.sleep(0)
+    return ctx, response
+
+
+def test_a_failing_assignor_fails_the_join_instead_of_raising(monkeypatch):
+    _, response = join_with_an_assignor_that_raises(monkeypatch, ValueError("no partitions for you"))
     assert response["error_code"] == 112 and "no partitions for you" in response["error_message"]
 
 
@@ -114,18 +120,11 @@ def test_a_partition_assignor_error_is_answered_unknown_server_error_as_kafka_do
     ("Failed to compute a new target assignment for epoch N: ..."), which the JoinGroup gets as
     UNKNOWN_SERVER_ERROR. Our coordinator leaves unknown topics out before the assignor runs (see above), so an
     assignor that refuses the group stands in for the cases that reach it."""
-    from assignors import registry
     from assignors.api import PartitionAssignorError
 
-    class Refusing:
-        def assign_group(self, cluster, group):
-            raise PartitionAssignorError("Partitions were left unassigned")
-
-    monkeypatch.setattr(registry, "get", lambda name, kind=None: Refusing())
-    ctx = GroupContext(NO_DELAY)
-    a = ctx.new_member()
-    ctx.join(a, protocols=[("server:uniform", subscription("t"))], topic_partitions=TOPICS)
-    (response,) = ctx.sleep(0)
+    ctx, response = join_with_an_assignor_that_raises(
+        monkeypatch, PartitionAssignorError("Partitions were left unassigned")
+    )
     assert response["error_code"] == -1
     assert response["error_message"] == (
         "Failed to compute a new target assignment for epoch 1: Partitions were left unassigned"
