@@ -62,16 +62,14 @@ def homogeneous_assign(cluster: Cluster, members: Sequence[MemberSubscription]) 
         return assignment_of_runs(space, runs_of_blocks(space, np.concatenate(([0], np.cumsum(quota)))), member_ids)
 
     member, partition = distinct_claims(*flatten_claims(space, owned), total)
+    rank = np.arange(member.size) - np.searchsorted(member, member)  # claims are grouped by member, in order
+    keep = rank < quota[member]
     owner = np.full(total, -1, dtype=np.int64)
-    kept = np.zeros(n, dtype=np.int64)
+    owner[partition[keep]] = member[keep]
+    kept = np.bincount(member[keep], minlength=n)
     owned_by_someone = np.zeros(total, dtype=bool)
-    if partition.size:
-        rank = np.arange(member.size) - np.searchsorted(member, member)  # claims are grouped by member, in order
-        keep = rank < quota[member]
-        owner[partition[keep]] = member[keep]
-        kept = np.bincount(member[keep], minlength=n)
-        owned_by_someone[partition] = True
-    revoked = partition[~keep] if partition.size else partition
+    owned_by_someone[partition] = True
+    revoked = partition[~keep]
     never_owned = np.flatnonzero(~owned_by_someone) if order is None else order[~owned_by_someone[order]]
     handout = np.concatenate((never_owned, revoked))
     takers = np.repeat(np.arange(n), quota - kept)
