@@ -173,24 +173,41 @@ def build_assignment(space: PartitionSpace, owner: np.ndarray, member_ids: Seque
     return assignment_of_runs(space, runs_of_owner(space, owner, len(member_ids)), member_ids)
 
 
+def _run_partitions(runs: Runs) -> Iterable[tuple[int, ...]]:
+    """Each run's partition numbers as a tuple, in run order. Consecutive runs with the same numbers share one
+    `tuple(range(lo, hi))`; only scattered runs have their numbers listed, each in its own tuple. When most runs
+    are scattered (round-robin), one comprehension over all numbers is cheaper."""
+    consecutive = None if runs.bounds is None else runs.last - runs.first == np.diff(runs.bounds) - 1
+    if consecutive is not None and 2 * int(consecutive.sum()) < consecutive.size:
+        numbers, bounds = runs.numbers.tolist(), runs.bounds.tolist()
+        return [tuple(numbers[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    first, last = (runs.first, runs.last) if consecutive is None else (runs.first[consecutive], runs.last[consecutive])
+    width = int(last.max(initial=0)) + 1
+    spans, which = np.unique(first * width + last, return_inverse=True)
+    pool = [tuple(range(lo, hi + 1)) for lo, hi in zip((spans // width).tolist(), (spans % width).tolist())]
+    if consecutive is None or consecutive.all():
+        return map(pool.__getitem__, which.tolist())
+    scattered = np.flatnonzero(~consecutive)
+    starts, stops = runs.bounds[scattered], runs.bounds[scattered + 1]
+    lengths = stops - starts
+    offsets = np.cumsum(lengths) - lengths
+    numbers = runs.numbers[np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()))].tolist()
+    ends = (offsets + lengths).tolist()
+    index = np.empty(consecutive.size, dtype=np.int64)
+    index[consecutive] = which
+    index[scattered] = len(pool) + np.arange(scattered.size)
+    pool += [tuple(numbers[a:b]) for a, b in zip(offsets.tolist(), ends)]
+    return map(pool.__getitem__, index.tolist())
+
+
 def assignment_of_runs(space: PartitionSpace, runs: Runs, member_ids: Sequence[str]) -> Assignment:
-    """Runs -> {member_id: ((topic, (p, ...)), ...)}, every member present. Runs of consecutive partitions with the
-    same numbers share one `tuple(range(lo, hi))`, so Python touches each run and each member once, never each
-    partition, and does it in map/zip pipelines."""
+    """Runs -> {member_id: ((topic, (p, ...)), ...)}, every member present. Python touches each run and each member
+    once, never each partition of a consecutive run, and does it in map/zip pipelines."""
     if runs.member.size == 0:
         return dict.fromkeys(member_ids, ())
     member_bounds = np.concatenate(([0], np.flatnonzero(np.diff(runs.member)) + 1, [runs.member.size]))
     with gc_paused():
-        if runs.numbers is None:
-            width = int(runs.last.max()) + 1
-            spans, which = np.unique(runs.first * width + runs.last, return_inverse=True)
-            shared = [tuple(range(lo, hi + 1)) for lo, hi in zip((spans // width).tolist(), (spans % width).tolist())]
-            items: Iterable[tuple[str, tuple[int, ...]]] = zip(
-                map(space.topics.__getitem__, runs.topic.tolist()), map(shared.__getitem__, which.tolist())
-            )
-        else:
-            numbers, bounds, names = runs.numbers.tolist(), runs.bounds.tolist(), space.topics
-            items = [(names[t], tuple(numbers[a:b])) for t, a, b in zip(runs.topic.tolist(), bounds[:-1], bounds[1:])]
+        items = zip(map(space.topics.__getitem__, runs.topic.tolist()), _run_partitions(runs))
         who = map(member_ids.__getitem__, runs.member[member_bounds[:-1]].tolist())
         if member_bounds.size - 1 == runs.member.size:  # one run per member
             per_member: Iterable[tuple[str, TopicPartitions]] = zip(who, zip(items))
