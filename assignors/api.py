@@ -104,17 +104,11 @@ class Assignor(Protocol):
     `name` is the Kafka protocol name a member lists in JoinGroup; `kind` says who runs it (the group leader, or the
     coordinator for KIP-848 server-side assignment); `rebalance_protocols` are the ones it supports, preferred
     first, as Java's `supportedProtocols()`. `assign` is pure: same inputs, same result, whatever the members'
-    order."""
+    order. Server-side assignors also have `assign_group(cluster, GroupSpec)`, Kafka's own entry point, of which
+    `assign(cluster, members)` is `assign_group(cluster, GroupSpec.of(members))`."""
 
     name: str
     kind: Literal["client", "server"]
     rebalance_protocols: tuple[Literal["EAGER", "COOPERATIVE"], ...]
 
     def assign(self, cluster: Cluster, members: Sequence[MemberSubscription]) -> Assignment: ...
-
-
-class ServerAssignor(Assignor, Protocol):
-    """A server-side (KIP-848) assignor also takes Kafka's GroupSpec directly: `assign(cluster, members)` is
-    `assign_group(cluster, GroupSpec.of(members))`."""
-
-    def assign_group(self, cluster: Cluster, group: GroupSpec) -> Assignment: ...

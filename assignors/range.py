@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from assignors.api import Assignment, Cluster, GroupSpec, MemberSubscription, SubscriptionType
+from assignors.api import Assignment, Cluster, GroupSpec, MemberSubscription, SubscriptionType, distinct_subscriptions
 from assignors.partition_space import gc_paused, member_order_key, require_topics
 from assignors.rack_range import rack_aware_range, use_rack_aware
 
@@ -111,6 +111,6 @@ class RangeAssignor:
         if group.subscription_type is SubscriptionType.HOMOGENEOUS:
             require_topics(cluster.partitions_per_topic, members[0].topics)
             return plain_range(cluster, members, _homogeneous_subscribers(cluster, members))
-        for topics in {id(m.topics): m.topics for m in members}.values():
+        for topics in distinct_subscriptions(members):
             require_topics(cluster.partitions_per_topic, topics)
         return plain_range(cluster, members)

@@ -153,7 +153,8 @@ def test_uniform_with_identical_subscriptions_keeps_what_members_list_first_up_t
         by_topic: dict[str, list[int]] = {}
         for t, p in listed:
             by_topic.setdefault(t, []).append(p)
-        members.append(member("cooperative-sticky", m, topics, tuple((t, tuple(ps)) for t, ps in by_topic.items()), gen))
+        listed_owned = tuple((t, tuple(ps)) for t, ps in by_topic.items())
+        members.append(member("cooperative-sticky", m, topics, listed_owned, gen))
     result = registry.get("uniform").assign(cluster, members)
     total = sum(cluster.partitions_per_topic.values())
     for i, m in enumerate(members):
@@ -198,7 +199,10 @@ def test_sticky_user_data_round_trips_through_a_rebalance(group) -> None:
 
 
 @SETTINGS
-@given(counts=st.lists(st.integers(0, 7), min_size=1, max_size=5), quotas=st.lists(st.integers(0, 6), min_size=1, max_size=6))
+@given(
+    counts=st.lists(st.integers(0, 7), min_size=1, max_size=5),
+    quotas=st.lists(st.integers(0, 6), min_size=1, max_size=6),
+)
 def test_hand_out_in_blocks_gives_what_the_owner_array_gives(counts, quotas) -> None:
     """The homogeneous builder's shortcut for members that own nothing (runs from block boundaries) equals the
     general path (runs from the owner array), partition for partition."""
@@ -213,4 +217,5 @@ def test_hand_out_in_blocks_gives_what_the_owner_array_gives(counts, quotas) -> 
     owner = np.full(space.total, -1, dtype=np.int64)
     owner[:total] = np.repeat(np.arange(len(quotas)), np.diff(bounds))
     member_ids = [f"m{i}" for i in range(len(quotas))]
-    assert assignment_of_runs(space, runs_of_blocks(space, bounds), member_ids) == build_assignment(space, owner, member_ids)
+    by_blocks = assignment_of_runs(space, runs_of_blocks(space, bounds), member_ids)
+    assert by_blocks == build_assignment(space, owner, member_ids)

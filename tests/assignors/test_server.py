@@ -152,8 +152,9 @@ def test_server_range_keeps_static_members_ranges_across_a_new_member_id() -> No
     assert after == {"memberA1": before["A"], "B": before["B"]}
 
     cluster = Cluster({"topic1": 5})
-    before = RANGE.assign(cluster, [M("A", ("topic1",), "instanceA"), M("C", ("topic1",), "instanceC"), M("B", ("topic1",))])
-    after = RANGE.assign(cluster, [M("memberA1", ("topic1",), "instanceA"), M("C", ("topic1",), "instanceC"), M("B", ("topic1",))])
+    others = [M("C", ("topic1",), "instanceC"), M("B", ("topic1",))]
+    before = RANGE.assign(cluster, [M("A", ("topic1",), "instanceA"), *others])
+    after = RANGE.assign(cluster, [M("memberA1", ("topic1",), "instanceA"), *others])
     assert after == {"memberA1": before["A"], "C": before["C"], "B": before["B"]}
     assert before == {"A": tps("topic1-0", "topic1-1"), "C": tps("topic1-2", "topic1-3"), "B": tps("topic1-4")}
 
@@ -286,7 +287,9 @@ def test_uniform_homogeneous_gives_the_extra_partitions_to_the_first_members() -
         M("B", ("t",), owned_partitions=tps("t-2", "t-3")),
         M("C", ("t",), owned_partitions=tps("t-4", "t-5", "t-6")),
     ]
-    assert UNIFORM.assign(cluster, members) == {"A": tps("t-0", "t-1", "t-6"), "B": tps("t-2", "t-3"), "C": tps("t-4", "t-5")}
+    assert UNIFORM.assign(cluster, members) == {
+        "A": tps("t-0", "t-1", "t-6"), "B": tps("t-2", "t-3"), "C": tps("t-4", "t-5")
+    }
 
 
 def test_uniform_group_spec_order_decides_quotas() -> None:
