@@ -176,9 +176,12 @@ def build_assignment(space: PartitionSpace, owner: np.ndarray, member_ids: Seque
 def _run_partitions(runs: Runs) -> Iterable[tuple[int, ...]]:
     """Each run's partition numbers as a tuple, in run order. Consecutive runs with the same numbers share one
     `tuple(range(lo, hi))`; only scattered runs have their numbers listed, each in its own tuple. When most runs
-    are scattered (round-robin), one comprehension over all numbers is cheaper."""
+    are scattered (round-robin) or runs are short (a few partitions each), one comprehension over all numbers is
+    cheaper than sorting the runs out."""
     consecutive = None if runs.bounds is None else runs.last - runs.first == np.diff(runs.bounds) - 1
-    if consecutive is not None and 2 * int(consecutive.sum()) < consecutive.size:
+    if consecutive is not None and (
+        2 * int(consecutive.sum()) < consecutive.size or runs.numbers.size < 16 * consecutive.size
+    ):
         numbers, bounds = runs.numbers.tolist(), runs.bounds.tolist()
         return [tuple(numbers[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
     first, last = (runs.first, runs.last) if consecutive is None else (runs.first[consecutive], runs.last[consecutive])
