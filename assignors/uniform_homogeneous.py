@@ -62,7 +62,8 @@ def homogeneous_assign(cluster: Cluster, members: Sequence[MemberSubscription]) 
         return assignment_of_runs(space, runs_of_blocks(space, np.concatenate(([0], np.cumsum(quota)))), member_ids)
 
     member, partition = distinct_claims(*flatten_claims(space, owned), total)
-    rank = np.arange(member.size) - np.searchsorted(member, member)  # claims are grouped by member, in order
+    firsts = np.flatnonzero(np.diff(member, prepend=-1))  # claims are grouped by member, in order
+    rank = np.arange(member.size) - np.repeat(firsts, np.diff(np.append(firsts, member.size)))
     keep = rank < quota[member]
     owner = np.full(total, -1, dtype=np.int64)
     owner[partition[keep]] = member[keep]
