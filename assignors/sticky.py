@@ -22,7 +22,14 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from assignors.api import Assignment, Cluster, MemberSubscription
+from assignors.api import (
+    Assignment,
+    Cluster,
+    MemberSubscription,
+    SubscriptionType,
+    distinct_subscriptions,
+    subscription_type,
+)
 from assignors.consumer_protocol import ConsumerProtocolError, TopicPartitions
 from assignors.partition_space import build_assignment, flatten_claims, partition_space
 from assignors.sticky_core import (
@@ -142,14 +149,15 @@ def sticky_assign(
         return {}
     order = sorted(range(len(members)), key=lambda i: members[i].member_id)
     ordered = [members[i] for i in order]
-    space = partition_space(cluster.partitions_per_topic, chain.from_iterable(m.topics for m in members))
+    homogeneous = subscription_type(members) is SubscriptionType.HOMOGENEOUS
+    subscribed_topics = members[0].topics if homogeneous else chain.from_iterable(distinct_subscriptions(members))
+    space = partition_space(cluster.partitions_per_topic, subscribed_topics)
     member_index, partition = flatten_claims(space, [member_data[i][0] for i in order])
     generations = np.array([member_data[i][1] for i in order], dtype=np.int64)
     claims = Claims(member_index, partition, generations[member_index])
     owned, multi = resolve_claims(claims, space.total)
 
-    topic_sets = {frozenset(m.topics) for m in ordered}
-    if len(topic_sets) == 1:
+    if homogeneous:
         owner, transferring = constrained_assign(space, len(ordered), owned, multi)
     else:
         index = space.topic_index()

@@ -23,7 +23,6 @@ from state.errors import (
     NONE,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
-    UNSUPPORTED_ASSIGNOR,
     CoordinatorError,
 )
 from state.group import ClassicGroup, GroupState, Member, Parked
@@ -291,9 +290,9 @@ def complete_join(ctx: Context, group: ClassicGroup) -> None:
     if group.members:
         protocol = group.select_protocol()
         if server_assignment.is_server_protocol(protocol):
-            assignment, error = server_assignment.compute(group, protocol)
+            assignment, error, message = server_assignment.compute(group, protocol)
             if assignment is None:
-                _fail_members(ctx, group, UNSUPPORTED_ASSIGNOR, error)
+                _fail_members(ctx, group, error, message)
     group.generation += 1
     group.pending_sync.clear()
     if not group.members:

@@ -2,8 +2,10 @@
 
 - validity: every subscribed partition assigned exactly once, and only to a subscriber (all assignors);
 - balance: Kafka's isBalanced (sticky, cooperative-sticky, uniform);
-- stickiness: with identical subscriptions, exactly the minimum number of owned partitions moves; in general no
-  member gives up a partition it owned while gaining one of the same topic;
+- stickiness: with identical subscriptions, exactly the minimum number of owned partitions moves (sticky ones), or
+  each member keeps the partitions it lists first, up to Kafka's quota (uniform); in general no member gives up a
+  partition it owned while gaining one of the same topic;
+- server-side assignors refuse a subscription to a topic the metadata lacks;
 - cooperative safety: no partition goes from one owner to another within a rebalance, and follow-up rounds settle.
 """
 
@@ -13,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assignors import registry
-from assignors.api import Cluster
+from assignors.api import Cluster, PartitionAssignorError
 from assignors.consumer_protocol import group_partitions
 from tests.assignors.helpers import cooperative_rounds, member, owned_of, pairs, verify_validity_and_balance
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-STICKY_LIKE = ["sticky", "cooperative-sticky", "uniform"]
+STICKY = ["sticky", "cooperative-sticky"]
 
 
 @st.composite
@@ -44,9 +46,30 @@ def groups(draw, uniform: bool = False, clean_ownership: bool = False):
     return cluster, specs
 
 
-def build(name: str, specs):
+def build(name: str, specs, kind: str = "client"):
+    """The members as `name` reads them. Server-side assignors refuse a subscription to a topic missing from the
+    metadata, so they get the subscriptions a coordinator resolves against it: without "gone"."""
     view = name if name != "uniform" else "cooperative-sticky"
+    if name == "uniform" or kind == "server":
+        specs = [(m, tuple(t for t in topics if t != "gone"), owned, gen) for m, topics, owned, gen in specs]
     return [member(view, m, topics, group_partitions(owned), gen) for m, topics, owned, gen in specs]
+
+
+@SETTINGS
+@given(group=groups(), name=st.sampled_from(["uniform", "range"]))
+def test_server_assignors_refuse_a_topic_missing_from_the_metadata(group, name) -> None:
+    cluster, specs = group
+    members = [member("cooperative-sticky", m, topics) for m, topics, _, _ in specs]
+    assignor = registry.get(name, kind="server")
+    if any("gone" in m.topics for m in members):
+        try:
+            assignor.assign(cluster, members)
+        except PartitionAssignorError as error:
+            assert "gone" in str(error)
+        else:
+            raise AssertionError("a subscription to a missing topic was assigned")
+    else:
+        verify_validity_and_balance(cluster, members, assignor.assign(cluster, members), balanced=False)
 
 
 @SETTINGS
@@ -54,7 +77,7 @@ def build(name: str, specs):
 def test_non_sticky_assignors_are_valid(group, kind_name) -> None:
     cluster, specs = group
     kind, name = kind_name
-    members = build(name, specs)
+    members = build(name, specs, kind)
     verify_validity_and_balance(cluster, members, registry.get(name, kind=kind).assign(cluster, members), balanced=False)
 
 
@@ -99,13 +122,13 @@ def minimum_moves(total: int, owned_counts: list[int]) -> int:
 
 
 @SETTINGS
-@given(group=groups(uniform=True, clean_ownership=True), name=st.sampled_from(STICKY_LIKE))
+@given(group=groups(uniform=True, clean_ownership=True), name=st.sampled_from(STICKY))
 def test_identical_subscriptions_move_the_minimum(group, name) -> None:
     cluster, specs = group
     members = build(name, specs)
     result = registry.get(name).assign(cluster, members)
     total = sum(cluster.partitions_per_topic.values())
-    owned = [pairs(owned_of(name if name != "uniform" else "cooperative-sticky", m)) for m in members]
+    owned = [pairs(owned_of(name, m)) for m in members]
     moved = sum(len(o - pairs(result[m.member_id])) for m, o in zip(members, owned))
     assert moved == minimum_moves(total, [len(o) for o in owned])
     if name == "cooperative-sticky":
@@ -118,9 +141,42 @@ def test_identical_subscriptions_move_the_minimum(group, name) -> None:
 
 
 @SETTINGS
-@given(group=groups(clean_ownership=True), name=st.sampled_from(["sticky", "uniform"]))
-def test_no_member_gives_up_a_partition_of_a_topic_it_also_gains(group, name) -> None:
+@given(group=groups(uniform=True, clean_ownership=True), data=st.data())
+def test_uniform_with_identical_subscriptions_keeps_what_members_list_first_up_to_kafka_quota(group, data) -> None:
+    """UniformHomogeneousAssignmentBuilder: quota P // N, one more for the first P % N members in member-id order;
+    each member keeps its owned partitions in the order it lists them, as many as its quota allows, and ends with
+    exactly its quota. The listing order is drawn, so it is not always ascending."""
     cluster, specs = group
+    members = []
+    for m, topics, owned, gen in sorted(specs):
+        listed = tuple((t, p) for t, p in data.draw(st.permutations(owned)))
+        by_topic: dict[str, list[int]] = {}
+        for t, p in listed:
+            by_topic.setdefault(t, []).append(p)
+        listed_owned = tuple((t, tuple(ps)) for t, ps in by_topic.items())
+        members.append(member("cooperative-sticky", m, topics, listed_owned, gen))
+    result = registry.get("uniform").assign(cluster, members)
+    total = sum(cluster.partitions_per_topic.values())
+    for i, m in enumerate(members):
+        quota = total // len(members) + (1 if i < total % len(members) else 0)
+        listed = [(t, p) for t, ps in m.owned_partitions for p in ps]
+        assert len(pairs(result[m.member_id])) == quota
+        assert pairs(result[m.member_id]) >= set(listed[:quota])
+        assert not pairs(result[m.member_id]) & set(listed[quota:])
+    verify_validity_and_balance(cluster, members, result)
+
+
+@SETTINGS
+@given(group=groups(clean_ownership=True), data=st.data())
+def test_no_member_gives_up_a_partition_of_a_topic_it_also_gains(group, data) -> None:
+    """sticky always; uniform with identical subscriptions only: Kafka's heterogeneous uniform builder can give
+    away an owned partition while keeping one just dealt (test_server's
+    test_uniform_heterogeneous_may_give_up_an_owned_partition_of_a_topic_it_gains)."""
+    cluster, specs = group
+    name = data.draw(st.sampled_from(["sticky", "uniform"]))
+    if name == "uniform":
+        topics = tuple(cluster.partitions_per_topic)
+        specs = [(m, topics, owned, gen) for m, _, owned, gen in specs]
     members = build(name, specs)
     result = registry.get(name).assign(cluster, members)
     for m in members:
@@ -140,3 +196,26 @@ def test_sticky_user_data_round_trips_through_a_rebalance(group) -> None:
     first = registry.get("sticky").assign(cluster, members)
     again = [member("sticky", m.member_id, m.topics, first[m.member_id], 2) for m in members]
     assert registry.get("sticky").assign(cluster, again) == first
+
+
+@SETTINGS
+@given(
+    counts=st.lists(st.integers(0, 7), min_size=1, max_size=5),
+    quotas=st.lists(st.integers(0, 6), min_size=1, max_size=6),
+)
+def test_hand_out_in_blocks_gives_what_the_owner_array_gives(counts, quotas) -> None:
+    """The homogeneous builder's shortcut for members that own nothing (runs from block boundaries) equals the
+    general path (runs from the owner array), partition for partition."""
+    import numpy as np
+
+    from assignors.partition_space import assignment_of_runs, build_assignment, partition_space, runs_of_blocks
+
+    topics = [f"t{i}" for i in range(len(counts))]
+    space = partition_space(dict(zip(topics, counts)), topics)
+    total = min(space.total, sum(quotas))
+    bounds = np.concatenate(([0], np.minimum(np.cumsum(quotas), total)))
+    owner = np.full(space.total, -1, dtype=np.int64)
+    owner[:total] = np.repeat(np.arange(len(quotas)), np.diff(bounds))
+    member_ids = [f"m{i}" for i in range(len(quotas))]
+    by_blocks = assignment_of_runs(space, runs_of_blocks(space, bounds), member_ids)
+    assert by_blocks == build_assignment(space, owner, member_ids)
