@@ -33,8 +33,11 @@ SPARK_CHECKPOINT_FILE = re.compile(
 
 
 def files_not_sparks(checkpoint: str) -> list[str]:
+    """Files under `checkpoint` that Spark would not have written there. A running query's files being written
+    (`.name.<uuid>.tmp`) count as the file they become."""
     paths = [f.relative_to(checkpoint).as_posix() for f in Path(checkpoint).rglob("*") if f.is_file()]
     paths = [re.sub(r"(^|/)\.([^/]*)\.crc$", r"\1\2", path) for path in paths]
+    paths = [re.sub(r"(^|/)\.([^/]*)\.[0-9a-f-]{36}(\.TID\d+)?\.tmp$", r"\1\2", path) for path in paths]
     return [path for path in paths if not SPARK_CHECKPOINT_FILE.fullmatch(path)]
 
 
