@@ -1,7 +1,10 @@
 """One driver per checkpoint through a lease in Kafka (streaming/lease.py), on a real broker and real processes.
 
 The lease alone: a second driver stands by while the holder renews, takes over when the holder is killed or
-releases, and a holder that is fenced, paused past its timeout, or sees another driver's record stops.
+releases, and a holder that is fenced, paused past its timeout, or sees another driver's record stops. Then two
+`coordinator run` drivers on one checkpoint: the active one's Python process stopped (its JVM halts itself before
+the standby takes over), and the active one's whole process group stopped and resumed after the takeover (it halts
+without another batch).
 """
 
 from __future__ import annotations
@@ -217,3 +220,100 @@ def test_a_paused_holder_resumed_after_the_takeover_stops_and_never_writes_again
     holders = [r.holder for r in _records(broker, settings)]
     taken = holders.index(new_holder)
     assert set(holders[taken:]) == {new_holder}, "no record from the old holder after the takeover"
+
+
+# --- two `coordinator run` drivers on one checkpoint -------------------------------------------------------------
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return out
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a halted JVM whose stopped parent cannot reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _jvm_of(driver) -> int:
+    [jvm] = [p for p in _children(driver.proc.pid) if b"java" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    return jvm
+
+
+def _ask(wire, timeout_s: float = 120.0) -> dict:
+    """A DescribeGroups through the job; its answer."""
+    from client import protocol
+
+    request_id = wire.send(protocol.describe_group("lease-test"))
+    wire.flush()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for raw in wire.poll(100):
+            body = json.loads(raw)
+            if body.get("request_id") == request_id:
+                return body
+    raise TimeoutError(f"no answer to {request_id} within {timeout_s} s")
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1200)
+def test_a_stopped_active_driver_halts_before_the_standby_takes_over_and_never_writes_again(broker, tmp_path):
+    from deploy.drills.harness import JobProcess, create_topics, job_properties
+    from deploy.drills.fleet import Wire
+
+    props = job_properties(broker, tmp_path / "checkpoint")
+    create_topics(props)
+    first = JobProcess(props, tmp_path / "first").start()
+    second = JobProcess(props, tmp_path / "second")
+    wire = Wire(broker, props["topic.requests"], props["topic.responses"])
+    try:
+        first.wait_running()
+        second.start().wait_standby()
+
+        # Only the active driver's Python process stops: its JVM would run on, but halts at its own deadline.
+        jvm = _jvm_of(first)
+        first.proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 120
+        while "took the lease" not in second.log_text():
+            jvm_gone = not _running(jvm)
+            assert time.monotonic() < deadline, "the standby did not take over"
+            time.sleep(0.05)
+        assert jvm_gone, "the stopped driver's JVM still ran when the standby took the lease"
+        assert _ask(wire)["error_code"] == 0
+        first.proc.send_signal(signal.SIGCONT)
+        assert first.proc.wait(30) == EXIT_LEASE_LOST
+        assert "lost the lease" in first.log_text()
+
+        # The whole process group of the (new) active driver stops and resumes after the takeover: it halts and
+        # runs no batch, though requests came in meanwhile.
+        first.start().wait_standby()
+        batches = len(second.metrics())
+        os.killpg(second.proc.pid, signal.SIGSTOP)
+        assert _ask(wire)["error_code"] == 0  # answered by `first`, which took over
+        os.killpg(second.proc.pid, signal.SIGCONT)
+        assert second.proc.wait(30) == EXIT_LEASE_LOST
+        assert "lost the lease" in second.log_text()
+        assert len(second.metrics()) == batches, "the resumed driver ran a batch"
+        for job in (first, second):
+            for sign in ("Concurrent update", "CONCURRENT_STREAM_LOG_UPDATE"):
+                assert sign not in job.log_text(), "two queries wrote one checkpoint's log"
+        assert _ask(wire)["error_code"] == 0
+        spark_files = {"offsets", "commits", "state", "sources", "metadata", ".metadata.crc"}
+        timer_files = {"coordinator-timers.json", "coordinator-timers.json.lock", "coordinator-checkpoint.json"}
+        assert {p.name for p in (tmp_path / "checkpoint").iterdir()} <= spark_files | timer_files, \
+            "the lease wrote nothing under the checkpoint (the timer files are another matter, for now)"
+    finally:
+        wire.close()
+        for job in (first, second):
+            if job.proc is not None and job.proc.poll() is None:
+                os.killpg(job.proc.pid, signal.SIGCONT)
+            job.stop()
