@@ -239,6 +239,8 @@ class Lease:
         stood_by = False
         while True:
             decided_at = self._wait_free(report_held=not stood_by)
+            with self._changed:
+                previous, quiet_s = self._latest, (decided_at or 0.0) - self._others_at
             if decided_at is None:
                 stood_by = True
                 on_standby()
@@ -263,7 +265,10 @@ class Lease:
             self._check_holding()
         if rival:
             log.warning("%s wrote the lease while this driver took it; waited for it to halt", rival)
-        log.info("took the lease on %s (epoch %d, holder %s)", self.settings.key, self._epoch, self.holder)
+        after = "" if previous is None else (
+            f", from {previous.holder}: released" if previous.state == RELEASED
+            else f", from {previous.holder}: no renewal read for {quiet_s:.2f} s")
+        log.info("took the lease on %s (epoch %d, holder %s%s)", self.settings.key, self._epoch, self.holder, after)
 
     def _wait_free(self, report_held: bool) -> float | None:
         """The moment the lease was found free; with `report_held`, None as soon as another driver holds it."""
