@@ -52,6 +52,13 @@ def _props(broker: str, checkpoint: Path, **overrides: str) -> dict[str, str]:
                                       **overrides})
 
 
+def _on_broker(broker: str, checkpoint: Path, **overrides: str) -> dict[str, str]:
+    """The job's properties, with its topics (the lease topic among them) on `broker`."""
+    props = _props(broker, checkpoint, **overrides)
+    ensure_topics({"bootstrap_servers": broker}, props)
+    return props
+
+
 class Driver:
     """A DRIVER process, killed by its own pid at the end."""
 
@@ -80,10 +87,13 @@ class Driver:
 
 @pytest.fixture
 def drivers():
+    """`drivers(props, says)`: a DRIVER process, once its first line starts with `says`."""
     started: list[Driver] = []
 
-    def start(props: dict[str, str]) -> Driver:
+    def start(props: dict[str, str], says: str) -> Driver:
         started.append(Driver(props))
+        first = started[-1].line()
+        assert first.startswith(says), first
         return started[-1]
 
     yield start
@@ -124,8 +134,7 @@ def test_every_name_of_a_checkpoint_is_one_key_and_the_interval_fits_the_timeout
 
 @pytest.mark.broker
 def test_the_lease_topic_has_one_partition(broker, tmp_path):
-    props = _props(broker, tmp_path, **{"topic.lease": "lease-topic-test"})
-    ensure_topics({"bootstrap_servers": broker}, props)
+    _on_broker(broker, tmp_path, **{"topic.lease": "lease-topic-test"})
     admin = KafkaAdminClient(bootstrap_servers=broker)
     try:
         [topic] = admin.describe_topics(["lease-topic-test"])
@@ -137,12 +146,9 @@ def test_the_lease_topic_has_one_partition(broker, tmp_path):
 @pytest.mark.broker
 def test_a_second_driver_stands_by_while_the_holder_renews_and_takes_over_when_it_is_killed(broker, tmp_path,
                                                                                             drivers):
-    props = _props(broker, tmp_path / "checkpoint")
-    ensure_topics({"bootstrap_servers": broker}, props)
-    first = drivers(props)
-    assert first.line().startswith("holding")
-    second = drivers(props)
-    assert second.line() == "standby"
+    props = _on_broker(broker, tmp_path / "checkpoint")
+    first = drivers(props, "holding")
+    second = drivers(props, "standby")
     timeout_s = int(props["lease.timeout.ms"]) / 1000
     assert second.silent_for(3 * timeout_s), "the standby took a lease that was being renewed"
 
@@ -154,12 +160,9 @@ def test_a_second_driver_stands_by_while_the_holder_renews_and_takes_over_when_i
 
 @pytest.mark.broker
 def test_a_released_lease_is_taken_at_once_not_after_the_timeout(broker, tmp_path, drivers):
-    props = _props(broker, tmp_path / "checkpoint", **{"lease.timeout.ms": "20000"})
-    ensure_topics({"bootstrap_servers": broker}, props)
-    first = drivers(props)
-    assert first.line().startswith("holding")  # a fresh driver watches one timeout before it takes a free lease
-    second = drivers(props)
-    assert second.line() == "standby"
+    props = _on_broker(broker, tmp_path / "checkpoint", **{"lease.timeout.ms": "20000"})
+    first = drivers(props, "holding")  # after 20 s: a fresh driver watches one timeout before it takes a free lease
+    second = drivers(props, "standby")
     first.proc.stdin.close()
     assert first.line() == "released"
     assert second.line(10).startswith("holding"), "took over well within its 20 s timeout: by the release"
@@ -167,10 +170,8 @@ def test_a_released_lease_is_taken_at_once_not_after_the_timeout(broker, tmp_pat
 
 @pytest.mark.broker
 def test_a_holder_fenced_by_a_new_producer_on_its_transactional_id_stops(broker, tmp_path, drivers):
-    props = _props(broker, tmp_path / "checkpoint")
-    ensure_topics({"bootstrap_servers": broker}, props)
-    holder = drivers(props)
-    assert holder.line().startswith("holding")
+    props = _on_broker(broker, tmp_path / "checkpoint")
+    holder = drivers(props, "holding")
     usurper = KafkaProducer(bootstrap_servers=broker,
                             transactional_id=LeaseSettings.from_properties(props).transactional_id)
     try:
@@ -183,11 +184,9 @@ def test_a_holder_fenced_by_a_new_producer_on_its_transactional_id_stops(broker,
 
 @pytest.mark.broker
 def test_a_holder_that_reads_another_drivers_record_after_its_own_stops(broker, tmp_path, drivers):
-    props = _props(broker, tmp_path / "checkpoint")
-    ensure_topics({"bootstrap_servers": broker}, props)
+    props = _on_broker(broker, tmp_path / "checkpoint")
     settings = LeaseSettings.from_properties(props)
-    holder = drivers(props)
-    assert holder.line().startswith("holding")
+    holder = drivers(props, "holding")
     other = KafkaProducer(bootstrap_servers=broker)
     try:
         other.send(settings.topic, key=settings.key.encode(), value=LeaseRecord("elsewhere", 9, HELD, 2000).encode(),
@@ -200,13 +199,10 @@ def test_a_holder_that_reads_another_drivers_record_after_its_own_stops(broker, 
 
 @pytest.mark.broker
 def test_a_paused_holder_resumed_after_the_takeover_stops_and_never_writes_again(broker, tmp_path, drivers):
-    props = _props(broker, tmp_path / "checkpoint")
-    ensure_topics({"bootstrap_servers": broker}, props)
+    props = _on_broker(broker, tmp_path / "checkpoint")
     settings = LeaseSettings.from_properties(props)
-    old = drivers(props)
-    assert old.line().startswith("holding")
-    new = drivers(props)
-    assert new.line() == "standby"
+    old = drivers(props, "holding")
+    new = drivers(props, "standby")
 
     old.signal(signal.SIGSTOP)
     new_holder = new.line().split()[1]
