@@ -410,7 +410,7 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
             results.recovery_s = shared.first_at[rid] - killed
         log(f"job: recovered in {results.recovery_s}")
 
-        # The same with a standby driver (streaming/driver_lock.py) on the checkpoint, warm and rehearsed.
+        # The same with a standby driver (streaming/lease.py) on the checkpoint, warm and rehearsed.
         env.job.wait_running(600)
         standby = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf).start()
         try:

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from streaming import config as job_config
-from streaming import driver_lock
 from streaming.checkpoint import CheckpointError
 
 log = logging.getLogger("coordinator")
@@ -83,6 +82,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 
     from streaming import checkpoint
     from streaming.embedded import start_broker
+    from streaming.lease import DriverHalt, Lease, LeaseSettings
     from streaming.metrics import JsonLinesMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
     from streaming.topics import ensure_topics
@@ -91,7 +91,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     broker = None
     metrics_out = None
     listener = None
-    lock = None
+    lease = halt = query = None
     throwaway_checkpoint = None
     try:
         if not props.get("bootstrap.servers"):
@@ -107,6 +107,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             props["checkpoint.location"] = throwaway_checkpoint
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         ensure_topics(client, props)
+        # Watching the lease from now on: a live holder shows itself while the session starts.
+        lease = Lease(client, LeaseSettings.from_properties(props))
         spark = spark_session(spark_conf)
         # PySpark's own Ctrl-C handler calls into the JVM from inside the handler, which breaks the py4j call the
         # main thread is in; a plain KeyboardInterrupt lets the code below stop the query in order.
@@ -118,8 +120,9 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             listener = JsonLinesMetrics(metrics_out, QUERY_NAME, records)
             spark.streams.addListener(listener)
         checkpoint.check(spark, props)  # before any batch: a checkpoint this release cannot run is refused
-        # A standby waits here for the active driver's lock, rehearsed and warm (streaming.driver_lock).
-        lock = driver_lock.hold(props["checkpoint.location"], on_standby=lambda: _stand_by(spark, props))
+        # A standby waits here, rehearsed and warm, until the active driver's lease lapses (streaming.lease).
+        halt = DriverHalt(spark, lease.settings.key)
+        lease.acquire(on_standby=lambda: _stand_by(spark, props), on_lost=halt, on_renewed=halt.arm)
         if props.get("rebuild.from.records", "false").lower() == "true":
             _rebuild(client, props)
         query = start_query(spark, props)
@@ -151,8 +154,9 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
                 _quietly(lambda: spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(5000))
         return 0
     finally:
-        if lock is not None:
-            lock.close()
+        # Released (a standby takes over at once) only once this driver's query has certainly stopped.
+        if lease is not None and lease.close(release=_stopped(query)) and halt is not None:
+            halt.disarm()
         if metrics_out not in (None, sys.stdout):
             metrics_out.close()
         if broker is not None:
@@ -176,6 +180,14 @@ def upgrade(props: dict[str, str], spark_conf: dict[str, str], old_checkpoint: s
     print(f"upgraded: {groups} group(s) from {old_checkpoint} into {props['checkpoint.location']}; run the "
           f"coordinator on it with --checkpoint-location {props['checkpoint.location']}", flush=True)
     return 0
+
+
+def _stopped(query) -> bool:
+    """Whether the query has certainly stopped (or never started); not when its JVM cannot be asked."""
+    try:
+        return query is None or not query.isActive
+    except Exception:  # noqa: BLE001 - unknown is not stopped
+        return False
 
 
 def _stand_by(spark, props: dict[str, str]) -> None:

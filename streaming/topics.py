@@ -9,6 +9,7 @@ from typing import Mapping
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
+from streaming import lease
 from streaming.config import Topics
 from streaming.kafka_clients import admin_client
 
@@ -16,10 +17,11 @@ log = logging.getLogger(__name__)
 
 
 def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeout_s: float = 30.0) -> None:
-    """Create missing topics (records topic with `topic.records.cleanup.policy`), then wait until every topic has
-    all its partitions with a leader. Raises if a topic stays unusable."""
+    """Create missing topics (records topic with `topic.records.cleanup.policy`; the drivers' lease topic with one
+    partition, compacted), then wait until every topic has all its partitions with a leader. Raises if a topic stays
+    unusable."""
     topics = Topics.from_properties(props)
-    wanted = topics.partitions(props)
+    wanted = {**topics.partitions(props), props["topic.lease"]: 1}
     replication = int(props.get("topic.replication.factor", 1))
     admin = admin_client(client)
     try:
@@ -33,6 +35,8 @@ def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeou
                     configs["cleanup.policy"] = props.get("topic.records.cleanup.policy", "compact")
                 elif name == topics.timers:
                     configs["cleanup.policy"] = "compact"
+                elif name == props["topic.lease"]:
+                    configs.update(lease.TOPIC_CONFIGS)
                 try:
                     admin.create_topics([NewTopic(name, partitions, replication, topic_configs=configs)])
                     log.info("created topic %s (%d partitions, %s)", name, partitions, configs or "defaults")

@@ -121,7 +121,7 @@ class JobProcess:
             time.sleep(0.2)
 
     def wait_standby(self, timeout_s: float = 240.0) -> None:
-        """Until the job said it is a warm standby (another driver holds the checkpoint's lock)."""
+        """Until the job said it is a warm standby (another driver holds the checkpoint's lease)."""
         self._wait_for(STANDBY_LINE, timeout_s)
 
     def is_standby(self) -> bool:

@@ -6,14 +6,14 @@
 #       --bootstrap-servers kafka-1:9092,kafka-2:9092 [--config site.properties] [--properties-file site-spark.conf] \
 #       [--driver-host 10.0.0.9] [-- any `coordinator run` flag ...]
 #
-# --checkpoint-location is required and must be a directory every executor and any restarted driver sees at the same
-#   path (NFS, a mounted PVC, ...). The query's state store, offset and commit logs live there; the timer file the
-#   source reads is written there by the driver with plain file I/O, so use a mounted path, not an hdfs:// URL.
+# --checkpoint-location is required: a location every executor and any restarted driver reach the same way (a
+#   mounted path such as NFS or a PVC, or an hdfs:// / s3a:// URL). Only Spark writes there: its offset and commit
+#   logs and the state store.
 # --config      coordinator properties over conf/coordinator.properties (shipped with --files as well).
 # --properties-file  Spark settings over conf/spark-defaults.conf + deploy/spark/cluster-defaults.conf.
 # --driver-host the address executors use to reach this driver (default: 127.0.0.1, for a loopback cluster).
 # COORDINATOR_PYTHON  Python for the driver and executors (default .venv/bin/python); executors need pandas,
-#   pyarrow and numpy at the pinned versions (docs/operations.md). SPARK_HOME picks spark-submit (default .venv's).
+#   pyarrow, numpy and protobuf at the pinned versions (docs/operations.md). SPARK_HOME picks spark-submit (default .venv's).
 # SPARK_SUBMIT_ARGS   extra spark-submit arguments, word-split.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"

@@ -5,14 +5,13 @@ timing assertions: waits are generous upper bounds, never expectations."""
 from __future__ import annotations
 
 import json
-import re
 import time
-from pathlib import Path
 
 import pytest
 
 from streaming.query import OPERATORS
 from tests.support import protocol as p
+from tests.support.coordinator import files_not_sparks
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
@@ -25,20 +24,6 @@ def coordinator(request, coordinator):
         return coordinator({"state.operator": request.param, **(props or {})}, **kw)
 
     return start
-
-
-SPARK_CHECKPOINT_FILE = re.compile(
-    r"(metadata|(offsets|commits)/\d+|sources/\d+/\d+|state/\d+/(_metadata/.*|_stateSchema/.*|\d+/.*))")
-"""What Spark itself writes under a checkpoint (each may have a `.crc` sibling, `.name.crc`)."""
-
-
-def files_not_sparks(checkpoint: str) -> list[str]:
-    """Files under `checkpoint` that Spark would not have written there. A running query's files being written
-    (`.name.<uuid>.tmp`) count as the file they become."""
-    paths = [f.relative_to(checkpoint).as_posix() for f in Path(checkpoint).rglob("*") if f.is_file()]
-    paths = [re.sub(r"(^|/)\.([^/]*)\.crc$", r"\1\2", path) for path in paths]
-    paths = [re.sub(r"(^|/)\.([^/]*)\.[0-9a-f-]{36}(\.TID\d+)?\.tmp$", r"\1\2", path) for path in paths]
-    return [path for path in paths if not SPARK_CHECKPOINT_FILE.fullmatch(path)]
 
 
 def form_group(run, group_id: str, session_timeout_ms: int = 120000) -> tuple[str, int]:

@@ -12,9 +12,8 @@ from kafka import KafkaProducer
 
 from streaming.checkpoint import CheckpointError, check, inspect
 from streaming.upgrade import upgrade
-from tests.streaming.test_coordinator_flow import files_not_sparks
 from tests.support import protocol as p
-from tests.support.coordinator import new_run
+from tests.support.coordinator import files_not_sparks, new_run
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 

@@ -7,6 +7,7 @@ checkpoint directory and its query, and offers `send` / `request` / `responses` 
 from __future__ import annotations
 
 import itertools
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,3 +137,17 @@ def new_run(spark: SparkSession, bootstrap: str, workdir: Path, overrides: Mappi
     ensure_topics({"bootstrap_servers": bootstrap}, props)
     run = CoordinatorRun(spark, bootstrap, props)
     return run.start() if start else run
+
+
+SPARK_CHECKPOINT_FILE = re.compile(
+    r"(metadata|(offsets|commits)/\d+|sources/\d+/\d+|state/\d+/(_metadata/.*|_stateSchema/.*|\d+/.*))")
+"""What Spark itself writes under a checkpoint (each may have a `.crc` sibling, `.name.crc`)."""
+
+
+def files_not_sparks(checkpoint: str) -> list[str]:
+    """Files under `checkpoint` that Spark would not have written there. A running query's files being written
+    (`.name.<uuid>.tmp`) count as the file they become."""
+    paths = [f.relative_to(checkpoint).as_posix() for f in Path(checkpoint).rglob("*") if f.is_file()]
+    paths = [re.sub(r"(^|/)\.([^/]*)\.crc$", r"\1\2", path) for path in paths]
+    paths = [re.sub(r"(^|/)\.([^/]*)\.[0-9a-f-]{36}(\.TID\d+)?\.tmp$", r"\1\2", path) for path in paths]
+    return [path for path in paths if not SPARK_CHECKPOINT_FILE.fullmatch(path)]
