@@ -43,6 +43,11 @@ class GatewayEnv:
     def bootstrap(self) -> str:
         return self.gateway.bootstrap_servers
 
+    @property
+    def topics(self) -> dict[str, str]:
+        """The query's topic settings, as a gateway in front of it takes them."""
+        return {k: v for k, v in self.run.props.items() if k.startswith("topic.")}
+
     def topic(self, partitions: int = 6) -> str:
         """A fresh topic, created on the broker directly."""
         name = f"data-{uuid.uuid4().hex[:8]}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import time
@@ -33,6 +32,7 @@ from gateway.process import GatewayProcess, start_gateway
 from streaming import config as job_config
 from streaming.embedded import start_broker
 from streaming.topics import ensure_topics
+from tests.gateway.raw import Connection, address, login
 
 pytestmark = pytest.mark.broker
 
@@ -61,52 +61,6 @@ def gateway(broker, topics, tmp_path_factory) -> Iterator[GatewayProcess]:
         yield process
     finally:
         process.stop()
-
-
-def address(servers: str) -> tuple[str, int]:
-    host, _, port = servers.rpartition(":")
-    return host, int(port)
-
-
-class Connection:
-    """A raw Kafka connection: requests out, responses in, in order."""
-
-    def __init__(self, servers: str) -> None:
-        self.sock = socket.create_connection(address(servers), timeout=30)
-        self.next_id = 0
-
-    def send(self, request: Any, version: int) -> int:
-        self.next_id += 1
-        request.with_header(correlation_id=self.next_id, client_id="gateway-test")
-        self.sock.sendall(request.encode(version=version, header=True, framed=True))
-        return self.next_id
-
-    def receive(self, response_class: Any, version: int) -> Any:
-        size = struct.unpack(">i", self._read(4))[0]
-        return response_class.decode(self._read(size), version=version, header=True)
-
-    def call(self, request: Any, version: int, response_class: Any) -> Any:
-        self.send(request, version)
-        return self.receive(response_class, version)
-
-    def _read(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the gateway")
-            data += chunk
-        return data
-
-    def closed_by_peer(self, timeout_s: float = 10.0) -> bool:
-        self.sock.settimeout(timeout_s)
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def round_trip(servers: str, value: bytes, **config: Any) -> list[bytes]:
@@ -312,12 +266,7 @@ def test_sasl_plain_authenticates_and_stamps_the_principal_on_control_requests(b
         assert unauthenticated.closed_by_peer()
         unauthenticated.close()
 
-        connection = Connection(process.bootstrap_servers)
-        handshake = connection.call(SaslHandshakeRequest[1](mechanism="PLAIN"), 1, SaslHandshakeResponse)
-        assert (handshake.error_code, handshake.mechanisms) == (0, ["PLAIN"])
-        authenticated = connection.call(SaslAuthenticateRequest[1](auth_bytes=b"\0alice\0alice-secret"), 1,
-                                        SaslAuthenticateResponse)
-        assert authenticated.error_code == 0
+        connection = login(process.bootstrap_servers, "alice", "alice-secret")
         heartbeat = connection.call(HeartbeatRequest[4](group_id="g", generation_id=1, member_id="m",
                                                         group_instance_id=None), 4, HeartbeatResponse)
         assert heartbeat.error_code == COORDINATOR_NOT_AVAILABLE  # no coordinator here; the record is what counts
