@@ -108,6 +108,7 @@ class KafkaTransport:
         control_topic: str = DEFAULT_CONTROL_TOPIC,
         response_topic: str = DEFAULT_RESPONSE_TOPIC,
         client_id: str = "groupcoord-client",
+        fetch_max_wait_ms: int = 50,
         **kafka_config: Any,
     ) -> None:
         self.control_topic = control_topic
@@ -124,7 +125,9 @@ class KafkaTransport:
             # A start position past the log end (a wrong ListOffsets answer) falls back to re-reading from
             # the beginning: answers are matched by request_id, so reading too much is safe, too little is not.
             auto_offset_reset="earliest",
-            fetch_max_wait_ms=50,
+            # How long the broker may hold a fetch of the response partitions. Kafka answers a waiting fetch as
+            # soon as an answer is written; tansu holds it this long, which then bounds every round trip.
+            fetch_max_wait_ms=fetch_max_wait_ms,
             **kafka_config,
         )
         self._num_partitions: int | None = None

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ssl-keyfile", type=Path, help="TLS on the listeners: private key (PEM)")
     parser.add_argument("--request-timeout-ms", type=int, default=25_000,
                         help="how long a group request other than JoinGroup waits for the coordinator")
+    parser.add_argument("--response-fetch-wait-ms", type=int, default=50,
+                        help="how long the broker may hold the gateway's fetch of the response topic; lower it "
+                             "against a broker that holds a fetch this long even when data arrives (tansu)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--bootstrap-servers is required")
     settings = _settings(args, props)
     try:
-        asyncio.run(_serve(settings, props))
+        asyncio.run(_serve(settings))
     except KeyboardInterrupt:
         pass
     return 0
@@ -83,6 +86,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         kafka_config=kafka_config, upstream=upstream_security(kafka_config),
         authenticator=PlainAuthenticator.from_file(args.sasl_users) if args.sasl_users else None,
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
+        response_fetch_wait_ms=args.response_fetch_wait_ms,
     )
 
 
@@ -108,13 +112,14 @@ def upstream_security(kafka_config: dict[str, Any]) -> Any:
     return UpstreamSecurity(ssl=context, sasl_plain=sasl)
 
 
-async def _serve(settings: Any, props: dict[str, str]) -> None:
+async def _serve(settings: Any) -> None:
     from gateway.coordinator import CoordinatorClient
     from gateway.server import Gateway
 
     loop = asyncio.get_running_loop()
     coordinator = await loop.run_in_executor(None, lambda: CoordinatorClient(
-        settings.bootstrap_servers, settings.requests_topic, settings.responses_topic, settings.kafka_config))
+        settings.bootstrap_servers, settings.requests_topic, settings.responses_topic, settings.kafka_config,
+        settings.response_fetch_wait_ms))
     gateway = Gateway(settings, coordinator)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -23,11 +23,12 @@ log = logging.getLogger(__name__)
 
 class CoordinatorClient:
     def __init__(self, bootstrap_servers: str, requests_topic: str, responses_topic: str,
-                 kafka_config: dict[str, Any], ready_timeout_s: float = 60.0) -> None:
+                 kafka_config: dict[str, Any], fetch_max_wait_ms: int = 50, ready_timeout_s: float = 60.0) -> None:
         """Blocks until the response topic is being read (call it before the event loop serves clients)."""
         self.client_id = f"groupcoord-gateway-{uuid.uuid4().hex[:8]}"
         self._transport = KafkaTransport(bootstrap_servers, requests_topic, responses_topic,
-                                         client_id=self.client_id, **kafka_config)
+                                         client_id=self.client_id, fetch_max_wait_ms=fetch_max_wait_ms,
+                                         **kafka_config)
         self._transport.watch_all(ready_timeout_s)
 
     async def call(self, key: str, body: Json, timeout_s: float) -> Json:

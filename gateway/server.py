@@ -25,7 +25,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from gateway.control import Json, to_json
 from gateway.coordinator import CoordinatorClient
-from gateway.frames import MAX_REQUEST_BYTES
+from gateway.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.sasl import PlainAuthenticator
 from gateway.upstream import Upstream, UpstreamSecurity
 from gateway.versions import Versions, advertised
@@ -57,6 +57,8 @@ class GatewaySettings:
     request_timeout_ms: int = 25_000
     """How long a group request other than JoinGroup waits for the coordinator: less than Kafka clients' default
     request timeout (30 s), so they get COORDINATOR_NOT_AVAILABLE and retry rather than drop the connection."""
+    response_fetch_wait_ms: int = 50
+    """How long the broker may hold the fetch that reads the coordinator's answers (`client.transport`)."""
     max_request_bytes: int = MAX_REQUEST_BYTES
     connect_timeout_ms: int = 10_000
 
@@ -81,7 +83,8 @@ class Gateway:
     async def start(self) -> None:
         await self._learn_upstream()
         s = self.settings
-        server = await asyncio.start_server(partial(self._serve, None), s.listen_host, s.listen_port, ssl=s.ssl)
+        server = await asyncio.start_server(partial(self._serve, None), s.listen_host, s.listen_port, ssl=s.ssl,
+                                            limit=STREAM_BUFFER_BYTES)
         self._servers.append(server)
         self.bootstrap_port = server.sockets[0].getsockname()[1]
         for node_id in sorted(self.brokers):
@@ -152,7 +155,7 @@ class Gateway:
                     s = self.settings
                     port = 0 if s.listen_port == 0 else s.listen_port + 1 + len(self._addresses)
                     server = await asyncio.start_server(partial(self._serve, node_id), s.listen_host, port,
-                                                        ssl=s.ssl)
+                                                        ssl=s.ssl, limit=STREAM_BUFFER_BYTES)
                     self._servers.append(server)
                     self._addresses[node_id] = (s.advertised_host, server.sockets[0].getsockname()[1])
                     log.info("node %d (upstream %s) on %s:%d", node_id, self.brokers.get(node_id),

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.frames import FrameError, correlation_id, framed, read_frame
+from gateway.frames import STREAM_BUFFER_BYTES, FrameError, correlation_id, framed, read_frame
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ class Upstream:
     @classmethod
     async def connect(cls, host: str, port: int, security: UpstreamSecurity, timeout_s: float) -> "Upstream":
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, ssl=security.ssl, server_hostname=host if security.ssl else None),
+            asyncio.open_connection(host, port, ssl=security.ssl, server_hostname=host if security.ssl else None,
+                                    limit=STREAM_BUFFER_BYTES),
             timeout_s)
         upstream = cls(reader, writer, f"{host}:{port}")
         if security.sasl_plain is not None:
