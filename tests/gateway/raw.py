@@ -29,14 +29,14 @@ class Connection:
         return self.next_id
 
     def receive(self, response_class: Any, version: int) -> Any:
-        size = struct.unpack(">i", self._read(4))[0]
-        return response_class.decode(self._read(size), version=version, header=True)
+        size = struct.unpack(">i", self.read(4))[0]
+        return response_class.decode(self.read(size), version=version, header=True)
 
     def call(self, request: Any, version: int, response_class: Any) -> Any:
         self.send(request, version)
         return self.receive(response_class, version)
 
-    def _read(self, n: int) -> bytes:
+    def read(self, n: int) -> bytes:
         data = b""
         while len(data) < n:
             chunk = self.sock.recv(n - len(data))

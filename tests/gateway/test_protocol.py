@@ -9,6 +9,7 @@ out after the gateway's `--request-timeout-ms`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import struct
@@ -300,3 +301,53 @@ def test_tls_on_the_listeners(broker, topics, tmp_path):
     finally:
         process.stop()
 
+
+
+def test_sasl_handshake_v0_takes_the_raw_token(broker, tmp_path):
+    users = tmp_path / "users.properties"
+    users.write_text("bob=bob-secret\n")
+    process = start_gateway(broker, fresh_topics(broker), args=["--sasl-users", str(users)],
+                            log_path=tmp_path / "gateway.log")
+    try:
+        connection = Connection(process.bootstrap_servers)
+        assert connection.call(SaslHandshakeRequest[0](mechanism="PLAIN"), 0, SaslHandshakeResponse).error_code == 0
+        token = b"\0bob\0bob-secret"
+        connection.sock.sendall(struct.pack(">i", len(token)) + token)
+        assert connection.read(4) == struct.pack(">i", 0)  # an empty frame: authenticated
+        assert connection.call(ApiVersionsRequest[0](), 0, ApiVersionsResponse).error_code == 0
+        assert connection.call(MetadataRequest[9](topics=[], allow_auto_topic_creation=False), 9,
+                               MetadataResponse).brokers
+        connection.close()
+        refused = Connection(process.bootstrap_servers)
+        refused.call(SaslHandshakeRequest[0](mechanism="PLAIN"), 0, SaslHandshakeResponse)
+        wrong = b"\0bob\0wrong"
+        refused.sock.sendall(struct.pack(">i", len(wrong)) + wrong)
+        assert refused.closed_by_peer()
+        refused.close()
+    finally:
+        process.stop()
+
+
+def test_a_kip_848_consumer_learns_at_once_that_its_protocol_is_not_served(gateway):
+    """librdkafka with `group.protocol=consumer` checks ApiVersions, finds no ConsumerGroupHeartbeat and never sends
+    one (it keeps retrying its coordinator lookup and reports nothing to the application: its own choice)."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    lines: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger(f"librdkafka-{uuid.uuid4().hex[:6]}")
+    logger.addHandler(Capture())
+    logger.setLevel(logging.DEBUG)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": gateway.bootstrap_servers, "group.id": "kip848",
+                                         "group.protocol": "consumer", "debug": "cgrp", "logger": logger})
+    try:
+        consumer.subscribe(["t"])
+        deadline = time.monotonic() + 30
+        while not any("ConsumerGroupHeartbeatRequest not supported" in line for line in lines):
+            assert time.monotonic() < deadline, lines[-5:]
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
