@@ -34,6 +34,7 @@ from state.wire import API_VERSIONS as COORDINATOR_VERSIONS
 from state.wire import error_response
 
 Json = dict[str, Any]
+INT32_MIN = -(1 << 31)
 
 # -- the schema walk ---------------------------------------------------------------------------------------------
 
@@ -49,7 +50,8 @@ def to_json(message: Any, version: int, fields: Any = None) -> Json:
 
 def _value_to_json(field: Any, value: Any, version: int) -> Any:
     if value is None:
-        return None
+        # kafka-python decodes Kafka's INT32_MIN ("not requested") authorized operations as None
+        return INT32_MIN if field.type_str == "bitfield" else None
     if field.is_struct_array():
         return [to_json(item, version, field) for item in value]
     if field.is_struct():
