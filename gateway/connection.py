@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from kafka.protocol.admin.cluster import DescribeClusterResponse
 from kafka.protocol.api_key import ApiKey
@@ -141,20 +141,11 @@ class ClientConnection:
             request = FindCoordinatorRequest.decode(frame, version=version, header=True)
             if request.key_type == GROUP_COORDINATOR:
                 return self._spawn(self._find_coordinator(request, version, correlation))
-            return await self._forward(frame, correlation, self._rewrite_find_coordinator, version)
-        if api_key == ApiKey.Metadata:
-            return await self._forward(frame, correlation, self._rewrite_metadata, version)
-        if api_key == ApiKey.DescribeCluster:
-            return await self._forward(frame, correlation, self._rewrite_describe_cluster, version)
-        if api_key == ApiKey.Fetch and version >= 16:
-            return await self._forward(frame, correlation, self._rewrite_fetch, version)
-        if api_key == ApiKey.Produce:
-            if ProduceRequest.decode(frame, version=version, header=True).acks == 0:
-                await self._forward(frame, correlation, None, version, expect_response=False)
-                return None
-            if version >= 10:
-                return await self._forward(frame, correlation, self._rewrite_produce, version)
-        return await self._forward(frame, correlation, None, version)
+        if api_key == ApiKey.Produce and ProduceRequest.decode(frame, version=version, header=True).acks == 0:
+            await self._forward(frame, correlation, None, version, expect_response=False)
+            return None
+        rewrite = api_key in _ADDRESSES and version >= _ADDRESSES_FROM.get(api_key, 0)
+        return await self._forward(frame, correlation, api_key if rewrite else None, version)
 
     def _ready(self, answer: Any) -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()
@@ -169,13 +160,14 @@ class ClientConnection:
 
     # -- forwarding ----------------------------------------------------------------------------------------------
 
-    async def _forward(self, frame: bytes, correlation: int, rewrite: Any, version: int,
+    async def _forward(self, frame: bytes, correlation: int, rewrite: int | None, version: int,
                        expect_response: bool = True) -> Awaitable[Any] | None:
+        """Send the frame upstream as it is; `rewrite`: the API key whose answer names brokers (`_rewrite`)."""
         upstream = await self._upstream_connection()
         answer = upstream.forward(frame, correlation, expect_response)
         if answer is None or rewrite is None:
             return answer
-        return self._spawn(rewrite(answer, version))
+        return self._spawn(self._rewrite(rewrite, answer, version))
 
     async def _upstream_connection(self) -> Upstream:
         if self._upstream is not None and not self._upstream.closed:
@@ -190,42 +182,19 @@ class ClientConnection:
                 errors.append(f"{host}:{port}: {exc or type(exc).__name__}")
         raise ConnectionError(f"no upstream broker for node {self.node_id}: {'; '.join(errors) or 'unknown node'}")
 
-    async def _rewrite_metadata(self, answer: Awaitable[bytes], version: int) -> bytes:
-        response = MetadataResponse.decode(await answer, version=version, header=True)
-        self.gateway.learn_brokers((b.node_id, b.host, b.port) for b in response.brokers)
-        for broker in response.brokers:
-            broker.host, broker.port = await self.gateway.node_address(broker.node_id)
-        return bytes(response.encode(header=True))
-
-    async def _rewrite_describe_cluster(self, answer: Awaitable[bytes], version: int) -> bytes:
-        response = DescribeClusterResponse.decode(await answer, version=version, header=True)
-        self.gateway.learn_brokers((b.broker_id, b.host, b.port) for b in response.brokers)
-        for broker in response.brokers:
-            broker.host, broker.port = await self.gateway.node_address(broker.broker_id)
-        return bytes(response.encode(header=True))
-
-    async def _rewrite_find_coordinator(self, answer: Awaitable[bytes], version: int) -> bytes:
-        response = FindCoordinatorResponse.decode(await answer, version=version, header=True)
-        for entry in (response.coordinators if version >= 4 else [response]):
-            if entry.node_id >= 0 and entry.node_id in self.gateway.brokers:
-                entry.host, entry.port = await self.gateway.node_address(entry.node_id)
-        return bytes(response.encode(header=True))
-
-    async def _rewrite_fetch(self, answer: Awaitable[bytes], version: int) -> bytes:
-        return await self._rewrite_node_endpoints(FetchResponse, await answer, version)
-
-    async def _rewrite_produce(self, answer: Awaitable[bytes], version: int) -> bytes:
-        return await self._rewrite_node_endpoints(ProduceResponse, await answer, version)
-
-    async def _rewrite_node_endpoints(self, cls: Any, payload: bytes, version: int) -> bytes:
-        """KIP-951: a Fetch or Produce answer that moves a partition names the new leader's endpoint. Answers
-        without endpoints (nearly all) go back unchanged."""
+    async def _rewrite(self, api_key: int, answer: Awaitable[bytes], version: int) -> bytes:
+        """Put the gateway's listeners where an upstream answer names brokers, learning the brokers on the way.
+        An answer that names none (a Fetch or Produce without KIP-951 endpoints: nearly all) goes back as it
+        came."""
+        payload = await answer
+        cls, named = _ADDRESSES[api_key]
         response = cls.decode(payload, version=version, header=True)
-        if not response.node_endpoints:
+        entries = [(node_id, entry) for node_id, entry in named(response, version) if node_id >= 0]
+        if not entries:
             return payload
-        self.gateway.learn_brokers((e.node_id, e.host, e.port) for e in response.node_endpoints)
-        for endpoint in response.node_endpoints:
-            endpoint.host, endpoint.port = await self.gateway.node_address(endpoint.node_id)
+        self.gateway.learn_brokers((node_id, entry.host, entry.port) for node_id, entry in entries)
+        for node_id, entry in entries:
+            entry.host, entry.port = await self.gateway.node_address(node_id)
         return bytes(response.encode(header=True))
 
     # -- answered here -------------------------------------------------------------------------------------------
@@ -313,6 +282,19 @@ class ClientConnection:
             raise FrameError("authentication failed")
         self._authenticated, self.principal = True, principal
         return b""
+
+
+_ADDRESSES: dict[int, tuple[Any, Callable[[Any, int], list[tuple[int, Any]]]]] = {
+    ApiKey.Metadata: (MetadataResponse, lambda r, v: [(b.node_id, b) for b in r.brokers]),
+    ApiKey.DescribeCluster: (DescribeClusterResponse, lambda r, v: [(b.broker_id, b) for b in r.brokers]),
+    ApiKey.FindCoordinator: (FindCoordinatorResponse,
+                             lambda r, v: [(c.node_id, c) for c in (r.coordinators if v >= 4 else [r])]),
+    ApiKey.Fetch: (FetchResponse, lambda r, v: [(e.node_id, e) for e in r.node_endpoints]),
+    ApiKey.Produce: (ProduceResponse, lambda r, v: [(e.node_id, e) for e in r.node_endpoints]),
+}
+"""API key -> (response class, the (node id, struct with host and port) entries of an answer that name brokers)."""
+_ADDRESSES_FROM = {ApiKey.Fetch: 16, ApiKey.Produce: 10}
+"""Versions before these carry no node endpoints: their answers are never decoded (the hot path)."""
 
 
 def _encode(message: Any, version: int, correlation: int) -> bytes:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from gateway.process import GatewayProcess, start_gateway
@@ -162,3 +163,46 @@ def balanced(group: list[Member], partitions: int) -> bool:
         return False
     every = [p for o in owned for p in o]
     return len(every) == len(set(every)) and set(every) == set(range(partitions))
+
+
+@dataclass(frozen=True)
+class Client:
+    """An unmodified Kafka client library, and how its settings are spelled."""
+
+    name: str
+    strategies: tuple[str, ...]
+    fast: dict[str, Any]
+    """A 6 s session (Kafka's minimum) and 1 s heartbeats, so that a killed member is noticed soon."""
+    static: dict[str, Any]
+    """Settings of a static member: a session long enough to outlast its restart."""
+    strategy: Callable[[str], dict[str, Any]]
+    instance: Callable[[str], dict[str, Any]]
+
+
+KAFKA_PYTHON = Client(
+    "kafka-python", ("range", "roundrobin", "sticky", "cooperative-sticky"),
+    fast={"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 20000},
+    static={"session_timeout_ms": 30000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 30000},
+    strategy=lambda name: {"partition_assignment_strategy": [name]},
+    instance=lambda name: {"group_instance_id": name})
+LIBRDKAFKA = Client(
+    "confluent-kafka", ("range", "roundrobin", "cooperative-sticky"),
+    fast={"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 20000},
+    static={"session.timeout.ms": 30000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 30000},
+    strategy=lambda name: {"partition.assignment.strategy": name},
+    instance=lambda name: {"group.instance.id": name})
+
+
+def produce(env: GatewayEnv, topic: str, per_partition: int, partitions: int = 6) -> None:
+    """`per_partition` records into each partition, through the gateway."""
+    producer = KafkaProducer(bootstrap_servers=env.bootstrap)
+    for p in range(partitions):
+        for i in range(per_partition):
+            producer.send(topic, value=b"%d" % i, partition=p)
+    producer.flush()
+    producer.close()
+
+
+def consumed(member: Member) -> int:
+    """Records the member consumed and committed."""
+    return sum(e["count"] for e in member.of("consumed"))

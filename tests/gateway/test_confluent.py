@@ -1,38 +1,25 @@
-"""librdkafka (confluent-kafka's Consumer and AdminClient, classic group protocol) through the gateway, unmodified.
-
-The same as with kafka-python, and cooperative-sticky's incremental rebalancing: a member joining a stable group
-takes partitions from the others without their giving up the rest.
-"""
+"""librdkafka (confluent-kafka's Consumer and AdminClient, classic group protocol) through the gateway, unmodified:
+cooperative-sticky's incremental rebalancing (a member joining a stable group takes partitions from the others
+without their giving up the rest) and the AdminClient (its consumer scenarios shared with kafka-python are in
+test_consumers.py)."""
 
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
 
-from tests.gateway.conftest import GatewayEnv, Members, balanced, wait_for
-from tests.gateway.test_kafka_python import consumed, produce
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient  # noqa: E402
+from tests.gateway.conftest import LIBRDKAFKA, GatewayEnv, Members, balanced, consumed, produce, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
-CLIENT = "confluent-kafka"
-FAST = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 20000}
-
-
-@pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
-def test_three_consumers_share_six_partitions(gateway_env: GatewayEnv, members: Members, strategy: str):
-    topic = gateway_env.topic()
-    group = [members.start(CLIENT, gateway_env.bootstrap, topic, f"ck-{strategy}-{topic}",
-                           **{"partition.assignment.strategy": strategy}, **FAST) for _ in range(3)]
-    wait_for(lambda: balanced(group, 6), what=f"{strategy}: 3 consumers own 6 partitions", group=group)
-    assert sorted(len(m.owned) for m in group) == [2, 2, 2]
+CLIENT = LIBRDKAFKA.name
+FAST = LIBRDKAFKA.fast
 
 
 def test_cooperative_sticky_moves_only_what_the_new_member_takes(gateway_env: GatewayEnv, members: Members):
     topic = gateway_env.topic()
-    config = {"partition.assignment.strategy": "cooperative-sticky", **FAST}
+    config = {**LIBRDKAFKA.strategy("cooperative-sticky"), **FAST}
     first = [members.start(CLIENT, gateway_env.bootstrap, topic, f"ck-coop-{topic}", **config) for _ in range(2)]
     wait_for(lambda: balanced(first, 6), what="2 consumers own 6 partitions", group=first)
     before = [m.owned for m in first]
@@ -46,45 +33,6 @@ def test_cooperative_sticky_moves_only_what_the_new_member_takes(gateway_env: Ga
         # Incremental: each gave up exactly what it lost and kept the rest throughout.
         assert revoked == owned - member.owned and len(revoked) == 1
         assert member.owned < owned
-
-
-def test_a_killed_consumer_s_partitions_move_after_the_session_timeout(gateway_env: GatewayEnv, members: Members):
-    topic = gateway_env.topic()
-    group = [members.start(CLIENT, gateway_env.bootstrap, topic, f"ck-kill-{topic}", **FAST) for _ in range(3)]
-    wait_for(lambda: balanced(group, 6), what="3 consumers own 6 partitions", group=group)
-    group[0].kill()
-    wait_for(lambda: balanced(group[1:], 6), what="the 2 survivors own all 6 partitions", group=group[1:])
-
-
-def test_commits_survive_a_restart_of_the_consumers_and_of_the_query(gateway_env: GatewayEnv, members: Members):
-    topic = gateway_env.topic()
-    name = f"ck-commits-{topic}"
-    produce(gateway_env, topic, 5)
-    first = [members.start(CLIENT, gateway_env.bootstrap, topic, name, **FAST) for _ in range(2)]
-    wait_for(lambda: sum(consumed(m) for m in first) >= 30, what="30 records consumed and committed", group=first)
-    assert sum(consumed(m) for m in first) == 30
-    for member in first:
-        member.close()
-    gateway_env.run.stop()
-    gateway_env.run.start()
-    produce(gateway_env, topic, 2)
-    second = members.start(CLIENT, gateway_env.bootstrap, topic, name, **FAST)
-    wait_for(lambda: consumed(second) >= 12, what="the 12 new records consumed", group=[second])
-    assert consumed(second) == 12
-
-
-def test_a_static_member_rejoins_without_a_rebalance(gateway_env: GatewayEnv, members: Members):
-    topic = gateway_env.topic()
-    name = f"ck-static-{topic}"
-    static = {**FAST, "session.timeout.ms": 30000, "max.poll.interval.ms": 30000}
-    a = members.start(CLIENT, gateway_env.bootstrap, topic, name, **{"group.instance.id": "a"}, **static)
-    b = members.start(CLIENT, gateway_env.bootstrap, topic, name, **{"group.instance.id": "b"}, **static)
-    wait_for(lambda: balanced([a, b], 6), what="2 static members own 6 partitions", group=[a, b])
-    owned_a, owned_b, b_callbacks = a.owned, b.owned, len(b.of("assign")) + len(b.of("revoke"))
-    a.close()  # a static member sends no LeaveGroup
-    a2 = members.start(CLIENT, gateway_env.bootstrap, topic, name, **{"group.instance.id": "a"}, **static)
-    wait_for(lambda: a2.owned == owned_a, what="the restarted static member got its partitions back", group=[a2, b])
-    assert b.owned == owned_b and len(b.of("assign")) + len(b.of("revoke")) == b_callbacks
 
 
 def test_admin_client_lists_describes_and_deletes_groups_and_lists_and_alters_offsets(gateway_env: GatewayEnv,
