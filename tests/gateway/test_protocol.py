@@ -16,6 +16,7 @@ import struct
 import subprocess
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -287,12 +288,21 @@ def test_sasl_plain_authenticates_and_stamps_the_principal_on_control_requests(b
         process.stop()
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
-def test_tls_on_the_listeners(broker, topics, tmp_path):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made with the openssl command."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
                     "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out",
                     str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+NEEDS_OPENSSL = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+
+
+@NEEDS_OPENSSL
+def test_tls_on_the_listeners(broker, topics, tmp_path):
+    cert, key = self_signed(tmp_path)
     process = start_gateway(broker, topics, args=["--ssl-certfile", str(cert), "--ssl-keyfile", str(key)],
                             log_path=tmp_path / "gateway.log")
     try:
@@ -351,3 +361,25 @@ def test_a_kip_848_consumer_learns_at_once_that_its_protocol_is_not_served(gatew
             consumer.poll(0.2)
     finally:
         consumer.close()
+
+
+@NEEDS_OPENSSL
+def test_a_gateway_reaches_a_cluster_that_wants_tls_and_sasl(broker, topics, tmp_path):
+    """The secured "cluster" is another gateway with TLS and SASL/PLAIN on its listeners: the second gateway's
+    control-topic clients and the connections it forwards on both log in with its `kafka.*` settings."""
+    cert, key = self_signed(tmp_path)
+    users = tmp_path / "users.properties"
+    users.write_text("front=front-secret\n")
+    secured = start_gateway(broker, topics, args=["--ssl-certfile", str(cert), "--ssl-keyfile", str(key),
+                                                  "--sasl-users", str(users)], log_path=tmp_path / "secured.log")
+    front = None
+    try:
+        client = {"kafka.security.protocol": "SASL_SSL", "kafka.ssl.cafile": str(cert),
+                  "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.plain.username": "front",
+                  "kafka.sasl.plain.password": "front-secret"}
+        front = start_gateway(secured.bootstrap_servers, {**topics, **client}, log_path=tmp_path / "front.log")
+        assert round_trip(front.bootstrap_servers, b"through two gateways") == [b"through two gateways"]
+    finally:
+        if front is not None:
+            front.stop()
+        secured.stop()
