@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--bootstrap-servers is required")
     settings = _settings(args, props)
     try:
-        asyncio.run(_serve(settings))
+        asyncio.run(_serve(settings, props))
     except KeyboardInterrupt:
         pass
     return 0
@@ -112,27 +112,40 @@ def upstream_security(kafka_config: dict[str, Any]) -> Any:
     return UpstreamSecurity(ssl=context, sasl_plain=sasl)
 
 
-async def _serve(settings: Any) -> None:
+async def _serve(settings: Any, props: dict[str, str]) -> None:
+    from kafka.errors import KafkaError
+
     from gateway.coordinator import CoordinatorClient
     from gateway.server import Gateway
+    from streaming.topics import ensure_topics
 
     loop = asyncio.get_running_loop()
-    coordinator = await loop.run_in_executor(None, lambda: CoordinatorClient(
-        settings.bootstrap_servers, settings.requests_topic, settings.responses_topic, settings.kafka_config,
-        settings.response_fetch_wait_ms))
-    gateway = Gateway(settings, coordinator)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+
+    def connect() -> CoordinatorClient:
+        # As `coordinator run`: the topics are created if missing (topic.create), and must be usable.
+        ensure_topics({"bootstrap_servers": settings.bootstrap_servers, **settings.kafka_config}, props)
+        return CoordinatorClient(settings.bootstrap_servers, settings.requests_topic, settings.responses_topic,
+                                 settings.kafka_config, settings.response_fetch_wait_ms)
+
     try:
-        await gateway.start()
+        coordinator = await loop.run_in_executor(None, connect)
+    except (KafkaError, RuntimeError, OSError) as exc:
+        raise SystemExit(f"the gateway cannot reach the cluster's topics: {exc}") from None
+    gateway = Gateway(settings, coordinator)
+    try:
+        try:
+            await gateway.start()
+        except (ConnectionError, OSError) as exc:
+            raise SystemExit(f"the gateway cannot start: {exc}") from None
         print(f"gateway listening: bootstrap.servers={gateway.bootstrap_address}", flush=True)
         await stop.wait()
         log.info("stopping")
     finally:
         await gateway.close()
         await loop.run_in_executor(None, coordinator.close)
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -111,7 +111,10 @@ class ClientConnection:
                 continue
             closing = isinstance(answer, Closing)
             self._writer.writelines(framed(answer.payload if closing else answer))
-            await self._writer.drain()
+            try:
+                await self._writer.drain()
+            except (ConnectionError, OSError):  # the client is gone; the reader sees it too
+                return
             if closing:
                 self._writer.close()
                 return

@@ -50,4 +50,7 @@ class CoordinatorClient:
                           f"the coordinator did not answer within {timeout_s:.1f} s")
 
     def close(self) -> None:
-        self._transport.close()
+        try:
+            self._transport.close()
+        except Exception as exc:  # noqa: BLE001 - stopping with the cluster gone: unsent requests are dropped
+            log.warning("closing the control-topic clients: %s", exc)
