@@ -77,12 +77,16 @@ class PendingRequests:
             self._futures.pop(request_id, None)
 
 
+def encode_request(body: Json, request_id: str) -> bytes:
+    return json.dumps({**body, "request_id": request_id}, separators=(",", ":")).encode("utf-8")
+
+
 def send_and_wait(
     send: Callable[[str, bytes], None], waiters: PendingRequests, key: str, body: Json, timeout_s: float, attempts: int
 ) -> Json:
     """The retry loop both transports share: same request id on every attempt."""
     request_id, fut = waiters.new()
-    raw = json.dumps({**body, "request_id": request_id}, separators=(",", ":")).encode("utf-8")
+    raw = encode_request(body, request_id)
     try:
         for attempt in range(max(1, attempts)):
             send(key, raw)
@@ -104,6 +108,7 @@ class KafkaTransport:
         control_topic: str = DEFAULT_CONTROL_TOPIC,
         response_topic: str = DEFAULT_RESPONSE_TOPIC,
         client_id: str = "groupcoord-client",
+        fetch_max_wait_ms: int = 50,
         **kafka_config: Any,
     ) -> None:
         self.control_topic = control_topic
@@ -120,7 +125,9 @@ class KafkaTransport:
             # A start position past the log end (a wrong ListOffsets answer) falls back to re-reading from
             # the beginning: answers are matched by request_id, so reading too much is safe, too little is not.
             auto_offset_reset="earliest",
-            fetch_max_wait_ms=50,
+            # How long the broker may hold a fetch of the response partitions. Kafka answers a waiting fetch as
+            # soon as an answer is written; tansu holds it this long, which then bounds every round trip.
+            fetch_max_wait_ms=fetch_max_wait_ms,
             **kafka_config,
         )
         self._num_partitions: int | None = None
@@ -134,18 +141,40 @@ class KafkaTransport:
         self._watch(key, timeout_s)
         return send_and_wait(self._send, self._waiters, key, body, timeout_s, attempts)
 
+    def submit(self, key: str, body: Json) -> tuple[str, Future[Json]]:
+        """Send one request and return at once with its id and the future its answer completes; `forget` the id
+        when done. For callers with their own event loop (the Kafka gateway): it neither waits for the answer nor
+        flushes, and after `watch_all` it does not wait for the reader either."""
+        self._watch(key, 60.0)
+        request_id, fut = self._waiters.new()
+        self._producer.send(self.control_topic, key=key.encode("utf-8"), value=encode_request(body, request_id))
+        return request_id, fut
+
+    def forget(self, request_id: str) -> None:
+        self._waiters.forget(request_id)
+
+    def watch_all(self, timeout_s: float) -> None:
+        """Read every response partition from now on, so that no later request waits for its partition."""
+        for partition in range(self._partition_count()):
+            self._watch_partition(partition, timeout_s)
+
     def _send(self, key: str, raw: bytes) -> None:
         self._producer.send(self.control_topic, key=key.encode("utf-8"), value=raw)
         self._producer.flush()
 
+    def _partition_count(self) -> int:
+        with self._lock:
+            if self._num_partitions is None:
+                self._num_partitions = len(self._producer.partitions_for(self.response_topic))
+            return self._num_partitions
+
     def _watch(self, key: str, timeout_s: float) -> None:
         """Make sure the reader reads the partition answers for `key` land in, from a position no later than
         where the answer to a request sent now can be written."""
+        self._watch_partition(response_partition(key, self._partition_count()), timeout_s)
+
+    def _watch_partition(self, partition: int, timeout_s: float) -> None:
         with self._lock:
-            if self._num_partitions is None:
-                parts = self._producer.partitions_for(self.response_topic)
-                self._num_partitions = len(parts)
-            partition = response_partition(key, self._num_partitions)
             ready = self._watched.get(partition)
             if ready is None:
                 ready = self._watched[partition] = threading.Event()

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 
 from assignors.consumer_protocol import ConsumerProtocolError, subscribed_topics
-from state.errors import FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, CoordinatorError
+from state.errors import FENCED_INSTANCE_ID, GROUP_AUTHORIZATION_FAILED, UNKNOWN_MEMBER_ID, CoordinatorError
 
 
 class GroupState(str, enum.Enum):
@@ -71,6 +71,8 @@ class Member:
     is_new: bool = False
     topic_partitions: list[tuple[str, int]] = field(default_factory=list)
     """Server-side assignment extension: this member's view of partition counts."""
+    principal: str | None = None
+    """The authenticated principal that joined this member (None: joined through the control topic directly)."""
 
     def metadata(self, protocol: str | None) -> str:
         for name, metadata in self.protocols:
@@ -90,7 +92,7 @@ class Member:
             self.session_timeout_ms, self.protocol_type, [list(p) for p in self.protocols], self.assignment,
             None if self.join is None else [self.join.request_id, self.join.api_version],
             None if self.sync is None else [self.sync.request_id, self.sync.api_version],
-            self.is_new, [list(tp) for tp in self.topic_partitions],
+            self.is_new, [list(tp) for tp in self.topic_partitions], self.principal,
         ]
 
     @classmethod
@@ -98,7 +100,7 @@ class Member:
         return cls(
             d[0], d[1], d[2], d[3], d[4], d[5], d[6], [(n, m) for n, m in d[7]], d[8],
             None if d[9] is None else Parked(*d[9]), None if d[10] is None else Parked(*d[10]),
-            d[11], [(t, n) for t, n in d[12]],
+            d[11], [(t, n) for t, n in d[12]], d[13] if len(d) > 13 else None,
         )
 
 
@@ -274,8 +276,9 @@ class ClassicGroup:
         if member.join is not None:
             self.awaiting_join += delta
 
-    def validate_member(self, member_id: str, group_instance_id: str | None) -> None:
-        """Kafka's `validateMember`: an instance id must map to this member id; else the id must be a member."""
+    def validate_member(self, member_id: str, group_instance_id: str | None, principal: str | None = None) -> None:
+        """Kafka's `validateMember`: an instance id must map to this member id; else the id must be a member.
+        Then the member must belong to `principal` (`authorize`)."""
         if group_instance_id is not None:
             existing = self.static_members.get(group_instance_id)
             if existing is None:
@@ -284,6 +287,16 @@ class ClassicGroup:
                 raise CoordinatorError(FENCED_INSTANCE_ID, f"{group_instance_id} belongs to another member")
         elif member_id not in self.members:
             raise CoordinatorError(UNKNOWN_MEMBER_ID, f"unknown member_id {member_id}")
+        self.authorize(member_id, principal)
+
+    def authorize(self, member_id: str, principal: str | None) -> None:
+        """Our rule: a member acts only for the principal that joined it, so that a member id alone does not let
+        anyone act as that member. GROUP_AUTHORIZATION_FAILED, Kafka's answer to a principal that may not act on
+        the group: final for the sender, and nothing of the member changes. A request without a principal (written
+        to the control topic directly, which broker ACLs reserve to gateways and trusted clients) is not checked."""
+        member = self.members[member_id]
+        if principal is not None and member.principal != principal:
+            raise CoordinatorError(GROUP_AUTHORIZATION_FAILED, f"member {member_id} belongs to another principal")
 
     def supports_protocols(self, protocol_type: str, protocols: list[tuple[str, str]]) -> bool:
         if self.state == GroupState.EMPTY:

@@ -58,7 +58,7 @@ def _restore(ctx: Context, group: ClassicGroup, value: dict) -> None:
         member = Member(
             m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], m["rebalance_timeout"],
             m["session_timeout"], group.protocol_type or "", [(group.protocol_name or "", m["subscription"])],
-            m["assignment"],
+            m["assignment"], principal=m.get("principal"),
         )
         group.add(member)
         reschedule_heartbeat(ctx, group, member)

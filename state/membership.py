@@ -83,6 +83,10 @@ def _join_new_member(ctx: Context, group: ClassicGroup, req: Request) -> None:
         if existing is None:
             _add_member_then_rebalance_or_complete(ctx, group, req, new_id)
         else:
+            try:
+                group.authorize(existing, req.principal)  # taking over a static member acts on it
+            except CoordinatorError as exc:
+                return ctx.respond(join_response(req, exc.code))
             _replace_static_member_then_rebalance_or_complete(ctx, group, req, existing, new_id)
     elif req.version >= 4:
         # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
@@ -104,7 +108,7 @@ def _join_existing_member(ctx: Context, group: ClassicGroup, req: Request) -> No
             return ctx.respond(join_response(req, INVALID_REQUEST, member_id=member_id))
         return _add_member_then_rebalance_or_complete(ctx, group, req, member_id)
     try:
-        group.validate_member(member_id, f["group_instance_id"])
+        group.validate_member(member_id, f["group_instance_id"], req.principal)
     except CoordinatorError as exc:
         return ctx.respond(join_response(req, exc.code, member_id=member_id))
     member = group.members[member_id]
@@ -150,6 +154,7 @@ def _new_member(req: Request, member_id: str) -> Member:
         member_id, f["group_instance_id"], f["client_id"], f["client_host"], f["rebalance_timeout_ms"],
         f["session_timeout_ms"], f["protocol_type"], list(f["protocols"]),
         join=Parked(req.request_id, req.version), is_new=True, topic_partitions=list(f["topic_partitions"]),
+        principal=req.principal,
     )
 
 
@@ -184,7 +189,7 @@ def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: Class
                                                       old_id: str, new_id: str) -> None:
     """KIP-345: a restarted static member takes over its old member id's place, assignment included."""
     current_leader = group.leader
-    new = _replace_static_member(ctx, group, old_id, new_id)
+    new = _replace_static_member(ctx, group, old_id, new_id, req.principal)
     # Re-armed with the old session timeout, before the request's timeouts are stored (as Kafka).
     reschedule_heartbeat(ctx, group, new)
     _update_member(group, new, req)
@@ -207,7 +212,8 @@ def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: Class
         maybe_complete_join_phase(ctx, group)
 
 
-def _replace_static_member(ctx: Context, group: ClassicGroup, old_id: str, new_id: str) -> Member:
+def _replace_static_member(ctx: Context, group: ClassicGroup, old_id: str, new_id: str,
+                           principal: str | None) -> Member:
     old = group.members[old_id]
     # Fence the old incarnation at once if it still waits for an answer.
     if old.join is not None:
@@ -219,7 +225,7 @@ def _replace_static_member(ctx: Context, group: ClassicGroup, old_id: str, new_i
     group.timers.pop(heartbeat_key(old_id), None)
     new = Member(new_id, old.group_instance_id, old.client_id, old.client_host, old.rebalance_timeout_ms,
                  old.session_timeout_ms, old.protocol_type, old.protocols, old.assignment,
-                 topic_partitions=old.topic_partitions)
+                 topic_partitions=old.topic_partitions, principal=principal)
     group.add(new)
     if was_leader:
         group.leader = new_id
@@ -367,7 +373,7 @@ def handle_sync(ctx: Context, req: Request) -> None:
         return ctx.respond(sync_response(gid, rid, UNKNOWN_MEMBER_ID))
     member_id = f["member_id"]
     try:
-        group.validate_member(member_id, f["group_instance_id"])
+        group.validate_member(member_id, f["group_instance_id"], req.principal)
         if f["generation_id"] != group.generation:
             raise CoordinatorError(ILLEGAL_GENERATION)
         if _inconsistent(f["protocol_type"], group.protocol_type) or _inconsistent(f["protocol_name"],
@@ -443,7 +449,7 @@ def handle_heartbeat(ctx: Context, req: Request) -> None:
     if group is None:
         return ctx.respond(simple_response(req, UNKNOWN_MEMBER_ID))
     try:
-        group.validate_member(f["member_id"], f["group_instance_id"])
+        group.validate_member(f["member_id"], f["group_instance_id"], req.principal)
         if f["generation_id"] != group.generation:
             raise CoordinatorError(ILLEGAL_GENERATION)
     except CoordinatorError as exc:
@@ -511,18 +517,21 @@ def handle_leave(ctx: Context, req: Request) -> None:
         elif member_id == "" and instance is not None:
             # Admin removal of a static member by its instance id.
             target = group.static_members.get(instance)
-            if target is None:
-                error = UNKNOWN_MEMBER_ID
-            else:
+            try:
+                if target is None:
+                    raise CoordinatorError(UNKNOWN_MEMBER_ID)
+                group.authorize(target, req.principal)
                 _remove_member(ctx, group, target)
                 removed_any = True
+            except CoordinatorError as exc:
+                error = exc.code
         elif member_id in group.pending_members:
             group.remove(member_id)
             group.timers.pop(heartbeat_key(member_id), None)
             removed_any = True
         else:
             try:
-                group.validate_member(member_id, instance)
+                group.validate_member(member_id, instance, req.principal)
                 _remove_member(ctx, group, member_id)
                 removed_any = True
             except CoordinatorError as exc:

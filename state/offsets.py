@@ -40,7 +40,7 @@ def handle_commit(ctx: Context, req: Request) -> None:
             # A commit without group management (admin tools, assign()) creates a "simple" group.
             group = ctx.create_group()
         else:
-            _validate_commit(group, f["member_id"], f["group_instance_id"], generation)
+            _validate_commit(group, f["member_id"], f["group_instance_id"], generation, req.principal)
     except CoordinatorError as exc:
         error = exc.code
     topics = []
@@ -72,12 +72,13 @@ def _java_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def _validate_commit(group: ClassicGroup, member_id: str, instance: str | None, generation: int) -> None:
+def _validate_commit(group: ClassicGroup, member_id: str, instance: str | None, generation: int,
+                     principal: str | None) -> None:
     """ClassicGroup.validateOffsetCommit: an Empty group takes commits without a generation; otherwise the
     member and its generation must be current, and not while the assignment is being handed out."""
     if generation < 0 and group.state == GroupState.EMPTY:
         return
-    group.validate_member(member_id, instance)
+    group.validate_member(member_id, instance, principal)
     if generation != group.generation:
         raise CoordinatorError(ILLEGAL_GENERATION)
     if group.state == GroupState.COMPLETING_REBALANCE:

@@ -44,7 +44,7 @@ def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = 
     """Kafka's GroupMetadataValue of the group as it is now (members' subscription = selected protocol's)."""
     members = []
     for m in group.members.values():
-        members.append({
+        member = {
             "member_id": m.member_id,
             "group_instance_id": m.group_instance_id,
             "client_id": m.client_id,
@@ -53,7 +53,10 @@ def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = 
             "session_timeout": m.session_timeout_ms,
             "subscription": m.metadata(group.protocol_name),
             "assignment": m.assignment if assignments is None else assignments.get(m.member_id, ""),
-        })
+        }
+        if m.principal is not None:  # our extension, so that a load keeps the member's binding
+            member["principal"] = m.principal
+        members.append(member)
     return {
         "protocol_type": group.protocol_type or "",
         "generation": group.generation,

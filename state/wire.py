@@ -54,6 +54,9 @@ class Request:
     request_id: str
     group_id: str
     fields: dict[str, Any]
+    principal: str | None = None
+    """Who sent it, as the gateway authenticated it (`User:alice`); None when written to the control topic
+    directly. A member is bound to the principal that joined it (`ClassicGroup.validate_member`)."""
 
     def __getitem__(self, name: str) -> Any:
         return self.fields[name]
@@ -283,7 +286,8 @@ def parse(body: dict) -> Request:
         group_id = _string(body.get("group_id"), "group_id")
     fields = _fields(body, _SPECS[api])
     _check_version_fields(api, version, fields)
-    return Request(api, version, request_id, group_id, fields)
+    principal = _nullable_string(body.get("principal"), "principal")
+    return Request(api, version, request_id, group_id, fields, principal)
 
 
 def _check_version_fields(api: str, version: int, fields: dict) -> None:

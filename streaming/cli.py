@@ -47,11 +47,19 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--from", dest="old_checkpoint", required=True, help="the checkpoint to upgrade (only read)")
     upgrade.add_argument("--checkpoint-location", required=True, help="the new checkpoint (must not have batches)")
     upgrade.add_argument("--bootstrap-servers", required=True, help="the Kafka cluster the old checkpoint read")
+    from gateway.cli import add_arguments
+
+    add_arguments(sub.add_parser("gateway", help="the Kafka-protocol gateway: unmodified Kafka clients use the "
+                                                 "coordinator through it (docs/gateway.md)"))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "gateway":
+        from gateway.cli import run as run_gateway
+
+        return run_gateway(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("kafka", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -80,6 +88,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     """Start everything, block until the query ends or the process is told to stop, then clean up."""
     from pyspark.errors import StreamingQueryException
 
+    from gateway.process import start_gateway
     from streaming import checkpoint
     from streaming.embedded import start_broker
     from streaming.lease import DriverHalt, Lease, LeaseSettings
@@ -89,6 +98,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     broker = None
+    gateway = None
     metrics_out = None
     listener = None
     lease = halt = query = None
@@ -107,6 +117,9 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             props["checkpoint.location"] = throwaway_checkpoint
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         ensure_topics(client, props)
+        if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
+            topics = {k: v for k, v in props.items() if k.startswith("topic.")}
+            gateway = start_gateway(broker.bootstrap_servers, topics, log_path=Path("var/gateway.log"))
         # Watching the lease from now on: a live holder shows itself while the session starts.
         lease = Lease(client, LeaseSettings.from_properties(props))
         spark = spark_session(spark_conf)
@@ -130,6 +143,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
               f"requests={props['topic.requests']} responses={props['topic.responses']} "
               f"records={props['topic.records']} dead-letters={props['topic.dead.letters']} "
               f"checkpoint={props['checkpoint.location']}", flush=True)
+        if gateway is not None:
+            print(f"kafka clients: bootstrap.servers={gateway.bootstrap_servers}", flush=True)
         try:
             # Waiting in Python, not in a py4j call: a Ctrl-C then interrupts a sleep, not a read from the JVM's
             # socket (which py4j logs as an error). awaitTermination returns at once, or raises why the query ended.
@@ -159,6 +174,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             halt.disarm()
         if metrics_out not in (None, sys.stdout):
             metrics_out.close()
+        if gateway is not None:
+            gateway.stop()
         if broker is not None:
             # The driver's own Kafka clients (the metrics' group directory) lose their broker now, on purpose.
             logging.getLogger("kafka").setLevel(logging.CRITICAL)

@@ -1,0 +1,301 @@
+"""Benchmark: what the Kafka gateway costs its clients, against the same clients without it, in one run.
+
+1. Fetch throughput. A topic of `--mib` MiB (6 partitions, 1 KiB records) on an embedded tansu is read from the
+   beginning by an unmodified consumer, straight from the broker and through a gateway in front of it, alternating,
+   `--rounds` times each, with kafka-python's KafkaConsumer and with librdkafka's Consumer. Goal: the gateway
+   gives at least 0.8x the direct MiB/s.
+2. Gateway overhead on group requests. Heartbeat, OffsetCommit (6 partitions) and OffsetFetch, one at a time,
+   alternating between a raw Kafka connection to the gateway and the very control request the gateway would write,
+   sent straight to the control topic with the transport the gateway itself uses (`client.transport`, submit and
+   await the answer). The gateway's overhead is the difference of the two round trips. tansu holds a fetch for its
+   whole wait even when data arrives, so both readers of the response topic (the gateway's and the direct one) use
+   the same short wait (`--response-fetch-wait-ms`, the gateway's option of that name), and a random pause before
+   each request keeps the two paths from locking onto different phases of their fetch loops. Against two
+   coordinators:
+   the core alone (`state.batch.step_group` per request in a small responder process, no Spark: round trips of a
+   few ms, so a difference of one is not lost in the noise), and the real coordinator query (`--no-query` skips
+   it: its micro-batches make each round trip hundreds of ms, and the difference mostly noise). Goal: p50
+   overhead <= 2 ms.
+
+Prints one JSON document: figures, ratios and the load average before and after. The gateway runs in its own
+process, as in production; everything shares this machine's cores.
+Run with `python -m bench.gateway_bench [--mib N] [--rounds R] [--samples N] [--no-query]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest,
+                                           OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse)
+
+from bench.stream_bench import RawConnection, percentiles
+from client.transport import KafkaTransport
+from gateway.control import GROUP_APIS, control_requests, to_json
+from gateway.process import start_gateway
+from streaming import config as job_config
+from streaming.embedded import start_broker
+from streaming.topics import ensure_topics
+
+PARTITIONS = 6
+RECORD = 1024
+
+
+# -- 1. Fetch throughput -----------------------------------------------------------------------------------------
+
+
+def fill(bootstrap: str, topic: str, mib: int) -> int:
+    """`mib` MiB of 1 KiB records over PARTITIONS partitions; returns the record count."""
+    KafkaAdminClient(bootstrap_servers=bootstrap).create_topics([NewTopic(topic, PARTITIONS, 1)])
+    count = mib * 1024 * 1024 // RECORD
+    value = os.urandom(RECORD)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=1 << 20,
+                             max_request_size=8 << 20)
+    for i in range(count):
+        producer.send(topic, value, partition=i % PARTITIONS)
+    producer.flush()
+    producer.close()
+    return count
+
+
+def read_kafka_python(servers: str, topic: str, count: int) -> float:
+    consumer = KafkaConsumer(bootstrap_servers=servers, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    seen = 0
+    started = time.perf_counter()
+    while seen < count:
+        seen += sum(len(records) for records in consumer.poll(timeout_ms=1000, max_records=50_000).values())
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed
+
+
+def read_librdkafka(servers: str, topic: str, count: int) -> float:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
+    from confluent_kafka import TopicPartition as CkPartition
+
+    # tansu holds a fetch for fetch.wait.max.ms whenever librdkafka's incremental fetch session lists no
+    # partitions (most of its fetches): the default 500 ms would make the broker, not the path, the bottleneck.
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
+    consumer.assign([CkPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    seen = 0
+    started = time.perf_counter()
+    while seen < count:
+        seen += sum(1 for m in consumer.consume(10_000, 1.0) if m.error() is None)
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed
+
+
+def fetch_throughput(broker: str, gateway: str, mib: int, rounds: int) -> dict:
+    topic = f"bench-fetch-{uuid.uuid4().hex[:6]}"
+    count = fill(broker, topic, mib)
+    readers: dict[str, Callable[[str, str, int], float]] = {"kafka-python": read_kafka_python}
+    try:
+        import confluent_kafka  # noqa: F401
+        readers["librdkafka"] = read_librdkafka
+    except ImportError:
+        pass
+    out = {}
+    for name, read in readers.items():
+        direct, through = [], []
+        for _ in range(rounds):
+            direct.append(mib / read(broker, topic, count))
+            through.append(mib / read(gateway, topic, count))
+        d, g = statistics.median(direct), statistics.median(through)
+        out[name] = {"direct_mib_s": round(d, 1), "gateway_mib_s": round(g, 1), "ratio": round(g / d, 2),
+                     "direct_rounds": [round(x, 1) for x in direct], "gateway_rounds": [round(x, 1) for x in through]}
+    return {"mib": mib, "records": count, "record_bytes": RECORD, "partitions": PARTITIONS, "readers": out,
+            "goal": "ratio >= 0.8"}
+
+
+# -- 2. Gateway overhead on group requests -----------------------------------------------------------------------
+
+
+def _core_responder(bootstrap: str, requests: str, responses: str) -> None:
+    """The coordinator core without Spark: each control request through `step_group`, answered at once."""
+    from state.batch import route, step_group
+    from state.config import CoordinatorConfig
+
+    config = CoordinatorConfig()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                             fetch_max_wait_ms=5)
+    partitions = None
+    while not partitions:
+        partitions = consumer.partitions_for_topic(requests)
+    consumer.assign([TopicPartition(requests, p) for p in partitions])
+    consumer.seek_to_beginning()  # fresh topics: whatever was sent before this process was ready is answered too
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
+    states: dict[str, bytes | None] = {}
+    while True:
+        for records in consumer.poll(timeout_ms=100).values():
+            for record in records:
+                where = route(record.key, record.value)
+                if where.kind != "group":
+                    continue
+                step = step_group(where.group_id, states.get(where.group_id), [record.value],
+                                  int(time.time() * 1000), config)
+                states[where.group_id] = step.state
+                for response in step.responses:
+                    producer.send(responses, key=where.group_id.encode(), value=response)
+        producer.flush()
+
+
+def _requests(group: str, topic: str) -> dict[str, tuple[Any, type, int]]:
+    """One request of each measured kind: (Kafka request, response class, version)."""
+    commit_topic = OffsetCommitRequest.OffsetCommitRequestTopic
+    commit_partition = commit_topic.OffsetCommitRequestPartition
+    fetch_topic = OffsetFetchRequest.OffsetFetchRequestTopic
+    return {
+        "Heartbeat": (HeartbeatRequest[4](group_id=group, generation_id=-1, member_id="bench",
+                                          group_instance_id=None), HeartbeatResponse, 4),
+        "OffsetCommit": (OffsetCommitRequest[8](
+            group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+            topics=[commit_topic(name=topic, partitions=[commit_partition(
+                partition_index=p, committed_offset=100 + p, committed_leader_epoch=-1, committed_metadata="")
+                for p in range(PARTITIONS)])]), OffsetCommitResponse, 8),
+        "OffsetFetch": (OffsetFetchRequest[7](group_id=group, require_stable=False, topics=[
+            fetch_topic(name=topic, partition_indexes=list(range(PARTITIONS)))]), OffsetFetchResponse, 7),
+    }
+
+
+def _control_body(request: Any, version: int) -> dict:
+    """Exactly what the gateway writes for `request`."""
+    api = GROUP_APIS[request.API_KEY]
+    (body,) = control_requests(api, version, to_json(request, version), None)
+    return body
+
+
+async def _round_trips(port: int, transport: KafkaTransport, samples: int, pause_s: float) -> dict:
+    connection = await RawConnection.open(port)
+    results = {}
+    try:
+        for kind, (request, response_class, version) in _requests(f"bench-{uuid.uuid4().hex[:6]}",
+                                                                    "bench-topic").items():
+            body = _control_body(request, version)
+            direct, through = [], []
+            for _ in range(samples):
+                time.sleep(random.uniform(0, pause_s))
+                started = time.perf_counter()
+                request_id, answer = transport.submit(body["group_id"], body)
+                answer.result(timeout=60)
+                transport.forget(request_id)
+                direct.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                await asyncio.wait_for(connection.send(request, version, response_class), 60)
+                through.append(time.perf_counter() - started)
+                await asyncio.sleep(random.uniform(0, pause_s))
+            d, g = percentiles(direct), percentiles(through)
+            results[kind] = {"direct": d, "gateway": g,
+                             "overhead_p50_ms": round(g["p50_ms"] - d["p50_ms"], 2),
+                             "overhead_p99_ms": round(g["p99_ms"] - d["p99_ms"], 2)}
+    finally:
+        connection.close()
+    return results
+
+
+def group_overhead(bootstrap: str, props: dict[str, str], wait_ms: int, samples: int, log: Path) -> dict:
+    gateway = start_gateway(bootstrap, _topics(props), args=["--response-fetch-wait-ms", str(wait_ms)],
+                            log_path=log)
+    transport = KafkaTransport(bootstrap, props["topic.requests"], props["topic.responses"],
+                               client_id="bench-direct", fetch_max_wait_ms=wait_ms)
+    try:
+        transport.watch_all(60)
+        port = int(gateway.bootstrap_servers.rpartition(":")[2])
+        # a first request of each kind on both paths, so that no connection or partition set-up is timed
+        asyncio.run(_round_trips(port, transport, 1, 0))
+        return asyncio.run(_round_trips(port, transport, samples, wait_ms / 1000))
+    finally:
+        transport.close()
+        gateway.stop()
+
+
+def _fresh_topics(bootstrap: str, workdir: Path) -> dict[str, str]:
+    suffix = uuid.uuid4().hex[:6]
+    props = job_config.load(overrides={
+        "bootstrap.servers": bootstrap, "checkpoint.location": str(workdir / f"checkpoint-{suffix}"),
+        "topic.requests": f"bench-requests-{suffix}", "topic.responses": f"bench-responses-{suffix}",
+        "topic.records": f"bench-records-{suffix}", "topic.dead.letters": f"bench-dead-letters-{suffix}"})
+    ensure_topics({"bootstrap_servers": bootstrap}, props)
+    return props
+
+
+def _topics(props: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in props.items() if k.startswith("topic.")}
+
+
+def with_core(bootstrap: str, workdir: Path, wait_ms: int, samples: int) -> dict:
+    props = _fresh_topics(bootstrap, workdir)
+    responder = multiprocessing.get_context("spawn").Process(
+        target=_core_responder, args=(bootstrap, props["topic.requests"], props["topic.responses"]), daemon=True)
+    responder.start()
+    try:
+        return group_overhead(bootstrap, props, wait_ms, samples, workdir / "gateway-core.log")
+    finally:
+        responder.terminate()
+        responder.join()
+
+
+def with_query(bootstrap: str, workdir: Path, wait_ms: int, samples: int) -> dict:
+    from streaming.query import spark_session, start_query
+
+    props = _fresh_topics(bootstrap, workdir)
+    spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
+    query = start_query(spark, props)
+    try:
+        return group_overhead(bootstrap, props, wait_ms, samples, workdir / "gateway-query.log")
+    finally:
+        query.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.gateway_bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mib", type=int, default=64, help="MiB in the fetched topic")
+    parser.add_argument("--rounds", type=int, default=3, help="reads of the topic per reader and path")
+    parser.add_argument("--samples", type=int, default=300, help="round trips per request kind and path (core)")
+    parser.add_argument("--query-samples", type=int, default=30, help="the same against the real query")
+    parser.add_argument("--no-query", action="store_true", help="skip the real coordinator query")
+    parser.add_argument("--response-fetch-wait-ms", type=int, default=5,
+                        help="the response readers' fetch wait, the same on both paths")
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {"load_average_before": os.getloadavg()}
+    broker = start_broker()
+    workdir = Path(tempfile.mkdtemp(prefix="gateway-bench-"))
+    try:
+        props = _fresh_topics(broker.bootstrap_servers, workdir)
+        gateway = start_gateway(broker.bootstrap_servers, _topics(props), log_path=workdir / "gateway-fetch.log")
+        try:
+            result["fetch"] = fetch_throughput(broker.bootstrap_servers, gateway.bootstrap_servers, args.mib,
+                                               args.rounds)
+        finally:
+            gateway.stop()
+        wait = args.response_fetch_wait_ms
+        result["group_requests"] = {"goal": "overhead p50 <= 2 ms", "response_fetch_wait_ms": wait,
+                                    "core": with_core(broker.bootstrap_servers, workdir, wait, args.samples)}
+        if not args.no_query:
+            result["group_requests"]["query"] = with_query(broker.bootstrap_servers, workdir, wait,
+                                                           args.query_samples)
+    finally:
+        broker.stop()
+    result["load_average_after"] = os.getloadavg()
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,151 @@
+"""`coordinator gateway`: the Kafka-protocol front door, so that unmodified Kafka clients use the coordinator.
+
+Clients bootstrap from `--listen HOST:PORT`; the gateway forwards what is not a group request to the Kafka cluster
+(`--bootstrap-servers`) and turns group requests into control-topic requests (topic names and `kafka.*` client
+settings from conf/coordinator.properties, `--config` and `--set`, as `coordinator run` reads them). Prints
+`gateway listening: bootstrap.servers=HOST:PORT` when it accepts connections; runs until SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import socket
+import ssl
+import sys
+from pathlib import Path
+from typing import Any
+
+from streaming import config as job_config
+
+log = logging.getLogger("gateway")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-servers", help="the Kafka cluster (default: bootstrap.servers of the config)")
+    parser.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
+                        help="the bootstrap listener; brokers get PORT+1, PORT+2, ... (0: ephemeral ports)")
+    parser.add_argument("--advertised-host", help="the host name clients reach the listeners at "
+                                                  "(default: the listen host, or this host's name for 0.0.0.0)")
+    parser.add_argument("--config", type=Path, help="properties file over conf/coordinator.properties")
+    parser.add_argument("--set", dest="props", action="append", default=[], metavar="KEY=VALUE",
+                        help="any coordinator.properties key (repeatable): topic.requests, kafka.* ...")
+    parser.add_argument("--sasl-users", type=Path, metavar="FILE",
+                        help="SASL/PLAIN on the listeners, users from FILE (username=password lines)")
+    parser.add_argument("--ssl-certfile", type=Path, help="TLS on the listeners: certificate chain (PEM)")
+    parser.add_argument("--ssl-keyfile", type=Path, help="TLS on the listeners: private key (PEM)")
+    parser.add_argument("--request-timeout-ms", type=int, default=25_000,
+                        help="how long a group request other than JoinGroup waits for the coordinator")
+    parser.add_argument("--response-fetch-wait-ms", type=int, default=50,
+                        help="how long the broker may hold the gateway's fetch of the response topic; lower it "
+                             "against a broker that holds a fetch this long even when data arrives (tansu)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="coordinator gateway", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)
+    overrides = job_config.parse_assignments(args.props)
+    if args.bootstrap_servers:
+        overrides["bootstrap.servers"] = args.bootstrap_servers
+    props = job_config.load(args.config, overrides)
+    if not props.get("bootstrap.servers"):
+        raise SystemExit("--bootstrap-servers is required")
+    settings = _settings(args, props)
+    try:
+        asyncio.run(_serve(settings, props))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
+    from gateway.sasl import PlainAuthenticator
+    from gateway.server import GatewaySettings
+    from streaming.kafka_clients import client_config
+
+    host, _, port = args.listen.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    advertised = args.advertised_host or (socket.getfqdn() if host in ("0.0.0.0", "::") else host)
+    kafka_config = client_config(job_config.kafka_options(props))
+    kafka_config.pop("bootstrap_servers")
+    listener_ssl = None
+    if args.ssl_certfile:
+        listener_ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        listener_ssl.load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
+    return GatewaySettings(
+        bootstrap_servers=props["bootstrap.servers"], listen_host=host, listen_port=int(port),
+        advertised_host=advertised, requests_topic=props["topic.requests"], responses_topic=props["topic.responses"],
+        kafka_config=kafka_config, upstream=upstream_security(kafka_config),
+        authenticator=PlainAuthenticator.from_file(args.sasl_users) if args.sasl_users else None,
+        ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
+        response_fetch_wait_ms=args.response_fetch_wait_ms,
+    )
+
+
+def upstream_security(kafka_config: dict[str, Any]) -> Any:
+    """The gateway's own connections to the brokers, from the same kafka-python settings its control-topic
+    clients use (`kafka.security.protocol`, `kafka.ssl.cafile`, `kafka.sasl.plain.username`, ...)."""
+    from gateway.upstream import UpstreamSecurity
+
+    protocol = str(kafka_config.get("security_protocol", "PLAINTEXT")).upper()
+    context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        context = ssl.create_default_context(cafile=kafka_config.get("ssl_cafile"))
+        if kafka_config.get("ssl_check_hostname") in (False, "false", "False"):
+            context.check_hostname = False
+        if kafka_config.get("ssl_certfile"):
+            context.load_cert_chain(kafka_config["ssl_certfile"], kafka_config.get("ssl_keyfile"))
+    sasl = None
+    if protocol.startswith("SASL_"):
+        mechanism = str(kafka_config.get("sasl_mechanism", "PLAIN")).upper()
+        if mechanism != "PLAIN":
+            raise SystemExit(f"the gateway reaches brokers with SASL/PLAIN only, not {mechanism}")
+        sasl = (str(kafka_config["sasl_plain_username"]), str(kafka_config["sasl_plain_password"]))
+    return UpstreamSecurity(ssl=context, sasl_plain=sasl)
+
+
+async def _serve(settings: Any, props: dict[str, str]) -> None:
+    from kafka.errors import KafkaError
+
+    from gateway.coordinator import CoordinatorClient
+    from gateway.server import Gateway
+    from streaming.topics import ensure_topics
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    def connect() -> CoordinatorClient:
+        # As `coordinator run`: the topics are created if missing (topic.create), and must be usable.
+        ensure_topics({"bootstrap_servers": settings.bootstrap_servers, **settings.kafka_config}, props)
+        return CoordinatorClient(settings.bootstrap_servers, settings.requests_topic, settings.responses_topic,
+                                 settings.kafka_config, settings.response_fetch_wait_ms)
+
+    try:
+        coordinator = await loop.run_in_executor(None, connect)
+    except (KafkaError, RuntimeError, OSError) as exc:
+        raise SystemExit(f"the gateway cannot reach the cluster's topics: {exc}") from None
+    gateway = Gateway(settings, coordinator)
+    try:
+        try:
+            await gateway.start()
+        except (ConnectionError, OSError) as exc:
+            raise SystemExit(f"the gateway cannot start: {exc}") from None
+        print(f"gateway listening: bootstrap.servers={gateway.bootstrap_address}", flush=True)
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        await gateway.close()
+        await loop.run_in_executor(None, coordinator.close)
+
+if __name__ == "__main__":
+    sys.exit(main())

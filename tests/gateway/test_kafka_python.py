@@ -1,0 +1,99 @@
+"""kafka-python 3.0.12 through the gateway, unmodified: its KafkaAdminClient, one group on two gateways, and a
+member that refuses another principal (its consumer scenarios are in test_consumers.py, shared with librdkafka)."""
+
+from __future__ import annotations
+
+import pytest
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
+from kafka.structs import OffsetAndMetadata
+
+from gateway.process import start_gateway
+from tests.gateway.conftest import KAFKA_PYTHON, GatewayEnv, Members, balanced, consumed, produce, wait_for
+from tests.gateway.raw import login
+
+pytestmark = [pytest.mark.spark, pytest.mark.broker]
+
+CLIENT = KAFKA_PYTHON.name
+FAST = KAFKA_PYTHON.fast
+GROUP_AUTHORIZATION_FAILED = 30
+
+
+def test_admin_client_lists_describes_and_deletes_groups_and_lists_and_alters_offsets(gateway_env: GatewayEnv,
+                                                                                      members: Members):
+    topic = gateway_env.topic()
+    name = f"kp-admin-{topic}"
+    produce(gateway_env, topic, 3)
+    member = members.start(CLIENT, gateway_env.bootstrap, topic, name, **FAST)
+    wait_for(lambda: consumed(member) >= 18, what="18 records consumed", group=[member])
+    admin = KafkaAdminClient(bootstrap_servers=gateway_env.bootstrap)
+    try:
+        listed = {g["group_id"]: g for g in admin.list_groups()}
+        assert listed[name]["protocol_type"] == "consumer"
+        described = admin.describe_groups([name])[name]
+        assert described["group_state"] == "Stable" and described["protocol_data"] == "range"
+        (described_member,) = described["members"]
+        assert described_member["client_host"].startswith("/127.0.0.1")
+        committed = admin.list_group_offsets({name: None})[name]
+        assert {tp.partition: o.offset for tp, o in committed.items()} == {p: 3 for p in range(6)}
+
+        member.close()
+        wait_for(lambda: admin.describe_groups([name])[name]["group_state"] == "Empty", what="the group is Empty")
+        result = admin.alter_group_offsets(name, {TopicPartition(topic, 0): OffsetAndMetadata(1, "", -1)})
+        assert [e.__name__ for e in result.values()] == ["NoError"]
+        committed = admin.list_group_offsets({name: [TopicPartition(topic, 0)]})[name]
+        assert committed[TopicPartition(topic, 0)].offset == 1
+
+        assert admin.delete_groups([name]) == {name: "OK"}
+        assert name not in {g["group_id"] for g in admin.list_groups()}
+        assert admin.describe_groups([name])[name]["group_state"] == "Dead"
+    finally:
+        admin.close()
+
+
+def test_two_gateways_side_by_side_serve_one_group(gateway_env: GatewayEnv, members: Members, tmp_path):
+    second = start_gateway(gateway_env.broker, gateway_env.topics, log_path=tmp_path / "second-gateway.log")
+    try:
+        topic = gateway_env.topic()
+        name = f"kp-two-gateways-{topic}"
+        group = [members.start(CLIENT, servers, topic, name, **FAST)
+                 for servers in (gateway_env.bootstrap, second.bootstrap_servers, second.bootstrap_servers)]
+        wait_for(lambda: balanced(group, 6), what="3 consumers on 2 gateways own 6 partitions", group=group)
+        admin = KafkaAdminClient(bootstrap_servers=second.bootstrap_servers)
+        assert len(admin.describe_groups([name])[name]["members"]) == 3
+        admin.close()
+    finally:
+        second.stop()
+
+
+def test_a_member_acts_only_for_the_principal_that_joined_it(gateway_env: GatewayEnv, members: Members, tmp_path):
+    users = tmp_path / "users.properties"
+    users.write_text("alice=alice-secret\nmallory=mallory-secret\n")
+    secured = start_gateway(gateway_env.broker, gateway_env.topics, args=["--sasl-users", str(users)],
+                            log_path=tmp_path / "sasl-gateway.log")
+    try:
+        topic = gateway_env.topic()
+        name = f"kp-principal-{topic}"
+        alice = members.start(CLIENT, secured.bootstrap_servers, topic, name, security_protocol="SASL_PLAINTEXT",
+                              sasl_mechanism="PLAIN", sasl_plain_username="alice",
+                              sasl_plain_password="alice-secret", **FAST)
+        wait_for(lambda: alice.owned == set(range(6)), what="alice's consumer owns 6 partitions", group=[alice])
+        admin = KafkaAdminClient(bootstrap_servers=gateway_env.bootstrap)
+        (member,) = admin.describe_groups([name])[name]["members"]
+        admin.close()
+        # mallory knows the member id and asks for the member to leave: refused, the member stays.
+        mallory = login(secured.bootstrap_servers, "mallory", "mallory-secret")
+        leave = mallory.call(LeaveGroupRequest[4](group_id=name, members=[
+            LeaveGroupRequest.MemberIdentity(member_id=member["member_id"], group_instance_id=None)]), 4,
+            LeaveGroupResponse)
+        mallory.close()
+        assert [m.error_code for m in leave.members] == [GROUP_AUTHORIZATION_FAILED]
+        # Answered after the LeaveGroup, so it sees its effect: none.
+        admin = KafkaAdminClient(bootstrap_servers=gateway_env.bootstrap)
+        described = admin.describe_groups([name])[name]
+        admin.close()
+        assert described["group_state"] == "Stable"
+        assert [m["member_id"] for m in described["members"]] == [member["member_id"]]
+    finally:
+        secured.stop()
