@@ -65,7 +65,7 @@ def answer(body: dict) -> dict:
     config = CoordinatorConfig(group_initial_rebalance_delay_ms=0)
     step = step_group(body["group_id"], None, [json.dumps(body).encode()], 0, config)
     if not step.responses:  # a JoinGroup before v4 is parked until the join phase completes: the next call
-        step = step_group(body["group_id"], step.state, [], 0, config)
+        step = step_group(body["group_id"], step.stored(None), [], 0, config)
     (response,) = step.responses
     return json.loads(response)
 
