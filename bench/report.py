@@ -46,6 +46,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from deploy.drills.fleet import ASSIGNMENT, SUBSCRIPTION, Fleet, Member, percentile  # noqa: E402
+from state.errors import Errors  # noqa: E402
 
 SCALES = {
     # sizes: time-to-Stable groups; rates: latency sweep; backlog/population: batch time with G x M in state;
@@ -126,7 +127,8 @@ class TansuMember:
         self.member_id, self.generation = "", -1
 
     async def join_and_sync(self) -> None:
-        """Kafka consumer behaviour until this member is Stable (re-joins on 27/22, starts over on 25)."""
+        """Kafka consumer behaviour until this member is Stable (re-joins on REBALANCE_IN_PROGRESS or
+        ILLEGAL_GENERATION, starts over on UNKNOWN_MEMBER_ID)."""
         from kafka.protocol.consumer.group import (JoinGroupRequest, JoinGroupResponse, SyncGroupRequest,
                                                    SyncGroupResponse)
 
@@ -137,13 +139,13 @@ class TansuMember:
                                      session_timeout_ms=self.session_ms, rebalance_timeout_ms=self.session_ms,
                                      member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
                                      protocols=[P(name="range", metadata=SUBSCRIPTION)])
-            if r.error_code == 79:
+            if r.error_code == Errors.MEMBER_ID_REQUIRED:
                 self.member_id = r.member_id
                 continue
-            if r.error_code == 25:
+            if r.error_code == Errors.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
                 continue
-            if r.error_code != 0:
+            if r.error_code != Errors.NONE:
                 await asyncio.sleep(0.1)
                 continue
             self.member_id, self.generation = r.member_id, r.generation_id
@@ -152,9 +154,9 @@ class TansuMember:
             s = await self.conn.call(SyncGroupRequest, SyncGroupResponse, 3, group_id=self.group,
                                      generation_id=self.generation, member_id=self.member_id,
                                      group_instance_id=None, assignments=assignments)
-            if s.error_code == 0:
+            if s.error_code == Errors.NONE:
                 return
-            if s.error_code == 25:
+            if s.error_code == Errors.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
 
     def heartbeat(self, conn: RawConnection | None = None) -> asyncio.Future:
@@ -244,7 +246,7 @@ class TansuPeer:
         async def live(m: TansuMember) -> None:
             while True:
                 r = await m.heartbeat()
-                if r.error_code != 0:
+                if r.error_code != Errors.NONE:
                     await m.join_and_sync()
                     if m.generation > old:
                         return

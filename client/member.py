@@ -35,6 +35,7 @@ from client.errors import (
     for_code,
 )
 from client.transport import Transport, default_client_host
+from state.errors import Errors
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +244,7 @@ class GroupMember:
                 if self._fatal is not None:
                     raise self._fatal
                 if self._state is MemberState.CLOSED:
-                    raise GroupError(for_code(-1), "poll", "member is closed")
+                    raise GroupError(for_code(Errors.UNKNOWN_SERVER_ERROR), "poll", "member is closed")
                 need = self._rejoin_needed or self._state is not MemberState.STABLE
             if self._round is not None:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -282,7 +283,8 @@ class GroupMember:
                 rebalancing = self._rejoin_needed or self._state is MemberState.REBALANCING
             if gen.generation_id < 0:
                 cls = RebalanceInProgressError if rebalancing else CommitFailedError
-                raise cls(for_code(27 if rebalancing else 25), "OffsetCommit", "no current generation")
+                code = Errors.REBALANCE_IN_PROGRESS if rebalancing else Errors.UNKNOWN_MEMBER_ID
+                raise cls(for_code(code), "OffsetCommit", "no current generation")
             body = protocol.offset_commit(
                 self.config.group_id, gen.generation_id, gen.member_id, self.config.group_instance_id, offsets
             )
@@ -385,7 +387,7 @@ class GroupMember:
     def _join_and_sync_once(self, gen: Generation) -> tuple[Generation, frozenset[TopicPartition]] | None | str:
         join = self._request(self._join_request(gen), timeout_ms=self.config.rebalance_timeout_ms + 5000)
         code = join.get("error_code", 0)
-        if code == 79:  # MEMBER_ID_REQUIRED: the answer carries the id to join with
+        if code == Errors.MEMBER_ID_REQUIRED:  # the answer carries the id to join with
             with self._lock:
                 self._generation = Generation(-1, str(join.get("member_id") or ""))
             return "retry"
@@ -402,7 +404,8 @@ class GroupMember:
             strategy = str(new_gen.protocol_name)
             if strategy.startswith(SERVER_ASSIGNOR_PREFIX):
                 with self._lock:
-                    self._fatal = GroupError(for_code(23), "JoinGroup", f"coordinator did not assign for {strategy}")
+                    self._fatal = GroupError(for_code(Errors.INCONSISTENT_GROUP_PROTOCOL), "JoinGroup",
+                                             f"coordinator did not assign for {strategy}")
                 return None
             assignments, counts = compute_assignment(strategy, join.get("members") or [], self._partition_counts)
             with self._lock:

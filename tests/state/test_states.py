@@ -16,6 +16,7 @@ from state.batch import (
     upgrade_state,
 )
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import VALID_PREVIOUS, ClassicGroup, GroupState, IllegalTransition
 from tests.state.context import GroupContext
 
@@ -96,7 +97,7 @@ def test_a_heartbeat_neither_reads_nor_writes_the_offsets():
     ctx, leader = stable_with_offsets()
     step, reads = step_counting_reads(ctx, {"api": "Heartbeat", "request_id": "h", "group_id": "g",
                                             "generation_id": ctx.group.generation, "member_id": leader})
-    assert json.loads(step.responses[0])["error_code"] == 0
+    assert json.loads(step.responses[0])["error_code"] == Errors.NONE
     assert reads == 0 and not step.offsets_changed
     assert step.stored(ctx.state).offsets == ctx.state.offsets
 

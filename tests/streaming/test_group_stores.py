@@ -9,6 +9,7 @@ import pytest
 
 from state.batch import route
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from streaming.bucket_blobs import ENVELOPE_VERSION, BlobStore, pack_groups, unpack_groups
 from streaming.group_rows import RowStore
 from streaming.stateful import Called, Input, step_bucket
@@ -103,7 +104,7 @@ def stable_member(bucket, group_id: str, session_ms: int) -> dict:
     (joined,), _ = call(bucket, inputs(timer_row=True), now_ms=0)  # the join phase ends (no initial delay)
     (synced,), _ = call(bucket, inputs(p.sync(group_id, joined["member_id"], joined["generation_id"],
                                                {joined["member_id"]: p.ASSIGNMENT})), now_ms=0)
-    assert synced["error_code"] == 0
+    assert synced["error_code"] == Errors.NONE
     return joined
 
 
@@ -114,7 +115,7 @@ def test_a_member_that_stops_heartbeating_expires_when_its_deadline_comes(bucket
     _, called = call(bucket, inputs(timer_row=True), now_ms=1_600)
     assert called.groups == 1 and called.members_expired == 1
     (answer,), _ = call(bucket, inputs(p.heartbeat("g", joined["member_id"], joined["generation_id"])), 2_000)
-    assert answer["error_code"] == 25  # UNKNOWN_MEMBER_ID
+    assert answer["error_code"] == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_heartbeats_keep_a_member_past_its_first_deadline(bucket):
@@ -122,7 +123,7 @@ def test_heartbeats_keep_a_member_past_its_first_deadline(bucket):
     heartbeat = p.heartbeat("g", joined["member_id"], joined["generation_id"])
     for now in (1_000, 2_000, 3_000):
         (answer,), _ = call(bucket, inputs(heartbeat, at_ms=now), now_ms=now)
-        assert answer["error_code"] == 0
+        assert answer["error_code"] == Errors.NONE
     _, called = call(bucket, inputs(timer_row=True), now_ms=4_000)
     assert called.members_expired == 0 and called.deadline == 4_500
     _, called = call(bucket, inputs(timer_row=True), now_ms=4_600)
@@ -164,7 +165,7 @@ def test_a_deleted_group_leaves_no_row():
     call(bucket, inputs(p.commit("g", "", -1, {("t", 0): 1})), now_ms=0)
     assert bucket.groups.values and bucket.offsets.values
     (answer,), _ = call(bucket, inputs({"api": "DeleteGroups", "group_id": "g"}), now_ms=10)
-    assert answer["error_code"] == 0
+    assert answer["error_code"] == Errors.NONE
     assert bucket.groups.values == {} and bucket.offsets.values == {}
 
 
