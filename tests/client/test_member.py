@@ -222,7 +222,7 @@ def test_server_side_assignment_skips_the_leader(coordinator, make):
     joins = [r for r in coordinator.requests if r["api"] == "JoinGroup" and r["member_id"]]
     assert joins[-1]["topic_partitions"] == [{"name": "t", "partitions": 6}]
     syncs = [r for r in coordinator.requests if r["api"] == "SyncGroup"]
-    assert all(s["assignments"] == [] for s in syncs)
+    assert syncs and all(s["assignments"] == [] for s in syncs)
 
 
 def test_a_member_that_stops_polling_leaves_and_its_partitions_move(make):
