@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from state.config import CoordinatorConfig
 from state.errors import Errors
 from state.group import GroupState
@@ -40,6 +42,13 @@ class TestLeaveGroup:
         assert [m["error_code"] for m in response["members"]] == [Errors.NONE, Errors.NONE, Errors.UNKNOWN_MEMBER_ID]
         assert ctx.group.state == GroupState.PREPARING_REBALANCE and list(ctx.group.members) == [a]
 
+    def test_a_leaving_leader_hands_leadership_to_the_first_remaining_member(self):
+        """Kafka's ClassicGroup.remove: the group is never without a leader while it has members."""
+        ctx = GroupContext()
+        a, b, c = ctx.stable_group(3)
+        ctx.leave(a)
+        assert ctx.group.leader == b and ctx.group.state == GroupState.PREPARING_REBALANCE
+
     def test_leave_of_everyone_ends_empty(self):
         ctx = GroupContext()
         a, b = ctx.stable_group(2)
@@ -52,10 +61,11 @@ class TestLeaveGroup:
         assert response["error_code"] == Errors.NONE
         assert [m["error_code"] for m in response["members"]] == [Errors.UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID]
 
-    def test_v0_reports_the_member_error_at_top_level(self):
+    @pytest.mark.parametrize("version", [0, 1, 2])
+    def test_v0_to_v2_report_the_member_error_at_top_level(self, version):
         ctx = GroupContext()
         ctx.stable_group(1)
-        (response,) = ctx.step({"api": "LeaveGroup", "api_version": 0, "request_id": "x", "group_id": "g",
+        (response,) = ctx.step({"api": "LeaveGroup", "api_version": version, "request_id": "x", "group_id": "g",
                                 "member_id": "nobody"})
         assert response["error_code"] == Errors.UNKNOWN_MEMBER_ID and response["members"] == []
 

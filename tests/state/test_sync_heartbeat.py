@@ -236,6 +236,21 @@ class TestSessionExpiry:
         assert follower not in ctx.group.members
         assert ctx.last.members_expired == 2  # the leader did not heartbeat either
 
+    def test_late_call_fires_an_earlier_expiry_before_a_later_pending_sync_timeout(self):
+        """F2's session (10 s) ends before the pending-sync timeout (20 s): its expiry rebalances the group, which
+        cancels the pending-sync timer, so the leader that had not synced yet stays. Fired the other way round,
+        the pending-sync timeout would remove the leader too."""
+        ctx = GroupContext(NO_DELAY)
+        leader, f1, f2 = (ctx.new_member() for _ in range(3))
+        ctx.step(ctx.join_request(leader, session=60_000, rebalance=20_000),
+                 ctx.join_request(f1, session=60_000, rebalance=20_000),
+                 ctx.join_request(f2, session=10_000, rebalance=20_000))
+        assert {r["leader"] for r in ctx.sleep(0)} == {leader}
+        assert ctx.sync(f1, 1) == []
+        responses = ctx.sleep(25_000)
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", Errors.REBALANCE_IN_PROGRESS)]
+        assert list(ctx.group.members) == [leader, f1] and ctx.group.state == GroupState.PREPARING_REBALANCE
+
     def test_late_call_fires_expiries_in_deadline_order(self):
         """A call long after several deadlines gives what timely calls would have (except `now`)."""
         late, timely = GroupContext(), GroupContext()
