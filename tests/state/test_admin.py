@@ -15,7 +15,7 @@ class TestDescribeGroups:
     def test_missing_group_is_described_dead(self):
         response = GroupContext().describe()
         assert (response["error_code"], response["group_state"], response["protocol_type"],
-                response["protocol_data"], response["members"]) == (0, "Dead", "", "", [])
+                response["protocol_data"], response["members"]) == (Errors.NONE, "Dead", "", "", [])
 
     def test_stable_group_shows_protocol_metadata_and_assignments(self):
         ctx = GroupContext()
