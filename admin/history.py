@@ -47,7 +47,7 @@ class Snapshot:
         )
 
 
-def _assignment(text: str | None) -> tuple[tuple[str, int], ...]:
+def _assignment(text: str) -> tuple[tuple[str, int], ...]:
     if not text:
         return ()
     try:
@@ -57,18 +57,14 @@ def _assignment(text: str | None) -> tuple[tuple[str, int], ...]:
 
 
 def snapshot_of(value: dict, timestamp_ms: int) -> Snapshot:
-    directory = value.get("directory") or {}
+    """A group metadata record's value (`state.records.group_record`: every release writes all of these fields;
+    `protocol` and `leader` are null while the group is Empty)."""
     members = tuple(
-        MemberSnapshot(
-            m.get("member_id", ""), m.get("group_instance_id"), m.get("client_id", ""), _assignment(m.get("assignment"))
-        )
-        for m in value.get("members") or []
+        MemberSnapshot(m["member_id"], m["group_instance_id"], m["client_id"], _assignment(m["assignment"]))
+        for m in value["members"]
     )
-    state = directory.get("group_state") or ("Stable" if members else "Empty")
-    return Snapshot(
-        timestamp_ms, int(value.get("generation", 0)), state, value.get("protocol") or "", value.get("leader") or "",
-        members,
-    )
+    return Snapshot(timestamp_ms, value["generation"], value["directory"]["group_state"], value["protocol"] or "",
+                    value["leader"] or "", members)
 
 
 def history(records: Iterable[tuple[bytes | None, bytes | None, int]], group_id: str) -> list[Snapshot]:

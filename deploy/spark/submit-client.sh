@@ -7,8 +7,8 @@
 #       [--driver-host 10.0.0.9] [-- any `coordinator run` flag ...]
 #
 # --checkpoint-location is required and must be a directory every executor and any restarted driver sees at the same
-#   path (NFS, a mounted PVC, ...). The query's state store, offset and commit logs live there; the timer file the
-#   source reads is written there by the driver with plain file I/O, so use a mounted path, not an hdfs:// URL.
+#   path (NFS, a mounted PVC, an hdfs:// URL, ...). The query's state store, offset and commit logs live there; a
+#   standby driver needs a mounted path it can lock (streaming/driver_lock.py), an hdfs:// checkpoint runs without one.
 # --config      coordinator properties over conf/coordinator.properties (shipped with --files as well).
 # --properties-file  Spark settings over conf/spark-defaults.conf + deploy/spark/cluster-defaults.conf.
 # --driver-host the address executors use to reach this driver (default: 127.0.0.1, for a loopback cluster).
