@@ -267,8 +267,8 @@ def _list(admin: GroupAdmin, o: Output, states: str | None, types: str | None) -
             return [group] + [group_type] * (types is not None) + [state] * (states is not None)
 
         width = max([15] + [len(g) for g, _, _ in groups]) + 10
-        for row in [line("GROUP", "TYPE", "STATE")] + [line(g, "Classic", s) for g, _, s in groups]:
-            o.out.write(row[0].ljust(width) + "".join(" " + v.ljust(20) for v in row[1:]) + "\n")
+        for first, *rest in [line("GROUP", "TYPE", "STATE")] + [line(g, "Classic", s) for g, _, s in groups]:
+            o.out.write(first.ljust(width) + "".join(" " + v.ljust(20) for v in rest) + "\n")
     return 0
 
 

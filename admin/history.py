@@ -98,20 +98,20 @@ def read_records(bootstrap_servers: str, topic: str, timeout_s: float = 30.0, **
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        rows = []
+        records = []
         deadline = time.monotonic() + timeout_s
         done: set[TopicPartition] = set()
         while len(done) < len(tps):
-            for tp, records in consumer.poll(timeout_ms=100).items():
-                rows.extend((r.timestamp, r.partition, r.offset, r.key, r.value) for r in records)
+            for polled in consumer.poll(timeout_ms=100).values():
+                records.extend(polled)
             for tp in tps:
                 mark = consumer.highwater(tp)
                 if mark is not None and consumer.position(tp) >= mark:
                     done.add(tp)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"could not read {topic} to its end within {timeout_s}s")
-        rows.sort(key=lambda r: (r[0], r[1], r[2]))
-        return [(key, value, ts) for ts, _p, _o, key, value in rows]
+        records.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
+        return [(r.key, r.value, r.timestamp) for r in records]
     finally:
         consumer.close()
 

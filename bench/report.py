@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,12 +75,21 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+class LatencyPoint(NamedTuple):
+    """One rate of the latency sweep: what was offered, what was answered, and the answers' latency."""
+
+    offered_rps: int
+    answered_rps: float
+    p50_s: float | None
+    p99_s: float | None
+
+
 @dataclass
 class Results:
     peer: str
     sustained_rps: float | None = None
     sustained_note: str = ""
-    latency: list[tuple[int, float, float | None, float | None]] = field(default_factory=list)
+    latency: list[LatencyPoint] = field(default_factory=list)
     time_to_stable: dict[int, float | None] = field(default_factory=dict)
     reassign_s: float | None = None
     recovery_s: float | None = None
@@ -292,7 +302,7 @@ def run_tansu(scale: dict, results: Results) -> None:
             log(f"tansu: formed {groups} x {members}")
             for rate in scale["rates"]:
                 achieved, p50, p99 = await peer.latency(pop, rate, scale["duration"])
-                results.latency.append((rate, achieved, p50, p99))
+                results.latency.append(LatencyPoint(rate, achieved, p50, p99))
                 log(f"tansu: {rate}/s offered -> p50 {p50} p99 {p99}")
 
         asyncio.run(all_figures())
@@ -372,7 +382,7 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
         start = time.monotonic()
         for i in range(scale["backlog"]):
             m = stable[i % len(stable)]
-            rids.append(_send_load(pop, m, i))
+            rids.append(_send_request(pop, m, i))
         pop.wire.flush()
         pop.run_until(lambda: all(r in shared.first_at for r in rids), 1800)
         answered = sum(r in shared.first_at for r in rids)
@@ -394,11 +404,11 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
                 due = start + i / rate
                 while time.monotonic() < due:
                     pop.tick(poll_ms=max(1, int((due - time.monotonic()) * 1000)))
-                sent.append(_send_load(pop, stable[i % len(stable)], i))
+                sent.append(_send_request(pop, stable[i % len(stable)], i))
             pop.run_until(lambda: all(r in shared.first_at for r in sent), 300)
             lat = [shared.first_at[r] - shared.sent[r].at for r in sent if r in shared.first_at]
             achieved = len(lat) / (time.monotonic() - start)
-            results.latency.append((rate, achieved, percentile(lat, 0.5), percentile(lat, 0.99)))
+            results.latency.append(LatencyPoint(rate, achieved, percentile(lat, 0.5), percentile(lat, 0.99)))
             log(f"job: {rate}/s offered -> p50 {percentile(lat, 0.5)} p99 {percentile(lat, 0.99)}")
 
         # Recovery after kill -9: kill the driver, restart on the checkpoint, time to the first answer.
@@ -406,7 +416,7 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
         env.job.kill()
         killed = time.monotonic()
         env.job.start()
-        rid = _send_load(pop, probe, 1)
+        rid = _send_request(pop, probe, 1)
         pop.wire.flush()
         if pop.run_until(lambda: rid in shared.first_at, 600):
             results.recovery_s = shared.first_at[rid] - killed
@@ -419,7 +429,7 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
             standby.wait_standby(600)
             env.job.kill()
             killed = time.monotonic()
-            rid = _send_load(pop, probe, 2)
+            rid = _send_request(pop, probe, 2)
             pop.wire.flush()
             if pop.run_until(lambda: rid in shared.first_at, 600):
                 results.standby_recovery_s = shared.first_at[rid] - killed
@@ -493,7 +503,8 @@ def _stop_spark() -> None:
         session.stop()
 
 
-def _send_load(fleet: Fleet, m: Member, i: int) -> str:
+def _send_request(fleet: Fleet, m: Member, i: int) -> str:
+    """The i-th request of the offered traffic from member m: a heartbeat or an offset commit, in turn."""
     from client import protocol as wire
 
     if i % 2:
@@ -563,9 +574,10 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
     for rate in scale["rates"]:
         cells = []
         for r in peers:
-            row = next((x for x in r.latency if x[0] == rate), None)
-            cells += ["n/a"] * 3 if row is None else [_fmt(row[1], digits=0), _fmt(row[2] and row[2] * 1000),
-                                                       _fmt(row[3] and row[3] * 1000)]
+            point = next((x for x in r.latency if x.offered_rps == rate), None)
+            cells += ["n/a"] * 3 if point is None else [_fmt(point.answered_rps, digits=0),
+                                                         _fmt(point.p50_s and point.p50_s * 1000),
+                                                         _fmt(point.p99_s and point.p99_s * 1000)]
         lines.append(f"| {rate:,} | " + " | ".join(cells) + " |")
     lines += ["", "## State size and batch time", ""]
     if job is not None and job.population:
@@ -625,9 +637,9 @@ def plot(out: Path, scale: dict, job: Results | None, tansu: Results | None) -> 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     ax = axes[0]
     for r in peers:
-        rows = [x for x in r.latency if x[2] is not None]
-        ax.plot([x[0] for x in rows], [x[2] * 1000 for x in rows], "o-", label=f"{r.peer} p50")
-        ax.plot([x[0] for x in rows], [x[3] * 1000 for x in rows], "s--", label=f"{r.peer} p99")
+        points = [x for x in r.latency if x.p50_s is not None]
+        ax.plot([x.offered_rps for x in points], [x.p50_s * 1000 for x in points], "o-", label=f"{r.peer} p50")
+        ax.plot([x.offered_rps for x in points], [x.p99_s * 1000 for x in points], "s--", label=f"{r.peer} p99")
     ax.set(xlabel="offered requests/s", ylabel="latency (ms)", yscale="log", title="latency vs offered load")
     ax.legend(fontsize=8)
     ax = axes[1]

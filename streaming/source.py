@@ -306,7 +306,8 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
 def routed(row: tuple, buckets: int, resumed: bool) -> tuple:
     """Append the core's routing decision, the state bucket and the batch's `resumed` to a raw row (see
     `ROUTED_ARROW`)."""
-    r = route(row[3], row[4])
+    _partition, _offset, _timestamp, key, value = row
+    r = route(key, value)
     group_id = r.group_id or ""
     bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
     return row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)
