@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Iterable
 
-from client.errors import KafkaError, for_code
+from client.errors import (
+    CommitFailedError,
+    FencedInstanceError,
+    GroupError,
+    KafkaError,
+    RebalanceInProgressError,
+    for_code,
+)
 from state.errors import Errors
 
 
@@ -132,3 +140,35 @@ def decide(api: str, error: KafkaError | int) -> Reaction:
     if reaction is not None:
         return reaction
     return RETRY if err.retriable else FAIL
+
+
+_SEVERITY = {
+    Action.PROCEED: 0,
+    Action.RETRY: 1,
+    Action.REJOIN: 2,
+    Action.RESET_MEMBER_ID: 3,
+    Action.FAIL: 4,
+    Action.FENCED: 5,
+}
+
+
+def most_drastic(api: str, codes: Iterable[int]) -> int:
+    """Of several errors in one answer (an OffsetCommit's partitions), the one to act on: the most drastic
+    reaction, a generation reset breaking ties."""
+    def severity(code: int) -> tuple[int, bool]:
+        reaction = decide(api, code)
+        return _SEVERITY[reaction.action], reaction.reset_generation
+
+    return max(codes, key=severity)
+
+
+def commit_error(reaction: Reaction, error: KafkaError) -> GroupError:
+    """What a commit raises for a reaction other than PROCEED or RETRY, as Kafka's commitSync does: re-join and
+    commit again (the generation stands), the generation is gone, fenced, or any other failure."""
+    if reaction.action is Action.REJOIN and not reaction.reset_generation:
+        return RebalanceInProgressError(error, "OffsetCommit")
+    if reaction.action in (Action.REJOIN, Action.RESET_MEMBER_ID):
+        return CommitFailedError(error, "OffsetCommit", "the group has moved on to a new generation")
+    if reaction.action is Action.FENCED:
+        return FencedInstanceError(error, "OffsetCommit")
+    return GroupError(error, "OffsetCommit")

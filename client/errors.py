@@ -188,6 +188,10 @@ class CommitFailedError(GroupError):
     removed or a new generation started); the partitions may already belong to someone else."""
 
 
+class RebalanceInProgressError(GroupError):
+    """Kafka's RebalanceInProgressException from a commit: re-join (call poll) and commit again."""
+
+
 class FencedInstanceError(GroupError):
     """Another instance with the same `group_instance_id` took over; this one must stop (fatal, as in Kafka)."""
 

@@ -2,8 +2,15 @@
 
 import pytest
 
-from client.decisions import Action, decide
-from client.errors import ERRORS, for_code
+from client.decisions import Action, commit_error, decide, most_drastic
+from client.errors import (
+    ERRORS,
+    CommitFailedError,
+    FencedInstanceError,
+    GroupError,
+    RebalanceInProgressError,
+    for_code,
+)
 from state.errors import Errors
 
 
@@ -54,3 +61,32 @@ def test_errors_table_is_kafkas():
     assert for_code(12345).name == "UNKNOWN_ERROR_CODE_12345"
     assert set(range(-1, 128)) == set(ERRORS) == set(Errors)
     assert all(ERRORS[e].name == e.name for e in Errors)
+
+
+@pytest.mark.parametrize(
+    "codes, acted_on",
+    [
+        ({Errors.COORDINATOR_NOT_AVAILABLE, Errors.REBALANCE_IN_PROGRESS}, Errors.REBALANCE_IN_PROGRESS),
+        ({Errors.REBALANCE_IN_PROGRESS, Errors.ILLEGAL_GENERATION}, Errors.ILLEGAL_GENERATION),
+        ({Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID}, Errors.UNKNOWN_MEMBER_ID),
+        ({Errors.UNKNOWN_MEMBER_ID, Errors.OFFSET_METADATA_TOO_LARGE}, Errors.OFFSET_METADATA_TOO_LARGE),
+        ({Errors.OFFSET_METADATA_TOO_LARGE, Errors.FENCED_INSTANCE_ID}, Errors.FENCED_INSTANCE_ID),
+    ],
+)
+def test_a_commit_acts_on_its_most_drastic_partition_error(codes, acted_on):
+    assert most_drastic("OffsetCommit", codes) == acted_on
+
+
+@pytest.mark.parametrize(
+    "code, raised",
+    [
+        (Errors.REBALANCE_IN_PROGRESS, RebalanceInProgressError),
+        (Errors.ILLEGAL_GENERATION, CommitFailedError),
+        (Errors.UNKNOWN_MEMBER_ID, CommitFailedError),
+        (Errors.FENCED_INSTANCE_ID, FencedInstanceError),
+        (Errors.OFFSET_METADATA_TOO_LARGE, GroupError),
+    ],
+)
+def test_a_failed_commit_raises_what_kafkas_commit_sync_raises(code, raised):
+    error = commit_error(decide("OffsetCommit", code), for_code(code))
+    assert type(error) is raised and error.error.code == code and error.api == "OffsetCommit"
