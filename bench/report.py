@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +48,10 @@ if str(ROOT) not in sys.path:
 
 from deploy.drills.fleet import ASSIGNMENT, SUBSCRIPTION, Fleet, Member, percentile  # noqa: E402
 from state.errors import Errors  # noqa: E402
+
+if TYPE_CHECKING:
+    from deploy.drills.fleet import Wire
+    from deploy.drills.harness import Environment
 
 SCALES = {
     # sizes: time-to-Stable groups; rates: latency sweep; backlog/population: batch time with G x M in state;
@@ -318,45 +322,76 @@ def run_tansu(scale: dict, results: Results) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 def run_job(scale: dict, results: Results, workdir: Path) -> None:
-    from deploy.drills.harness import Environment, JobProcess
+    """The job's figures, one phase after the other, from one job process on a fresh broker."""
+    from deploy.drills.harness import Environment
 
     env = Environment(workdir / "job", props={"group.initial.rebalance.delay.ms": "3000",
                                               "trigger.interval.ms": "100", "metrics.log": ""})
     log(f"job: starting on {env.bootstrap}")
-    wire = None
+    run = JobRun(env, results)
     try:
         env.job.start()
-        started = time.monotonic()
-        env.job.wait_running(600)
-        wire = env.wire()
-        seq = itertools.count()
-        # Warm-up: the first batch starts the Python workers; it is not part of any figure below.
+        run.first_answer()
+        run.time_to_stable(scale["sizes"])
+        run.reassign_after_a_silent_failure()
+        pop, stable = run.form_population(*scale["population"])
+        run.population_backlog(pop, stable, scale["backlog"])
+        run.latency_sweep(pop, stable, scale["rates"], scale["duration"])
+        run.recovery(pop, stable[0])
+    finally:
+        run.close()
+        env.close()
+
+
+class JobRun:
+    """The job's benchmark phases: simulated members (`deploy.drills.fleet`) speaking to it through its topics,
+    every response recorded in one ledger."""
+
+    def __init__(self, env: Environment, results: Results) -> None:
+        from deploy.drills.fleet import Ledger
+
+        self.env, self.results = env, results
+        self.wire: Wire | None = None
+        self.ledger = Ledger()
+        self.seq = itertools.count()
+
+    def first_answer(self) -> None:
+        """Waits for the started job, then for its first answer: the first batch starts the Python workers, which
+        is `first_answer_s` and not part of any later figure."""
         from client import protocol as wire_protocol
 
-        warm = Fleet(wire, [], 0)
+        env, results = self.env, self.results
+        started = time.monotonic()
+        env.job.wait_running(600)
+        self.wire = env.wire()
+        warm = Fleet(self.wire, [], 0)
         rid = warm.send_admin(wire_protocol.describe_group("warm-up"))
         warm.run_until(lambda: rid in warm.ledger.first_at, 600)
         results.first_answer_s = time.monotonic() - started
         log(f"job: first answer {results.first_answer_s:.1f} s after start")
 
-        def fleet(groups: list[str], n: int, session_ms: int = SESSION_MS, hb_ms: int = HEARTBEAT_MS) -> Fleet:
-            f = Fleet(wire, groups, n, session_timeout_ms=session_ms, rebalance_timeout_ms=session_ms,
-                      heartbeat_interval_ms=hb_ms, commit_interval_ms=10 * hb_ms)
-            f.ledger = shared
-            return f
+    def close(self) -> None:
+        if self.wire is not None:
+            self.wire.close()
 
-        from deploy.drills.fleet import Ledger
+    def fleet(self, groups: list[str], n: int, session_ms: int = SESSION_MS, hb_ms: int = HEARTBEAT_MS) -> Fleet:
+        f = Fleet(self.wire, groups, n, session_timeout_ms=session_ms, rebalance_timeout_ms=session_ms,
+                  heartbeat_interval_ms=hb_ms, commit_interval_ms=10 * hb_ms)
+        f.ledger = self.ledger
+        return f
 
-        shared = Ledger()
-        for n in scale["sizes"]:
-            f = fleet([f"stable-{n}-{next(seq)}"], n, session_ms=STABLE_SESSION_MS)
+    def time_to_stable(self, sizes: list[int]) -> None:
+        for n in sizes:
+            f = self.fleet([f"stable-{n}-{next(self.seq)}"], n, session_ms=STABLE_SESSION_MS)
             start = time.monotonic()
             ok = f.run_until(f.all_stable, 600)
-            results.time_to_stable[n] = time.monotonic() - start if ok else None
-            log(f"job: {n} members Stable in {results.time_to_stable[n]}")
+            self.results.time_to_stable[n] = time.monotonic() - start if ok else None
+            log(f"job: {n} members Stable in {self.results.time_to_stable[n]}")
             f.members = []  # stop them (their sessions expire later, harmlessly)
 
-        f = fleet([f"fail-{next(seq)}"], 10, FAILOVER_SESSION_MS, FAILOVER_HEARTBEAT_MS)
+    def reassign_after_a_silent_failure(self) -> None:
+        """One of 10 members stops without a LeaveGroup: time until the others are Stable in a newer generation."""
+        f = self.fleet([f"fail-{next(self.seq)}"], 10, FAILOVER_SESSION_MS, FAILOVER_HEARTBEAT_MS)
         if f.run_until(f.all_stable, 300):
             victim = f.members[0]
             old = max(m.generation for m in f.members)
@@ -364,42 +399,49 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
             failed_at = time.monotonic()
             victim.phase = "left"  # silent: no LeaveGroup
             ok = f.run_until(lambda: all(m.phase == "stable" and m.generation > old for m in f.members), 180)
-            results.reassign_s = time.monotonic() - failed_at if ok else None
-        log(f"job: reassign {results.reassign_s}")
+            self.results.reassign_s = time.monotonic() - failed_at if ok else None
+        log(f"job: reassign {self.results.reassign_s}")
         f.members = []
 
-        groups, members = scale["population"]
-        pop = fleet([f"pop-{g}" for g in range(groups)], members, session_ms=600_000, hb_ms=600_000)
-        results.population = (groups, members)
+    def form_population(self, groups: int, members: int) -> tuple[Fleet, list[Member]]:
+        """groups x members kept in the job's state (sessions long enough to need no heartbeats); returns the
+        fleet, no longer sending on its own, and its Stable members."""
+        pop = self.fleet([f"pop-{g}" for g in range(groups)], members, session_ms=600_000, hb_ms=600_000)
+        self.results.population = (groups, members)
         pop.run_until(pop.all_stable, 1800)
         log(f"job: formed {groups} x {members} ({sum(m.phase == 'stable' for m in pop.members)} stable)")
         pop.sending = False
-        stable = [m for m in pop.members if m.phase == "stable"]
+        return pop, [m for m in pop.members if m.phase == "stable"]
 
-        # Batch time with the population in state: one heartbeat or commit from every member, at once.
-        metrics_from = len(env.job.metrics())
+    def population_backlog(self, pop: Fleet, stable: list[Member], backlog: int) -> None:
+        """Batch time with the population in state: one heartbeat or commit from every member, at once."""
+        shared = self.ledger
+        metrics_from = len(self.env.job.metrics())
         rids = []
         start = time.monotonic()
-        for i in range(scale["backlog"]):
+        for i in range(backlog):
             m = stable[i % len(stable)]
             rids.append(_send_request(pop, m, i))
         pop.wire.flush()
         pop.run_until(lambda: all(r in shared.first_at for r in rids), 1800)
         answered = sum(r in shared.first_at for r in rids)
         took = max(shared.first_at[r] for r in rids if r in shared.first_at) - start if answered else None
-        results.population_note = (f"{scale['backlog']:,} heartbeats + commits from the population produced at once, "
-                                   f"{answered:,} answered in {_fmt(took)} s")
-        batches = env.job.metrics()[metrics_from:]
-        results.population_batch_ms = [b["batch_duration_ms"] for b in batches if b.get("requests_in")]
+        self.results.population_note = (f"{backlog:,} heartbeats + commits from the population produced at once, "
+                                        f"{answered:,} answered in {_fmt(took)} s")
+        batches = self.env.job.metrics()[metrics_from:]
+        self.results.population_batch_ms = [b["batch_duration_ms"] for b in batches if b.get("requests_in")]
         if batches:
-            results.state_rows = batches[-1].get("state_rows")
-            results.state_bytes = batches[-1].get("state_memory_bytes")
-        log(f"job: population backlog batches {results.population_batch_ms[:10]}")
+            self.results.state_rows = batches[-1].get("state_rows")
+            self.results.state_bytes = batches[-1].get("state_memory_bytes")
+        log(f"job: population backlog batches {self.results.population_batch_ms[:10]}")
 
-        for rate in scale["rates"]:
+    def latency_sweep(self, pop: Fleet, stable: list[Member], rates: list[int], duration: float) -> None:
+        """Open loop: each rate's requests sent on schedule whatever the answers, then their latencies."""
+        shared = self.ledger
+        for rate in rates:
             sent = []
             start = time.monotonic()
-            n = int(rate * scale["duration"])
+            n = int(rate * duration)
             for i in range(n):
                 due = start + i / rate
                 while time.monotonic() < due:
@@ -408,21 +450,24 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
             pop.run_until(lambda: all(r in shared.first_at for r in sent), 300)
             lat = [shared.first_at[r] - shared.sent[r].at for r in sent if r in shared.first_at]
             achieved = len(lat) / (time.monotonic() - start)
-            results.latency.append(LatencyPoint(rate, achieved, percentile(lat, 0.5), percentile(lat, 0.99)))
+            self.results.latency.append(LatencyPoint(rate, achieved, percentile(lat, 0.5), percentile(lat, 0.99)))
             log(f"job: {rate}/s offered -> p50 {percentile(lat, 0.5)} p99 {percentile(lat, 0.99)}")
 
-        # Recovery after kill -9: kill the driver, restart on the checkpoint, time to the first answer.
-        probe = stable[0]
+    def recovery(self, pop: Fleet, probe: Member) -> None:
+        """After kill -9: the driver restarted on its checkpoint, then a warm, rehearsed standby driver
+        (streaming/driver_lock.py) taking over; each timed to the first answer."""
+        from deploy.drills.harness import JobProcess
+
+        env, shared = self.env, self.ledger
         env.job.kill()
         killed = time.monotonic()
         env.job.start()
         rid = _send_request(pop, probe, 1)
         pop.wire.flush()
         if pop.run_until(lambda: rid in shared.first_at, 600):
-            results.recovery_s = shared.first_at[rid] - killed
-        log(f"job: recovered in {results.recovery_s}")
+            self.results.recovery_s = shared.first_at[rid] - killed
+        log(f"job: recovered in {self.results.recovery_s}")
 
-        # The same with a standby driver (streaming/driver_lock.py) on the checkpoint, warm and rehearsed.
         env.job.wait_running(600)
         standby = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf).start()
         try:
@@ -432,14 +477,10 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
             rid = _send_request(pop, probe, 2)
             pop.wire.flush()
             if pop.run_until(lambda: rid in shared.first_at, 600):
-                results.standby_recovery_s = shared.first_at[rid] - killed
-            log(f"job: the standby took over in {results.standby_recovery_s}")
+                self.results.standby_recovery_s = shared.first_at[rid] - killed
+            log(f"job: the standby took over in {self.results.standby_recovery_s}")
         finally:
             standby.stop()
-    finally:
-        if wire is not None:
-            wire.close()
-        env.close()
 
 
 def run_stream_bench(scale: dict, job: Results | None, tansu: Results | None) -> None:
