@@ -53,7 +53,7 @@ from typing import Callable, Iterable, Literal, Sequence
 from state import coordinator, load
 from state.config import CoordinatorConfig
 from state.context import Context
-from state.errors import Errors
+from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import ClassicGroup, Offsets
 from state.membership import reschedule_heartbeat
 from state.records import GROUP_METADATA_KEY_VERSION, dumps, kafka_group_value
@@ -130,12 +130,12 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == LOAD_GROUP and isinstance(group_id, str):
         return Route("group", group_id=group_id)
     if api not in API_VERSIONS:
-        reason, code = f"unknown api {api!r}", Errors.INVALID_REQUEST
+        reason, code = f"unknown api {api!r}", INVALID_REQUEST
     else:
         try:
             return Route("group", group_id=readable_group_id(body))
         except BadRequest as exc:
-            reason, code = exc.reason, Errors.INVALID_GROUP_ID
+            reason, code = exc.reason, INVALID_GROUP_ID
     response = dumps(error_response(api, request_id, group_id, code, reason))
     return Route("reject", reason=reason, reply_key=key, response=response)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from state import membership, offsets
 from state.context import Context, sync_directory
-from state.errors import Errors
+from state.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
 from state.group import ClassicGroup, GroupState
 from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, is_due
 from state.wire import Request, simple_response
@@ -51,7 +51,7 @@ def next_deadline(group: ClassicGroup | None) -> int | None:
 def _describe(ctx: Context, req: Request) -> None:
     group = ctx.group
     if group is None:
-        return ctx.respond(simple_response(req, Errors.NONE, group_state=GroupState.DEAD.value, protocol_type="",
+        return ctx.respond(simple_response(req, NONE, group_state=GroupState.DEAD.value, protocol_type="",
                                            protocol_data="", members=[], authorized_operations=-2147483648))
     stable = group.state == GroupState.STABLE
     members = [
@@ -61,7 +61,7 @@ def _describe(ctx: Context, req: Request) -> None:
         for m in group.members.values()
     ]
     ctx.respond(simple_response(
-        req, Errors.NONE, group_state=group.state.value, protocol_type=group.protocol_type or "",
+        req, NONE, group_state=group.state.value, protocol_type=group.protocol_type or "",
         protocol_data=(group.protocol_name or "") if stable else "", members=members,
         authorized_operations=-2147483648,
     ))
@@ -70,11 +70,11 @@ def _describe(ctx: Context, req: Request) -> None:
 def _delete_groups(ctx: Context, req: Request) -> None:
     group = ctx.group
     if group is None:
-        return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND))
+        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
     if group.state != GroupState.EMPTY:
-        return ctx.respond(simple_response(req, Errors.NON_EMPTY_GROUP))
+        return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
     offsets.delete_group(ctx, group)
-    ctx.respond(simple_response(req, Errors.NONE))
+    ctx.respond(simple_response(req, NONE))
 
 
 _HANDLERS = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from state.errors import Errors
+from state.errors import NONE
 from state.group import GroupState
 from state.records import GROUP_METADATA_KEY_VERSION, dumps
 from state.wire import BadRequest, decode_json, error_response, parse, readable_request_id, simple_response
@@ -59,4 +59,4 @@ class GroupDirectory:
                 if not states or state.lower() in states:
                     groups.append({"group_id": group_id, "protocol_type": protocol_type, "group_state": state,
                                    "group_type": "classic"})
-        return dumps(simple_response(req, Errors.NONE, groups=groups))
+        return dumps(simple_response(req, NONE, groups=groups))

@@ -9,7 +9,17 @@ from __future__ import annotations
 from typing import Callable
 
 from state.context import Context
-from state.errors import CoordinatorError, Errors
+from state.errors import (
+    GROUP_ID_NOT_FOUND,
+    GROUP_SUBSCRIBED_TO_TOPIC,
+    ILLEGAL_GENERATION,
+    INVALID_GROUP_ID,
+    NON_EMPTY_GROUP,
+    NONE,
+    OFFSET_METADATA_TOO_LARGE,
+    REBALANCE_IN_PROGRESS,
+    CoordinatorError,
+)
 from state.group import ClassicGroup, GroupState, OffsetValue
 from state.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
@@ -20,13 +30,13 @@ from state.wire import Request, simple_response
 def handle_commit(ctx: Context, req: Request) -> None:
     f = req.fields
     generation = f["generation_id"]
-    error = Errors.NONE
+    error = NONE
     group = ctx.group
     try:
         if group is None:
             if generation >= 0:
                 # Java: GROUP_ID_NOT_FOUND from v9 on, ILLEGAL_GENERATION before.
-                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND if req.version >= 9 else Errors.ILLEGAL_GENERATION)
+                raise CoordinatorError(GROUP_ID_NOT_FOUND if req.version >= 9 else ILLEGAL_GENERATION)
             # A commit without group management (admin tools, assign()) creates a "simple" group.
             group = ctx.create_group()
         else:
@@ -39,9 +49,9 @@ def handle_commit(ctx: Context, req: Request) -> None:
         for p in topic["partitions"]:
             code = error
             metadata = p["committed_metadata"] or ""
-            if code == Errors.NONE and _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
-                code = Errors.OFFSET_METADATA_TOO_LARGE
-            if code == Errors.NONE:
+            if code == NONE and _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
+                code = OFFSET_METADATA_TOO_LARGE
+            if code == NONE:
                 commit_ts = p["commit_timestamp"] if req.version == 1 and p["commit_timestamp"] >= 0 else ctx.now_ms
                 expire = f["retention_time_ms"]
                 ctx.emit(offset_record(ctx.group_id, topic["name"], p["partition_index"], OffsetValue(
@@ -50,8 +60,7 @@ def handle_commit(ctx: Context, req: Request) -> None:
                 )))
             partitions.append({"partition_index": p["partition_index"], "error_code": code})
         topics.append({"name": topic["name"], "partitions": partitions})
-    if error == Errors.NONE and group is not None and group.state in (GroupState.STABLE,
-                                                                     GroupState.PREPARING_REBALANCE):
+    if error == NONE and group is not None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
         member = group.members.get(f["member_id"])
         if member is not None:
             reschedule_heartbeat(ctx, group, member)
@@ -70,9 +79,9 @@ def _validate_commit(group: ClassicGroup, member_id: str, instance: str | None, 
         return
     group.validate_member(member_id, instance)
     if generation != group.generation:
-        raise CoordinatorError(Errors.ILLEGAL_GENERATION)
+        raise CoordinatorError(ILLEGAL_GENERATION)
     if group.state == GroupState.COMPLETING_REBALANCE:
-        raise CoordinatorError(Errors.REBALANCE_IN_PROGRESS)
+        raise CoordinatorError(REBALANCE_IN_PROGRESS)
 
 
 def handle_fetch(ctx: Context, req: Request) -> None:
@@ -89,27 +98,27 @@ def handle_fetch(ctx: Context, req: Request) -> None:
         for topic in requested:
             parts = [_fetched(p, offsets.get((topic["name"], p))) for p in topic["partition_indexes"]]
             topics.append({"name": topic["name"], "partitions": parts})
-    ctx.respond(simple_response(req, Errors.NONE, topics=topics))
+    ctx.respond(simple_response(req, NONE, topics=topics))
 
 
 def _fetched(partition: int, value: OffsetValue | None) -> dict:
     if value is None:
         return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
-                "error_code": Errors.NONE}
+                "error_code": NONE}
     return {"partition_index": partition, "committed_offset": value.offset,
-            "committed_leader_epoch": value.leader_epoch, "metadata": value.metadata, "error_code": Errors.NONE}
+            "committed_leader_epoch": value.leader_epoch, "metadata": value.metadata, "error_code": NONE}
 
 
 def handle_delete(ctx: Context, req: Request) -> None:
     """KIP-496: offsets of topics a live consumer group still subscribes to are kept (86)."""
     if req.group_id == "":
-        return ctx.respond(simple_response(req, Errors.INVALID_GROUP_ID, topics=[]))
+        return ctx.respond(simple_response(req, INVALID_GROUP_ID, topics=[]))
     group = ctx.group
     if group is None:
-        return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND, topics=[]))
+        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND, topics=[]))
     live = group.state != GroupState.EMPTY
     if live and group.protocol_type != "consumer":
-        return ctx.respond(simple_response(req, Errors.NON_EMPTY_GROUP, topics=[]))
+        return ctx.respond(simple_response(req, NON_EMPTY_GROUP, topics=[]))
     topics = []
     for topic in req["topics"]:
         name = topic["name"]
@@ -117,14 +126,14 @@ def handle_delete(ctx: Context, req: Request) -> None:
         for p in topic["partitions"]:
             index = p["partition_index"]
             if live and group.is_subscribed_to(name):
-                code = Errors.GROUP_SUBSCRIBED_TO_TOPIC
+                code = GROUP_SUBSCRIBED_TO_TOPIC
             else:
-                code = Errors.NONE
+                code = NONE
                 if (name, index) in group.offsets:
                     ctx.emit(offset_tombstone(ctx.group_id, name, index))
             partitions.append({"partition_index": index, "error_code": code})
         topics.append({"name": name, "partitions": partitions})
-    ctx.respond(simple_response(req, Errors.NONE, topics=topics))
+    ctx.respond(simple_response(req, NONE, topics=topics))
 
 
 def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:

@@ -27,7 +27,7 @@ import base64
 
 from assignors.api import Cluster, GroupSpec, MemberSubscription, PartitionAssignorError, SubscriptionType
 from assignors.consumer_protocol import Assignment, decode_subscription, encode_assignment
-from state.errors import Errors
+from state.errors import NONE, UNKNOWN_SERVER_ERROR, UNSUPPORTED_ASSIGNOR, Errors
 from state.group import ClassicGroup
 
 SERVER_PREFIX = "server:"
@@ -56,14 +56,14 @@ def compute(group: ClassicGroup, protocol: str) -> tuple[dict[str, str] | None, 
 
         assignor = registry.get(name, kind="server")
     except Exception as exc:  # noqa: BLE001 - any failure to find the assignor is reported, not raised
-        return None, Errors.UNSUPPORTED_ASSIGNOR, f"server assignor {name!r} is not available: {exc}"
+        return None, UNSUPPORTED_ASSIGNOR, f"server assignor {name!r} is not available: {exc}"
     subscriptions = []
     counts: dict[str, int] = {}
     for m in sorted(group.members.values(), key=lambda m: m.member_id):
         try:
             sub = decode_subscription(base64.b64decode(m.metadata(protocol)))
         except Exception as exc:  # noqa: BLE001
-            return None, Errors.UNSUPPORTED_ASSIGNOR, f"subscription of {m.member_id} cannot be decoded: {exc}"
+            return None, UNSUPPORTED_ASSIGNOR, f"subscription of {m.member_id} cannot be decoded: {exc}"
         subscriptions.append((m, sub))
         for topic, count in m.topic_partitions:
             counts[topic] = max(counts.get(topic, 0), count)
@@ -78,14 +78,14 @@ def compute(group: ClassicGroup, protocol: str) -> tuple[dict[str, str] | None, 
     try:
         result = assignor.assign_group(Cluster(dict(sorted(counts.items()))), GroupSpec(members, kind))
     except PartitionAssignorError as exc:
-        return None, Errors.UNKNOWN_SERVER_ERROR, (
+        return None, UNKNOWN_SERVER_ERROR, (
             f"Failed to compute a new target assignment for epoch {group.generation + 1}: {exc}"
         )
     except Exception as exc:  # noqa: BLE001 - a failing assignor must not take the group down
-        return None, Errors.UNSUPPORTED_ASSIGNOR, f"server assignor {name!r} failed: {exc}"
+        return None, UNSUPPORTED_ASSIGNOR, f"server assignor {name!r} failed: {exc}"
     return {
         member_id: base64.b64encode(encode_assignment(Assignment(
             tuple((topic, tuple(parts)) for topic, parts in partitions)
         ))).decode()
         for member_id, partitions in result.items()
-    }, Errors.NONE, ""
+    }, NONE, ""

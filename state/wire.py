@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from state.errors import Errors
+from state.errors import INVALID_REQUEST, UNSUPPORTED_VERSION, Errors
 
 API_VERSIONS: dict[str, tuple[int, int]] = {
     "JoinGroup": (0, 9),
@@ -41,7 +41,7 @@ INT64 = (-(2**63), 2**63 - 1)
 class BadRequest(Exception):
     """The request cannot be handled; `code` is the Kafka error code of the answer."""
 
-    def __init__(self, reason: str, code: Errors = Errors.INVALID_REQUEST) -> None:
+    def __init__(self, reason: str, code: Errors = INVALID_REQUEST) -> None:
         super().__init__(reason)
         self.reason = reason
         self.code = code
@@ -276,7 +276,7 @@ def parse(body: dict) -> Request:
     if not isinstance(version, int) or isinstance(version, bool):
         raise BadRequest("api_version: expected an integer")
     if not lo <= version <= hi:
-        raise BadRequest(f"{api} v{version} is not supported (v{lo}-v{hi})", Errors.UNSUPPORTED_VERSION)
+        raise BadRequest(f"{api} v{version} is not supported (v{lo}-v{hi})", UNSUPPORTED_VERSION)
     if api == "ListGroups":
         group_id = ""
     else:
