@@ -189,7 +189,9 @@ class GroupContext:
         for member_id in ids:
             self.join(member_id, **kw)
         responses = self.sleep(self.config.group_initial_rebalance_delay_ms)
-        while not responses:  # the initial delay is extended once per delay while members were added
+        for _ in range(n):  # the initial delay is extended once per delay while members were added
+            if responses:
+                break
             responses = self.sleep(self.config.group_initial_rebalance_delay_ms)
         assert {r["error_code"] for r in responses} == {Errors.NONE}, responses
         generation = responses[0]["generation_id"]
