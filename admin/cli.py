@@ -25,8 +25,7 @@ from admin.reset import ResetError, datetime_ms, duration_ms, new_offsets, read_
 from client.errors import GroupError, RequestTimeoutError, for_code
 from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, KafkaTransport, Transport
 from kafka import KafkaConsumer, KafkaProducer
-from streaming.config import read_properties
-from streaming.kafka_clients import KAFKA_PREFIX, client_config
+from state.properties import kafka_python_settings, read_properties
 
 DEFAULT_RECORDS_TOPIC = "group-coordinator-records"
 REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
@@ -228,8 +227,8 @@ def command_config(path: str) -> dict[str, object]:
         props = read_properties(Path(path))
     except OSError as exc:
         raise CommandError(f"Cannot read --command-config {path}: {exc.strerror}") from None
-    settings = client_config({**{KAFKA_PREFIX + k: v for k, v in props.items()}, "kafka.bootstrap.servers": ""})
-    del settings["bootstrap_servers"]
+    settings = kafka_python_settings(props)
+    settings.pop("bootstrap_servers", None)
     unknown = sorted(k.replace("_", ".") for k in settings if k not in SHARED_SETTINGS)
     if unknown:
         raise CommandError(f"--command-config {path}: unknown settings {', '.join(unknown)}; the tool takes "
@@ -268,8 +267,8 @@ def _list(admin: GroupAdmin, o: Output, states: str | None, types: str | None) -
             return [group] + [group_type] * (types is not None) + [state] * (states is not None)
 
         width = max([15] + [len(g) for g, _, _ in groups]) + 10
-        for row in [line("GROUP", "TYPE", "STATE")] + [line(g, "Classic", s) for g, _, s in groups]:
-            o.out.write(row[0].ljust(width) + "".join(" " + v.ljust(20) for v in row[1:]) + "\n")
+        for first, *rest in [line("GROUP", "TYPE", "STATE")] + [line(g, "Classic", s) for g, _, s in groups]:
+            o.out.write(first.ljust(width) + "".join(" " + v.ljust(20) for v in rest) + "\n")
     return 0
 
 

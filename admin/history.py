@@ -47,7 +47,7 @@ class Snapshot:
         )
 
 
-def _assignment(text: str | None) -> tuple[tuple[str, int], ...]:
+def _assignment(text: str) -> tuple[tuple[str, int], ...]:
     if not text:
         return ()
     try:
@@ -57,18 +57,14 @@ def _assignment(text: str | None) -> tuple[tuple[str, int], ...]:
 
 
 def snapshot_of(value: dict, timestamp_ms: int) -> Snapshot:
-    directory = value.get("directory") or {}
+    """A group metadata record's value (`state.records.group_record`: every release writes all of these fields;
+    `protocol` and `leader` are null while the group is Empty)."""
     members = tuple(
-        MemberSnapshot(
-            m.get("member_id", ""), m.get("group_instance_id"), m.get("client_id", ""), _assignment(m.get("assignment"))
-        )
-        for m in value.get("members") or []
+        MemberSnapshot(m["member_id"], m["group_instance_id"], m["client_id"], _assignment(m["assignment"]))
+        for m in value["members"]
     )
-    state = directory.get("group_state") or ("Stable" if members else "Empty")
-    return Snapshot(
-        timestamp_ms, int(value.get("generation", 0)), state, value.get("protocol") or "", value.get("leader") or "",
-        members,
-    )
+    return Snapshot(timestamp_ms, value["generation"], value["directory"]["group_state"], value["protocol"] or "",
+                    value["leader"] or "", members)
 
 
 def history(records: Iterable[tuple[bytes | None, bytes | None, int]], group_id: str) -> list[Snapshot]:
@@ -102,20 +98,20 @@ def read_records(bootstrap_servers: str, topic: str, timeout_s: float = 30.0, **
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        rows = []
+        records = []
         deadline = time.monotonic() + timeout_s
         done: set[TopicPartition] = set()
         while len(done) < len(tps):
-            for tp, records in consumer.poll(timeout_ms=100).items():
-                rows.extend((r.timestamp, r.partition, r.offset, r.key, r.value) for r in records)
+            for polled in consumer.poll(timeout_ms=100).values():
+                records.extend(polled)
             for tp in tps:
                 mark = consumer.highwater(tp)
                 if mark is not None and consumer.position(tp) >= mark:
                     done.add(tp)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"could not read {topic} to its end within {timeout_s}s")
-        rows.sort(key=lambda r: (r[0], r[1], r[2]))
-        return [(key, value, ts) for ts, _p, _o, key, value in rows]
+        records.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
+        return [(r.key, r.value, r.timestamp) for r in records]
     finally:
         consumer.close()
 

@@ -198,23 +198,12 @@ def _balance(
 
     A giver hands over partitions it was only just given (kept[p] != giver) before ones it owned, so a member
     never revokes a partition while keeping a newly assigned one it could have given instead."""
-    members, topics = subscribed.shape
-    class_of_topic: dict[bytes, int] = {}
-    class_topics: list[list[int]] = []
-    class_members: list[np.ndarray] = []
-    for t in range(topics):
-        key = subscribed[:, t].tobytes()
-        if key not in class_of_topic:
-            class_of_topic[key] = len(class_topics)
-            class_topics.append([])
-            class_members.append(np.flatnonzero(subscribed[:, t]))
-        class_topics[class_of_topic[key]].append(t)
+    members = subscribed.shape[0]
+    class_topics, class_members = _subscriber_classes(subscribed)
     movable = [k for k in range(len(class_topics)) if class_members[k].size > 1]
     if not movable:
         return
-    counts = np.zeros((members, topics), dtype=np.int64)
-    assigned = owner >= 0
-    np.add.at(counts, (owner[assigned], topic_of[assigned]), 1)
+    counts, fresh = _held_per_topic(owner, kept, topic_of, subscribed.shape)
     classes_of_member: list[list[int]] = [[] for _ in range(members)]
     heaps: dict[int, list[tuple[int, int]]] = {}
     for k in movable:
@@ -223,10 +212,6 @@ def _balance(
         heaps[k] = [(int(sizes[m]), m) for m in class_members[k].tolist()]
         heapq.heapify(heaps[k])
     held: dict[tuple[int, int], list[int]] = {}
-
-    fresh = np.zeros((members, topics), dtype=np.int64)
-    is_fresh = assigned & (kept != owner)
-    np.add.at(fresh, (owner[is_fresh], topic_of[is_fresh]), 1)
 
     def partitions_of(m: int, t: int) -> list[int]:
         """m's partitions of t, owned ones first, so pop() gives away a fresh one while there is one."""
@@ -249,6 +234,22 @@ def _balance(
             heapq.heappush(heaps[k], (size, m))
         heapq.heappush(givers, (-size, m))
 
+    def move(giver: int, taker: int, k: int) -> None:
+        """One partition of class k from giver to taker: a fresh one of the topic where the giver has most."""
+        topic = max(class_topics[k], key=lambda t: (fresh[giver, t], counts[giver, t]))
+        partition = partitions_of(giver, topic).pop()
+        owner[partition] = taker
+        if (taker, topic) in held:
+            held[(taker, topic)].append(partition)
+        fresh[giver, topic] -= kept[partition] != giver
+        fresh[taker, topic] += kept[partition] != taker
+        counts[giver, topic] -= 1
+        counts[taker, topic] += 1
+        sizes[giver] -= 1
+        sizes[taker] += 1
+        resized(giver)
+        resized(taker)
+
     givers: list[tuple[int, int]] = []
     moved = True
     while moved:  # one more sweep after the last move proves no member can still give
@@ -260,6 +261,8 @@ def _balance(
             size = -negative_size
             if size != sizes[giver]:
                 continue
+            # The least loaded member, lowest index on ties, that could take one of the giver's partitions and
+            # would still hold fewer than the giver.
             best: tuple[int, int, int] | None = None
             for k in classes_of_member[giver]:
                 if counts[giver, class_topics[k]].sum() == 0:
@@ -267,23 +270,39 @@ def _balance(
                 taker_size, taker = least_loaded(k)
                 if taker_size + 1 < size and (best is None or (taker_size, taker) < best[:2]):
                     best = (taker_size, taker, k)
-            if best is None:
-                continue
-            _, taker, k = best
-            topic = max(class_topics[k], key=lambda t: (fresh[giver, t], counts[giver, t]))
-            partition = partitions_of(giver, topic).pop()
-            owner[partition] = taker
-            if (taker, topic) in held:
-                held[(taker, topic)].append(partition)
-            fresh[giver, topic] -= kept[partition] != giver
-            fresh[taker, topic] += kept[partition] != taker
-            counts[giver, topic] -= 1
-            counts[taker, topic] += 1
-            sizes[giver] -= 1
-            sizes[taker] += 1
-            resized(giver)
-            resized(taker)
-            moved = True
+            if best is not None:
+                _, taker, k = best
+                move(giver, taker, k)
+                moved = True
+
+
+def _held_per_topic(owner: np.ndarray, kept: np.ndarray, topic_of: np.ndarray,
+                    shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per member and topic: how many partitions it holds, and how many of those it was only just given (not
+    kept from before)."""
+    assigned = owner >= 0
+    counts = np.zeros(shape, dtype=np.int64)
+    np.add.at(counts, (owner[assigned], topic_of[assigned]), 1)
+    fresh = np.zeros(shape, dtype=np.int64)
+    is_fresh = assigned & (kept != owner)
+    np.add.at(fresh, (owner[is_fresh], topic_of[is_fresh]), 1)
+    return counts, fresh
+
+
+def _subscriber_classes(subscribed: np.ndarray) -> tuple[list[list[int]], list[np.ndarray]]:
+    """Topics grouped by their subscriber set (the columns of `subscribed`), in order of first topic: each class's
+    topics, and its subscribers."""
+    class_of_topic: dict[bytes, int] = {}
+    class_topics: list[list[int]] = []
+    class_members: list[np.ndarray] = []
+    for t in range(subscribed.shape[1]):
+        key = subscribed[:, t].tobytes()
+        if key not in class_of_topic:
+            class_of_topic[key] = len(class_topics)
+            class_topics.append([])
+            class_members.append(np.flatnonzero(subscribed[:, t]))
+        class_topics[class_of_topic[key]].append(t)
+    return class_topics, class_members
 
 
 def transferring_from_claims(claims: Claims, owned: np.ndarray, owner: np.ndarray) -> np.ndarray:

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +47,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from deploy.drills.fleet import ASSIGNMENT, SUBSCRIPTION, Fleet, Member, percentile  # noqa: E402
+from state.errors import Errors  # noqa: E402
+
+if TYPE_CHECKING:
+    from deploy.drills.fleet import Wire
+    from deploy.drills.harness import Environment
 
 SCALES = {
     # sizes: time-to-Stable groups; rates: latency sweep; backlog/population: batch time with G x M in state;
@@ -73,12 +79,21 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+class LatencyPoint(NamedTuple):
+    """One rate of the latency sweep: what was offered, what was answered, and the answers' latency."""
+
+    offered_rps: int
+    answered_rps: float
+    p50_s: float | None
+    p99_s: float | None
+
+
 @dataclass
 class Results:
     peer: str
     sustained_rps: float | None = None
     sustained_note: str = ""
-    latency: list[tuple[int, float, float | None, float | None]] = field(default_factory=list)
+    latency: list[LatencyPoint] = field(default_factory=list)
     time_to_stable: dict[int, float | None] = field(default_factory=dict)
     reassign_s: float | None = None
     recovery_s: float | None = None
@@ -126,7 +141,8 @@ class TansuMember:
         self.member_id, self.generation = "", -1
 
     async def join_and_sync(self) -> None:
-        """Kafka consumer behaviour until this member is Stable (re-joins on 27/22, starts over on 25)."""
+        """Kafka consumer behaviour until this member is Stable (re-joins on REBALANCE_IN_PROGRESS or
+        ILLEGAL_GENERATION, starts over on UNKNOWN_MEMBER_ID)."""
         from kafka.protocol.consumer.group import (JoinGroupRequest, JoinGroupResponse, SyncGroupRequest,
                                                    SyncGroupResponse)
 
@@ -137,13 +153,13 @@ class TansuMember:
                                      session_timeout_ms=self.session_ms, rebalance_timeout_ms=self.session_ms,
                                      member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
                                      protocols=[P(name="range", metadata=SUBSCRIPTION)])
-            if r.error_code == 79:
+            if r.error_code == Errors.MEMBER_ID_REQUIRED:
                 self.member_id = r.member_id
                 continue
-            if r.error_code == 25:
+            if r.error_code == Errors.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
                 continue
-            if r.error_code != 0:
+            if r.error_code != Errors.NONE:
                 await asyncio.sleep(0.1)
                 continue
             self.member_id, self.generation = r.member_id, r.generation_id
@@ -152,9 +168,9 @@ class TansuMember:
             s = await self.conn.call(SyncGroupRequest, SyncGroupResponse, 3, group_id=self.group,
                                      generation_id=self.generation, member_id=self.member_id,
                                      group_instance_id=None, assignments=assignments)
-            if s.error_code == 0:
+            if s.error_code == Errors.NONE:
                 return
-            if s.error_code == 25:
+            if s.error_code == Errors.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
 
     def heartbeat(self, conn: RawConnection | None = None) -> asyncio.Future:
@@ -244,7 +260,7 @@ class TansuPeer:
         async def live(m: TansuMember) -> None:
             while True:
                 r = await m.heartbeat()
-                if r.error_code != 0:
+                if r.error_code != Errors.NONE:
                     await m.join_and_sync()
                     if m.generation > old:
                         return
@@ -290,7 +306,7 @@ def run_tansu(scale: dict, results: Results) -> None:
             log(f"tansu: formed {groups} x {members}")
             for rate in scale["rates"]:
                 achieved, p50, p99 = await peer.latency(pop, rate, scale["duration"])
-                results.latency.append((rate, achieved, p50, p99))
+                results.latency.append(LatencyPoint(rate, achieved, p50, p99))
                 log(f"tansu: {rate}/s offered -> p50 {p50} p99 {p99}")
 
         asyncio.run(all_figures())
@@ -306,45 +322,76 @@ def run_tansu(scale: dict, results: Results) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 def run_job(scale: dict, results: Results, workdir: Path) -> None:
-    from deploy.drills.harness import Environment, JobProcess
+    """The job's figures, one phase after the other, from one job process on a fresh broker."""
+    from deploy.drills.harness import Environment
 
     env = Environment(workdir / "job", props={"group.initial.rebalance.delay.ms": "3000",
                                               "trigger.interval.ms": "100", "metrics.log": ""})
     log(f"job: starting on {env.bootstrap}")
-    wire = None
+    run = JobRun(env, results)
     try:
         env.job.start()
-        started = time.monotonic()
-        env.job.wait_running(600)
-        wire = env.wire()
-        seq = itertools.count()
-        # Warm-up: the first batch starts the Python workers; it is not part of any figure below.
+        run.first_answer()
+        run.time_to_stable(scale["sizes"])
+        run.reassign_after_a_silent_failure()
+        pop, stable = run.form_population(*scale["population"])
+        run.population_backlog(pop, stable, scale["backlog"])
+        run.latency_sweep(pop, stable, scale["rates"], scale["duration"])
+        run.recovery(pop, stable[0])
+    finally:
+        run.close()
+        env.close()
+
+
+class JobRun:
+    """The job's benchmark phases: simulated members (`deploy.drills.fleet`) speaking to it through its topics,
+    every response recorded in one ledger."""
+
+    def __init__(self, env: Environment, results: Results) -> None:
+        from deploy.drills.fleet import Ledger
+
+        self.env, self.results = env, results
+        self.wire: Wire | None = None
+        self.ledger = Ledger()
+        self.seq = itertools.count()
+
+    def first_answer(self) -> None:
+        """Waits for the started job, then for its first answer: the first batch starts the Python workers, which
+        is `first_answer_s` and not part of any later figure."""
         from client import protocol as wire_protocol
 
-        warm = Fleet(wire, [], 0)
+        env, results = self.env, self.results
+        started = time.monotonic()
+        env.job.wait_running(600)
+        self.wire = env.wire()
+        warm = Fleet(self.wire, [], 0)
         rid = warm.send_admin(wire_protocol.describe_group("warm-up"))
         warm.run_until(lambda: rid in warm.ledger.first_at, 600)
         results.first_answer_s = time.monotonic() - started
         log(f"job: first answer {results.first_answer_s:.1f} s after start")
 
-        def fleet(groups: list[str], n: int, session_ms: int = SESSION_MS, hb_ms: int = HEARTBEAT_MS) -> Fleet:
-            f = Fleet(wire, groups, n, session_timeout_ms=session_ms, rebalance_timeout_ms=session_ms,
-                      heartbeat_interval_ms=hb_ms, commit_interval_ms=10 * hb_ms)
-            f.ledger = shared
-            return f
+    def close(self) -> None:
+        if self.wire is not None:
+            self.wire.close()
 
-        from deploy.drills.fleet import Ledger
+    def fleet(self, groups: list[str], n: int, session_ms: int = SESSION_MS, hb_ms: int = HEARTBEAT_MS) -> Fleet:
+        f = Fleet(self.wire, groups, n, session_timeout_ms=session_ms, rebalance_timeout_ms=session_ms,
+                  heartbeat_interval_ms=hb_ms, commit_interval_ms=10 * hb_ms)
+        f.ledger = self.ledger
+        return f
 
-        shared = Ledger()
-        for n in scale["sizes"]:
-            f = fleet([f"stable-{n}-{next(seq)}"], n, session_ms=STABLE_SESSION_MS)
+    def time_to_stable(self, sizes: list[int]) -> None:
+        for n in sizes:
+            f = self.fleet([f"stable-{n}-{next(self.seq)}"], n, session_ms=STABLE_SESSION_MS)
             start = time.monotonic()
             ok = f.run_until(f.all_stable, 600)
-            results.time_to_stable[n] = time.monotonic() - start if ok else None
-            log(f"job: {n} members Stable in {results.time_to_stable[n]}")
+            self.results.time_to_stable[n] = time.monotonic() - start if ok else None
+            log(f"job: {n} members Stable in {self.results.time_to_stable[n]}")
             f.members = []  # stop them (their sessions expire later, harmlessly)
 
-        f = fleet([f"fail-{next(seq)}"], 10, FAILOVER_SESSION_MS, FAILOVER_HEARTBEAT_MS)
+    def reassign_after_a_silent_failure(self) -> None:
+        """One of 10 members stops without a LeaveGroup: time until the others are Stable in a newer generation."""
+        f = self.fleet([f"fail-{next(self.seq)}"], 10, FAILOVER_SESSION_MS, FAILOVER_HEARTBEAT_MS)
         if f.run_until(f.all_stable, 300):
             victim = f.members[0]
             old = max(m.generation for m in f.members)
@@ -352,82 +399,88 @@ def run_job(scale: dict, results: Results, workdir: Path) -> None:
             failed_at = time.monotonic()
             victim.phase = "left"  # silent: no LeaveGroup
             ok = f.run_until(lambda: all(m.phase == "stable" and m.generation > old for m in f.members), 180)
-            results.reassign_s = time.monotonic() - failed_at if ok else None
-        log(f"job: reassign {results.reassign_s}")
+            self.results.reassign_s = time.monotonic() - failed_at if ok else None
+        log(f"job: reassign {self.results.reassign_s}")
         f.members = []
 
-        groups, members = scale["population"]
-        pop = fleet([f"pop-{g}" for g in range(groups)], members, session_ms=600_000, hb_ms=600_000)
-        results.population = (groups, members)
+    def form_population(self, groups: int, members: int) -> tuple[Fleet, list[Member]]:
+        """groups x members kept in the job's state (sessions long enough to need no heartbeats); returns the
+        fleet, no longer sending on its own, and its Stable members."""
+        pop = self.fleet([f"pop-{g}" for g in range(groups)], members, session_ms=600_000, hb_ms=600_000)
+        self.results.population = (groups, members)
         pop.run_until(pop.all_stable, 1800)
         log(f"job: formed {groups} x {members} ({sum(m.phase == 'stable' for m in pop.members)} stable)")
         pop.sending = False
-        stable = [m for m in pop.members if m.phase == "stable"]
+        return pop, [m for m in pop.members if m.phase == "stable"]
 
-        # Batch time with the population in state: one heartbeat or commit from every member, at once.
-        metrics_from = len(env.job.metrics())
+    def population_backlog(self, pop: Fleet, stable: list[Member], backlog: int) -> None:
+        """Batch time with the population in state: one heartbeat or commit from every member, at once."""
+        shared = self.ledger
+        metrics_from = len(self.env.job.metrics())
         rids = []
         start = time.monotonic()
-        for i in range(scale["backlog"]):
+        for i in range(backlog):
             m = stable[i % len(stable)]
-            rids.append(_send_load(pop, m, i))
+            rids.append(_send_request(pop, m, i))
         pop.wire.flush()
         pop.run_until(lambda: all(r in shared.first_at for r in rids), 1800)
         answered = sum(r in shared.first_at for r in rids)
         took = max(shared.first_at[r] for r in rids if r in shared.first_at) - start if answered else None
-        results.population_note = (f"{scale['backlog']:,} heartbeats + commits from the population produced at once, "
-                                   f"{answered:,} answered in {_fmt(took)} s")
-        batches = env.job.metrics()[metrics_from:]
-        results.population_batch_ms = [b["batch_duration_ms"] for b in batches if b.get("requests_in")]
+        self.results.population_note = (f"{backlog:,} heartbeats + commits from the population produced at once, "
+                                        f"{answered:,} answered in {_fmt(took)} s")
+        batches = self.env.job.metrics()[metrics_from:]
+        self.results.population_batch_ms = [b["batch_duration_ms"] for b in batches if b.get("requests_in")]
         if batches:
-            results.state_rows = batches[-1].get("state_rows")
-            results.state_bytes = batches[-1].get("state_memory_bytes")
-        log(f"job: population backlog batches {results.population_batch_ms[:10]}")
+            self.results.state_rows = batches[-1].get("state_rows")
+            self.results.state_bytes = batches[-1].get("state_memory_bytes")
+        log(f"job: population backlog batches {self.results.population_batch_ms[:10]}")
 
-        for rate in scale["rates"]:
+    def latency_sweep(self, pop: Fleet, stable: list[Member], rates: list[int], duration: float) -> None:
+        """Open loop: each rate's requests sent on schedule whatever the answers, then their latencies."""
+        shared = self.ledger
+        for rate in rates:
             sent = []
             start = time.monotonic()
-            n = int(rate * scale["duration"])
+            n = int(rate * duration)
             for i in range(n):
                 due = start + i / rate
                 while time.monotonic() < due:
                     pop.tick(poll_ms=max(1, int((due - time.monotonic()) * 1000)))
-                sent.append(_send_load(pop, stable[i % len(stable)], i))
+                sent.append(_send_request(pop, stable[i % len(stable)], i))
             pop.run_until(lambda: all(r in shared.first_at for r in sent), 300)
             lat = [shared.first_at[r] - shared.sent[r].at for r in sent if r in shared.first_at]
             achieved = len(lat) / (time.monotonic() - start)
-            results.latency.append((rate, achieved, percentile(lat, 0.5), percentile(lat, 0.99)))
+            self.results.latency.append(LatencyPoint(rate, achieved, percentile(lat, 0.5), percentile(lat, 0.99)))
             log(f"job: {rate}/s offered -> p50 {percentile(lat, 0.5)} p99 {percentile(lat, 0.99)}")
 
-        # Recovery after kill -9: kill the driver, restart on the checkpoint, time to the first answer.
-        probe = stable[0]
+    def recovery(self, pop: Fleet, probe: Member) -> None:
+        """After kill -9: the driver restarted on its checkpoint, then a warm, rehearsed standby driver
+        (streaming/driver_lock.py) taking over; each timed to the first answer."""
+        from deploy.drills.harness import JobProcess
+
+        env, shared = self.env, self.ledger
         env.job.kill()
         killed = time.monotonic()
         env.job.start()
-        rid = _send_load(pop, probe, 1)
+        rid = _send_request(pop, probe, 1)
         pop.wire.flush()
         if pop.run_until(lambda: rid in shared.first_at, 600):
-            results.recovery_s = shared.first_at[rid] - killed
-        log(f"job: recovered in {results.recovery_s}")
+            self.results.recovery_s = shared.first_at[rid] - killed
+        log(f"job: recovered in {self.results.recovery_s}")
 
-        # The same with a standby driver (streaming/lease.py) on the checkpoint, warm and rehearsed.
         env.job.wait_running(600)
         standby = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf).start()
         try:
             standby.wait_standby(600)
             env.job.kill()
             killed = time.monotonic()
-            rid = _send_load(pop, probe, 2)
+            rid = _send_request(pop, probe, 2)
             pop.wire.flush()
             if pop.run_until(lambda: rid in shared.first_at, 600):
-                results.standby_recovery_s = shared.first_at[rid] - killed
-            log(f"job: the standby took over in {results.standby_recovery_s}")
+                self.results.standby_recovery_s = shared.first_at[rid] - killed
+            log(f"job: the standby took over in {self.results.standby_recovery_s}")
         finally:
             standby.stop()
-    finally:
-        if wire is not None:
-            wire.close()
-        env.close()
 
 
 def run_stream_bench(scale: dict, job: Results | None, tansu: Results | None) -> None:
@@ -491,7 +544,8 @@ def _stop_spark() -> None:
         session.stop()
 
 
-def _send_load(fleet: Fleet, m: Member, i: int) -> str:
+def _send_request(fleet: Fleet, m: Member, i: int) -> str:
+    """The i-th request of the offered traffic from member m: a heartbeat or an offset commit, in turn."""
     from client import protocol as wire
 
     if i % 2:
@@ -561,9 +615,10 @@ def write_report(out: Path, scale_name: str, scale: dict, job: Results | None, t
     for rate in scale["rates"]:
         cells = []
         for r in peers:
-            row = next((x for x in r.latency if x[0] == rate), None)
-            cells += ["n/a"] * 3 if row is None else [_fmt(row[1], digits=0), _fmt(row[2] and row[2] * 1000),
-                                                       _fmt(row[3] and row[3] * 1000)]
+            point = next((x for x in r.latency if x.offered_rps == rate), None)
+            cells += ["n/a"] * 3 if point is None else [_fmt(point.answered_rps, digits=0),
+                                                         _fmt(point.p50_s and point.p50_s * 1000),
+                                                         _fmt(point.p99_s and point.p99_s * 1000)]
         lines.append(f"| {rate:,} | " + " | ".join(cells) + " |")
     lines += ["", "## State size and batch time", ""]
     if job is not None and job.population:
@@ -623,9 +678,9 @@ def plot(out: Path, scale: dict, job: Results | None, tansu: Results | None) -> 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     ax = axes[0]
     for r in peers:
-        rows = [x for x in r.latency if x[2] is not None]
-        ax.plot([x[0] for x in rows], [x[2] * 1000 for x in rows], "o-", label=f"{r.peer} p50")
-        ax.plot([x[0] for x in rows], [x[3] * 1000 for x in rows], "s--", label=f"{r.peer} p99")
+        points = [x for x in r.latency if x.p50_s is not None]
+        ax.plot([x.offered_rps for x in points], [x.p50_s * 1000 for x in points], "o-", label=f"{r.peer} p50")
+        ax.plot([x.offered_rps for x in points], [x.p99_s * 1000 for x in points], "s--", label=f"{r.peer} p99")
     ax.set(xlabel="offered requests/s", ylabel="latency (ms)", yscale="log", title="latency vs offered load")
     ax.legend(fontsize=8)
     ax = axes[1]

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Iterable
 
-from client import errors as E
-from client.errors import KafkaError
+from client.errors import (
+    CommitFailedError,
+    FencedInstanceError,
+    GroupError,
+    KafkaError,
+    RebalanceInProgressError,
+    for_code,
+)
+from state.errors import Errors
 
 
 class Action(enum.Enum):
@@ -47,71 +55,71 @@ FENCED = Reaction(Action.FENCED, reset_generation=True)
 FAIL = Reaction(Action.FAIL)
 
 _COORDINATOR_GONE = {
-    E.COORDINATOR_NOT_AVAILABLE.code: RETRY,
-    E.NOT_COORDINATOR.code: RETRY,
-    E.COORDINATOR_LOAD_IN_PROGRESS.code: RETRY,
-    E.REQUEST_TIMED_OUT.code: RETRY,
+    Errors.COORDINATOR_NOT_AVAILABLE: RETRY,
+    Errors.NOT_COORDINATOR: RETRY,
+    Errors.COORDINATOR_LOAD_IN_PROGRESS: RETRY,
+    Errors.REQUEST_TIMED_OUT: RETRY,
 }
 
 JOIN_GROUP: dict[int, Reaction] = {
-    E.NONE.code: PROCEED,
+    Errors.NONE: PROCEED,
     **_COORDINATOR_GONE,
     # KIP-394: the answer carries the member id to re-send JoinGroup with, at once.
-    E.MEMBER_ID_REQUIRED.code: REJOIN,
-    E.REBALANCE_IN_PROGRESS.code: REJOIN,
-    E.UNKNOWN_MEMBER_ID.code: RESET_MEMBER_ID,
-    E.ILLEGAL_GENERATION.code: RESET_MEMBER_ID,
-    E.FENCED_INSTANCE_ID.code: FENCED,
-    E.INCONSISTENT_GROUP_PROTOCOL.code: FAIL,
-    E.INVALID_SESSION_TIMEOUT.code: FAIL,
-    E.INVALID_GROUP_ID.code: FAIL,
-    E.GROUP_MAX_SIZE_REACHED.code: FAIL,
+    Errors.MEMBER_ID_REQUIRED: REJOIN,
+    Errors.REBALANCE_IN_PROGRESS: REJOIN,
+    Errors.UNKNOWN_MEMBER_ID: RESET_MEMBER_ID,
+    Errors.ILLEGAL_GENERATION: RESET_MEMBER_ID,
+    Errors.FENCED_INSTANCE_ID: FENCED,
+    Errors.INCONSISTENT_GROUP_PROTOCOL: FAIL,
+    Errors.INVALID_SESSION_TIMEOUT: FAIL,
+    Errors.INVALID_GROUP_ID: FAIL,
+    Errors.GROUP_MAX_SIZE_REACHED: FAIL,
 }
 
 SYNC_GROUP: dict[int, Reaction] = {
-    E.NONE.code: PROCEED,
+    Errors.NONE: PROCEED,
     **_COORDINATOR_GONE,
     # A new rebalance started between our JoinGroup and SyncGroup: join again, same member id.
-    E.REBALANCE_IN_PROGRESS.code: REJOIN,
-    E.UNKNOWN_MEMBER_ID.code: RESET_MEMBER_ID,
+    Errors.REBALANCE_IN_PROGRESS: REJOIN,
+    Errors.UNKNOWN_MEMBER_ID: RESET_MEMBER_ID,
     # Kafka keeps the member id on ILLEGAL_GENERATION (KAFKA-13407) but drops the generation.
-    E.ILLEGAL_GENERATION.code: REJOIN_NEW_GENERATION,
-    E.FENCED_INSTANCE_ID.code: FENCED,
-    E.INCONSISTENT_GROUP_PROTOCOL.code: FAIL,
-    E.INVALID_GROUP_ID.code: FAIL,
+    Errors.ILLEGAL_GENERATION: REJOIN_NEW_GENERATION,
+    Errors.FENCED_INSTANCE_ID: FENCED,
+    Errors.INCONSISTENT_GROUP_PROTOCOL: FAIL,
+    Errors.INVALID_GROUP_ID: FAIL,
 }
 
 HEARTBEAT: dict[int, Reaction] = {
-    E.NONE.code: PROCEED,
+    Errors.NONE: PROCEED,
     **_COORDINATOR_GONE,
     # The group is rebalancing: the member still owns its partitions (cooperative keeps them) and re-joins.
-    E.REBALANCE_IN_PROGRESS.code: REJOIN,
-    E.ILLEGAL_GENERATION.code: REJOIN_NEW_GENERATION,
-    E.UNKNOWN_MEMBER_ID.code: RESET_MEMBER_ID,
-    E.FENCED_INSTANCE_ID.code: FENCED,
-    E.INVALID_GROUP_ID.code: FAIL,
+    Errors.REBALANCE_IN_PROGRESS: REJOIN,
+    Errors.ILLEGAL_GENERATION: REJOIN_NEW_GENERATION,
+    Errors.UNKNOWN_MEMBER_ID: RESET_MEMBER_ID,
+    Errors.FENCED_INSTANCE_ID: FENCED,
+    Errors.INVALID_GROUP_ID: FAIL,
 }
 
 OFFSET_COMMIT: dict[int, Reaction] = {
-    E.NONE.code: PROCEED,
+    Errors.NONE: PROCEED,
     **_COORDINATOR_GONE,
-    E.BY_NAME["UNKNOWN_TOPIC_OR_PARTITION"].code: RETRY,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: RETRY,
     # Kafka raises RebalanceInProgressException: the commit is not retried, the member re-joins and the
     # application may commit again once it has its new assignment.
-    E.REBALANCE_IN_PROGRESS.code: REJOIN,
-    E.ILLEGAL_GENERATION.code: REJOIN_NEW_GENERATION,
-    E.UNKNOWN_MEMBER_ID.code: RESET_MEMBER_ID,
-    E.FENCED_INSTANCE_ID.code: FENCED,
-    E.BY_NAME["OFFSET_METADATA_TOO_LARGE"].code: FAIL,
-    E.BY_NAME["INVALID_COMMIT_OFFSET_SIZE"].code: FAIL,
-    E.INVALID_GROUP_ID.code: FAIL,
+    Errors.REBALANCE_IN_PROGRESS: REJOIN,
+    Errors.ILLEGAL_GENERATION: REJOIN_NEW_GENERATION,
+    Errors.UNKNOWN_MEMBER_ID: RESET_MEMBER_ID,
+    Errors.FENCED_INSTANCE_ID: FENCED,
+    Errors.OFFSET_METADATA_TOO_LARGE: FAIL,
+    Errors.INVALID_COMMIT_OFFSET_SIZE: FAIL,
+    Errors.INVALID_GROUP_ID: FAIL,
 }
 
 LEAVE_GROUP: dict[int, Reaction] = {
     # Leaving is best effort, as in Kafka: whatever the answer, the member forgets its id.
-    E.NONE.code: PROCEED,
-    E.UNKNOWN_MEMBER_ID.code: PROCEED,
-    E.FENCED_INSTANCE_ID.code: PROCEED,
+    Errors.NONE: PROCEED,
+    Errors.UNKNOWN_MEMBER_ID: PROCEED,
+    Errors.FENCED_INSTANCE_ID: PROCEED,
     **_COORDINATOR_GONE,
 }
 
@@ -127,8 +135,40 @@ TABLES: dict[str, dict[int, Reaction]] = {
 def decide(api: str, error: KafkaError | int) -> Reaction:
     """The member's reaction to `error` in a response to `api`. Codes the table does not name: retriable
     ones are retried (as Kafka does for any RetriableException), anything else fails."""
-    err = error if isinstance(error, KafkaError) else E.for_code(error)
+    err = error if isinstance(error, KafkaError) else for_code(error)
     reaction = TABLES[api].get(err.code)
     if reaction is not None:
         return reaction
     return RETRY if err.retriable else FAIL
+
+
+_SEVERITY = {
+    Action.PROCEED: 0,
+    Action.RETRY: 1,
+    Action.REJOIN: 2,
+    Action.RESET_MEMBER_ID: 3,
+    Action.FAIL: 4,
+    Action.FENCED: 5,
+}
+
+
+def most_drastic(api: str, codes: Iterable[int]) -> int:
+    """Of several errors in one answer (an OffsetCommit's partitions), the one to act on: the most drastic
+    reaction, a generation reset breaking ties."""
+    def severity(code: int) -> tuple[int, bool]:
+        reaction = decide(api, code)
+        return _SEVERITY[reaction.action], reaction.reset_generation
+
+    return max(codes, key=severity)
+
+
+def commit_error(reaction: Reaction, error: KafkaError) -> GroupError:
+    """What a commit raises for a reaction other than PROCEED or RETRY, as Kafka's commitSync does: re-join and
+    commit again (the generation stands), the generation is gone, fenced, or any other failure."""
+    if reaction.action is Action.REJOIN and not reaction.reset_generation:
+        return RebalanceInProgressError(error, "OffsetCommit")
+    if reaction.action in (Action.REJOIN, Action.RESET_MEMBER_ID):
+        return CommitFailedError(error, "OffsetCommit", "the group has moved on to a new generation")
+    if reaction.action is Action.FENCED:
+        return FencedInstanceError(error, "OffsetCommit")
+    return GroupError(error, "OffsetCommit")

@@ -3,12 +3,10 @@
 The structure follows Kafka's `AbstractCoordinator` / `ConsumerCoordinator` (and kafka-python's
 `kafka/coordinator/`): the application thread drives joins and syncs from `poll()` and runs the rebalance
 callbacks there; a heartbeat thread keeps the session alive and only *records* what the coordinator said
-(rebalance needed, member unknown, fenced), which the next `poll()` acts on. What to do about each error code is
-decided in `client.decisions`, so this module only carries the decisions out.
-
-Rebalance protocols, as in Kafka: the protocol is COOPERATIVE if every configured assignor supports it, else
-EAGER. Eager revokes everything before re-joining; cooperative keeps what it owns, revokes only what the new
-assignment takes away, then re-joins once more so those partitions can go to their new owner (KIP-429).
+(rebalance needed, member unknown, fenced), which the next `poll()` acts on. The decisions are pure functions
+elsewhere: what to do about each error code in `client.decisions`, what a rebalance gives up, keeps and takes
+(eager or cooperative, KIP-429) and the leader's assignment in `client.rebalance`; this module carries them out:
+requests, threads, the member's state under its lock, and the listener's callbacks.
 """
 
 from __future__ import annotations
@@ -20,30 +18,32 @@ import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Iterable, Protocol
 
 from assignors import consumer_protocol as cp
-from assignors import registry
-from assignors.api import Cluster, MemberSubscription
 from client import protocol
-from client.decisions import Action, Reaction, decide
+from client.decisions import Action, Reaction, commit_error, decide, most_drastic
 from client.errors import (
     CommitFailedError,
     FencedInstanceError,
     GroupError,
+    RebalanceInProgressError,
     RequestTimeoutError,
     for_code,
 )
+from client.rebalance import (
+    SERVER_ASSIGNOR_PREFIX,
+    PartitionCounts,
+    TopicPartition,
+    after_join,
+    before_join,
+    compute_assignment,
+    rebalance_protocol,
+)
 from client.transport import Transport, default_client_host
+from state.errors import Errors
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
-PartitionCounts = Callable[[Sequence[str]], Mapping[str, int]]
-"""topics -> partition count of each existing topic (missing or 0: the topic does not exist)."""
-
-SERVER_ASSIGNOR_PREFIX = "server:"
-"""Protocol names asking the coordinator to assign (`server:uniform`, `server:range`)."""
 
 
 class RebalanceListener(Protocol):
@@ -66,10 +66,6 @@ class NoOpListener:
     def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
         # Kafka's default: lost partitions are handled as revoked ones.
         self.on_partitions_revoked(lost)
-
-
-class RebalanceInProgressError(GroupError):
-    """Kafka's RebalanceInProgressException from a commit: re-join (call poll) and commit again."""
 
 
 class MemberState(enum.Enum):
@@ -107,47 +103,6 @@ class Generation:
 
 
 NO_GENERATION = Generation()
-
-
-def rebalance_protocol(strategies: Sequence[str]) -> str:
-    """COOPERATIVE only if every configured assignor supports it (Kafka's ConsumerCoordinator rule)."""
-    if all(_protocols_of(name) and "COOPERATIVE" in _protocols_of(name) for name in strategies):
-        return "COOPERATIVE"
-    return "EAGER"
-
-
-def _protocols_of(name: str) -> tuple[str, ...]:
-    if name.startswith(SERVER_ASSIGNOR_PREFIX):
-        return ("EAGER",)
-    return tuple(registry.get(name, kind="client").rebalance_protocols)
-
-
-def compute_assignment(
-    strategy: str, members: Sequence[Mapping[str, object]], partition_counts: PartitionCounts
-) -> tuple[dict[str, bytes], dict[str, int]]:
-    """The leader's job: decode every member's subscription, run the chosen assignor, encode the result.
-    Pure apart from `partition_counts`; returns (member_id -> assignment bytes, the counts it used)."""
-    subscriptions = []
-    for m in members:
-        sub = cp.decode_subscription(protocol.unb64(str(m.get("metadata") or "")))
-        subscriptions.append(
-            MemberSubscription(
-                member_id=str(m["member_id"]),
-                topics=sub.topics,
-                group_instance_id=m.get("group_instance_id"),  # type: ignore[arg-type]
-                owned_partitions=sub.owned_partitions,
-                generation_id=sub.generation_id,
-                rack_id=sub.rack_id,
-                user_data=sub.user_data,
-            )
-        )
-    topics = sorted({t for s in subscriptions for t in s.topics})
-    counts = {t: n for t, n in partition_counts(topics).items() if n > 0}
-    result = registry.get(strategy, kind="client").assign(Cluster(counts), subscriptions)
-    encoded = {
-        s.member_id: cp.encode_assignment(cp.Assignment(result.get(s.member_id, ()))) for s in subscriptions
-    }
-    return encoded, counts
 
 
 class GroupMember:
@@ -243,7 +198,7 @@ class GroupMember:
                 if self._fatal is not None:
                     raise self._fatal
                 if self._state is MemberState.CLOSED:
-                    raise GroupError(for_code(-1), "poll", "member is closed")
+                    raise GroupError(for_code(Errors.UNKNOWN_SERVER_ERROR), "poll", "member is closed")
                 need = self._rejoin_needed or self._state is not MemberState.STABLE
             if self._round is not None:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -282,7 +237,8 @@ class GroupMember:
                 rebalancing = self._rejoin_needed or self._state is MemberState.REBALANCING
             if gen.generation_id < 0:
                 cls = RebalanceInProgressError if rebalancing else CommitFailedError
-                raise cls(for_code(27 if rebalancing else 25), "OffsetCommit", "no current generation")
+                code = Errors.REBALANCE_IN_PROGRESS if rebalancing else Errors.UNKNOWN_MEMBER_ID
+                raise cls(for_code(code), "OffsetCommit", "no current generation")
             body = protocol.offset_commit(
                 self.config.group_id, gen.generation_id, gen.member_id, self.config.group_instance_id, offsets
             )
@@ -292,20 +248,13 @@ class GroupMember:
                 codes.add(response["error_code"])
             if not codes:
                 return
-            code = max(codes, key=lambda c: _severity(decide("OffsetCommit", c)))
+            code = most_drastic("OffsetCommit", codes)
             reaction = decide("OffsetCommit", code)
             if reaction.action is Action.RETRY and time.monotonic() < deadline:
                 time.sleep(self.config.retry_backoff_ms / 1000)
                 continue
             self._apply(reaction, gen, "OffsetCommit", code)
-            error = for_code(code)
-            if reaction.action is Action.REJOIN and not reaction.reset_generation:
-                raise RebalanceInProgressError(error, "OffsetCommit")
-            if reaction.action in (Action.REJOIN, Action.RESET_MEMBER_ID):
-                raise CommitFailedError(error, "OffsetCommit", "the group has moved on to a new generation")
-            if reaction.action is Action.FENCED:
-                raise FencedInstanceError(error, "OffsetCommit")
-            raise GroupError(error, "OffsetCommit")
+            raise commit_error(reaction, for_code(code))
 
     def committed(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
         """The group's committed offsets (OffsetFetch); partitions without one are left out."""
@@ -383,9 +332,11 @@ class GroupMember:
                     return None
 
     def _join_and_sync_once(self, gen: Generation) -> tuple[Generation, frozenset[TopicPartition]] | None | str:
+        """One JoinGroup and, once joined, one SyncGroup: the new generation and assignment, "retry" to send
+        JoinGroup again now, or None to stop the round."""
         join = self._request(self._join_request(gen), timeout_ms=self.config.rebalance_timeout_ms + 5000)
         code = join.get("error_code", 0)
-        if code == 79:  # MEMBER_ID_REQUIRED: the answer carries the id to join with
+        if code == Errors.MEMBER_ID_REQUIRED:  # the answer carries the id to join with
             with self._lock:
                 self._generation = Generation(-1, str(join.get("member_id") or ""))
             return "retry"
@@ -397,20 +348,32 @@ class GroupMember:
         with self._lock:
             self._generation = new_gen
             self._is_leader = leader
-        assignments: dict[str, bytes] = {}
-        if leader and not join.get("skip_assignment"):
-            strategy = str(new_gen.protocol_name)
-            if strategy.startswith(SERVER_ASSIGNOR_PREFIX):
-                with self._lock:
-                    self._fatal = GroupError(for_code(23), "JoinGroup", f"coordinator did not assign for {strategy}")
-                return None
-            assignments, counts = compute_assignment(strategy, join.get("members") or [], self._partition_counts)
-            with self._lock:
-                self._assigned_counts = counts
-        elif leader:
+        assignments = self._assign_as_leader(new_gen, join) if leader else {}
+        if assignments is None:
+            return None
+        return self._sync(new_gen, assignments)
+
+    def _assign_as_leader(self, gen: Generation, join: protocol.Json) -> dict[str, bytes] | None:
+        """The leader's assignments for SyncGroup (none when the coordinator assigned), remembering the partition
+        counts they were made for; None when the coordinator should have assigned but did not (fatal)."""
+        if join.get("skip_assignment"):
             counts = {t: n for t, n in self._partition_counts(self._topics).items() if n > 0}
             with self._lock:
                 self._assigned_counts = counts
+            return {}
+        strategy = str(gen.protocol_name)
+        if strategy.startswith(SERVER_ASSIGNOR_PREFIX):
+            with self._lock:
+                self._fatal = GroupError(for_code(Errors.INCONSISTENT_GROUP_PROTOCOL), "JoinGroup",
+                                         f"coordinator did not assign for {strategy}")
+            return None
+        assignments, counts = compute_assignment(strategy, join.get("members") or [], self._partition_counts)
+        with self._lock:
+            self._assigned_counts = counts
+        return assignments
+
+    def _sync(self, new_gen: Generation, assignments: dict[str, bytes]
+              ) -> tuple[Generation, frozenset[TopicPartition]] | None | str:
         sync = self._request(
             protocol.sync_group(
                 self.config.group_id,
@@ -457,19 +420,13 @@ class GroupMember:
         """Kafka's onJoinPrepare: give up what this member may no longer keep before joining."""
         with self._lock:
             gen, owned, topics = self._generation, self._owned, set(self._topics)
-        if not owned:
-            return
-        if gen.generation_id < 0 or not gen.member_id:
-            self._set_owned(frozenset())
-            self._listener.on_partitions_lost(set(owned))
-        elif self._protocol == "EAGER":
-            self._set_owned(frozenset())
-            self._listener.on_partitions_revoked(set(owned))
-        else:
-            unsubscribed = {tp for tp in owned if tp[0] not in topics}
-            if unsubscribed:
-                self._set_owned(owned - unsubscribed)
-                self._listener.on_partitions_revoked(unsubscribed)
+        release = before_join(self._protocol, gen.generation_id, gen.member_id, owned, topics)
+        if release.keep != owned:
+            self._set_owned(release.keep)
+        if release.lost:
+            self._listener.on_partitions_lost(set(release.lost))
+        if release.revoked:
+            self._listener.on_partitions_revoked(set(release.revoked))
 
     def _on_join_complete(self, gen: Generation, assigned: frozenset[TopicPartition]) -> None:
         with self._lock:
@@ -480,16 +437,13 @@ class GroupMember:
             self._state = MemberState.STABLE
             self._last_poll = time.monotonic()  # a long rebalance inside poll() is not the application's idling
             self._rejoin_needed = False
-        if self._protocol == "COOPERATIVE":
-            revoked = owned - assigned
-            if revoked:
-                self._listener.on_partitions_revoked(set(revoked))
-                # KIP-429: give the revoked partitions back with a follow-up rebalance.
-                with self._lock:
-                    self._rejoin_needed = True
-            self._listener.on_partitions_assigned(set(assigned - owned))
-        else:
-            self._listener.on_partitions_assigned(set(assigned))
+        change = after_join(self._protocol, owned, assigned)
+        if change.revoked:
+            self._listener.on_partitions_revoked(set(change.revoked))
+        if change.rejoin:
+            with self._lock:
+                self._rejoin_needed = True
+        self._listener.on_partitions_assigned(set(change.assigned))
 
     def _set_owned(self, owned: frozenset[TopicPartition]) -> None:
         with self._lock:
@@ -548,25 +502,28 @@ class GroupMember:
                 continue
             if idle_s > self.config.rebalance_timeout_ms / 1000:
                 self._leave_after_poll_timeout(gen)
-                continue
-            try:
-                response = self._request(
-                    protocol.heartbeat(self.config.group_id, gen.generation_id, gen.member_id, self.config.group_instance_id),
-                    # One heartbeat in flight at a time, waited for as long as the session lasts (Kafka waits
-                    # request.timeout.ms): answers come a micro-batch later, often after the next interval, and
-                    # dropping a late REBALANCE_IN_PROGRESS would keep the member from re-joining.
-                    timeout_ms=min(self.config.request_timeout_ms, self.config.session_timeout_ms),
-                    attempts=1,
-                )
-            except RequestTimeoutError:
-                continue  # Kafka marks the coordinator unknown and tries again; the session may expire meanwhile
-            except Exception:
-                log.exception("heartbeat failed")
-                continue
-            code = response.get("error_code", 0)
-            reaction = decide("Heartbeat", code)
-            if reaction.action is not Action.PROCEED:
-                self._apply(reaction, gen, "Heartbeat", code)
+            else:
+                self._heartbeat(gen)
+
+    def _heartbeat(self, gen: Generation) -> None:
+        try:
+            response = self._request(
+                protocol.heartbeat(self.config.group_id, gen.generation_id, gen.member_id, self.config.group_instance_id),
+                # One heartbeat in flight at a time, waited for as long as the session lasts (Kafka waits
+                # request.timeout.ms): answers come a micro-batch later, often after the next interval, and
+                # dropping a late REBALANCE_IN_PROGRESS would keep the member from re-joining.
+                timeout_ms=min(self.config.request_timeout_ms, self.config.session_timeout_ms),
+                attempts=1,
+            )
+        except RequestTimeoutError:
+            return  # Kafka marks the coordinator unknown and tries again; the session may expire meanwhile
+        except Exception:
+            log.exception("heartbeat failed")
+            return
+        code = response.get("error_code", 0)
+        reaction = decide("Heartbeat", code)
+        if reaction.action is not Action.PROCEED:
+            self._apply(reaction, gen, "Heartbeat", code)
 
     def _leave_after_poll_timeout(self, gen: Generation) -> None:
         """Kafka's poll timeout (`max.poll.interval.ms`): an application that stopped polling is presumed stuck,
@@ -592,17 +549,3 @@ class GroupMember:
         timeout_s = (timeout_ms or self.config.request_timeout_ms) / 1000
         return self._transport.request(self.config.group_id, body, timeout_s, attempts)
 
-
-_SEVERITY = {
-    Action.PROCEED: 0,
-    Action.RETRY: 1,
-    Action.REJOIN: 2,
-    Action.RESET_MEMBER_ID: 3,
-    Action.FAIL: 4,
-    Action.FENCED: 5,
-}
-
-
-def _severity(reaction: Reaction) -> tuple[int, bool]:
-    """Order for several per-partition errors in one commit answer: act on the most drastic."""
-    return (_SEVERITY[reaction.action], reaction.reset_generation)

@@ -1,4 +1,4 @@
-"""The JSON requests of the control topic, built from plain arguments (wire format: issue 2, docs/wire-format.md).
+"""The JSON requests of the control topic, built from plain arguments (the wire format: docs/wire-format.md).
 
 Each function returns the request body without `request_id`: the transport adds it, because a retry must carry
 the same id as the first attempt. Field names are Kafka's `<Api>Request` fields in snake_case; byte fields are

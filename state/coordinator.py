@@ -51,8 +51,8 @@ def next_deadline(group: ClassicGroup | None) -> int | None:
 def _describe(ctx: Context, req: Request) -> None:
     group = ctx.group
     if group is None:
-        return ctx.respond(simple_response(req, NONE, group_state="Dead", protocol_type="", protocol_data="",
-                                           members=[], authorized_operations=-2147483648))
+        return ctx.respond(simple_response(req, NONE, group_state=GroupState.DEAD.value, protocol_type="",
+                                           protocol_data="", members=[], authorized_operations=-2147483648))
     stable = group.state == GroupState.STABLE
     members = [
         {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,

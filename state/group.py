@@ -27,6 +27,8 @@ class GroupState(str, enum.Enum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
+    """Never a group's state here (a deleted group is removed, not kept Dead): what DescribeGroups answers for a
+    group that does not exist, as Kafka does, and a state the metrics count (always 0, as Kafka's NumGroupsDead)."""
 
 
 VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
@@ -36,9 +38,9 @@ VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
     ),
     GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
     GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
-    GroupState.DEAD: frozenset(GroupState),
 }
-"""Kafka's `ClassicGroupState` valid previous states: the target state -> the states it may be entered from."""
+"""Kafka's `ClassicGroupState` valid previous states: the target state -> the states it may be entered from.
+Kafka's row for Dead is left out: no group here goes Dead."""
 
 
 class IllegalTransition(Exception):
@@ -214,7 +216,7 @@ class ClassicGroup:
     # -- state machine -------------------------------------------------------------------------------------
 
     def transition_to(self, target: GroupState, now_ms: int) -> None:
-        if self.state not in VALID_PREVIOUS[target]:
+        if self.state not in VALID_PREVIOUS.get(target, ()):
             raise IllegalTransition(f"can't go from {self.state.value} to {target.value} in group {self.group_id}")
         self.previous_state = self.state
         self.state = target

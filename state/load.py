@@ -65,8 +65,8 @@ def _restore(ctx: Context, group: ClassicGroup, value: dict) -> None:
     group.protocol_type = value["protocol_type"] or None
     group.leader = value["leader"] if value["leader"] in group.members else next(iter(group.members), None)
     group.persisted = {k: v for k, v in value.items() if k != "directory"}
-    directory = value.get("directory") or {}
-    group.directory = [directory.get("group_state"), directory.get("protocol_type")]
+    directory = value["directory"]
+    group.directory = [directory["group_state"], directory["protocol_type"]]
     if group.members:
         group.state = GroupState.STABLE
         group.previous_state = GroupState.COMPLETING_REBALANCE

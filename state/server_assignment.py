@@ -27,7 +27,7 @@ import base64
 
 from assignors.api import Cluster, GroupSpec, MemberSubscription, PartitionAssignorError, SubscriptionType
 from assignors.consumer_protocol import Assignment, decode_subscription, encode_assignment
-from state.errors import UNKNOWN_SERVER_ERROR, UNSUPPORTED_ASSIGNOR
+from state.errors import NONE, UNKNOWN_SERVER_ERROR, UNSUPPORTED_ASSIGNOR, Errors
 from state.group import ClassicGroup
 
 SERVER_PREFIX = "server:"
@@ -47,8 +47,8 @@ def subscription_type(subscriptions: list[tuple[str, ...]]) -> SubscriptionType:
     return SubscriptionType.HOMOGENEOUS if homogeneous else SubscriptionType.HETEROGENEOUS
 
 
-def compute(group: ClassicGroup, protocol: str) -> tuple[dict[str, str] | None, int, str]:
-    """(member id -> base64 ConsumerProtocolAssignment, 0, "") or (None, error code, why) when the assignor is
+def compute(group: ClassicGroup, protocol: str) -> tuple[dict[str, str] | None, Errors, str]:
+    """(member id -> base64 ConsumerProtocolAssignment, NONE, "") or (None, error code, why) when the assignor is
     missing or fails; the caller turns that into the JoinGroup error, never an exception."""
     name = protocol[len(SERVER_PREFIX):]
     try:
@@ -88,4 +88,4 @@ def compute(group: ClassicGroup, protocol: str) -> tuple[dict[str, str] | None, 
             tuple((topic, tuple(parts)) for topic, parts in partitions)
         ))).decode()
         for member_id, partitions in result.items()
-    }, 0, ""
+    }, NONE, ""

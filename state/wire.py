@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from state.errors import INVALID_REQUEST, UNSUPPORTED_VERSION
+from state.errors import INVALID_REQUEST, UNSUPPORTED_VERSION, Errors
 
 API_VERSIONS: dict[str, tuple[int, int]] = {
     "JoinGroup": (0, 9),
@@ -41,7 +41,7 @@ INT64 = (-(2**63), 2**63 - 1)
 class BadRequest(Exception):
     """The request cannot be handled; `code` is the Kafka error code of the answer."""
 
-    def __init__(self, reason: str, code: int = INVALID_REQUEST) -> None:
+    def __init__(self, reason: str, code: Errors = INVALID_REQUEST) -> None:
         super().__init__(reason)
         self.reason = reason
         self.code = code

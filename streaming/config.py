@@ -12,25 +12,11 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from state.config import CoordinatorConfig
+from state.properties import read_properties
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 DEFAULT_PROPERTIES = CONF_DIR / "coordinator.properties"
 DEFAULT_SPARK_DEFAULTS = CONF_DIR / "spark-defaults.conf"
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    """Java-properties subset: `key=value` or `key: value` lines, `#`/`!` comments, surrounding blanks ignored."""
-    props: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep < 0:
-            props[line] = ""
-        else:
-            props[line[:sep].strip()] = line[sep + 1:].strip()
-    return props
 
 
 def read_spark_defaults(path: Path) -> dict[str, str]:

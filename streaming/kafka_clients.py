@@ -14,6 +14,8 @@ from typing import Callable, Mapping
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
+from state.properties import kafka_python_settings
+
 KAFKA_PREFIX = "kafka."
 """Options and properties under this prefix go to kafka-python (dots become underscores), as the JVM connector
 passes `kafka.*` options to its clients: `kafka.security.protocol=SASL_SSL`, `kafka.sasl.mechanism=PLAIN`,
@@ -21,14 +23,10 @@ passes `kafka.*` options to its clients: `kafka.security.protocol=SASL_SSL`, `ka
 
 
 def client_config(options: Mapping[str, str]) -> dict[str, object]:
-    """kafka-python keyword arguments from `kafka.*` keys; numeric strings become ints because kafka-python's
-    settings are typed and Spark options are strings."""
-    config: dict[str, object] = {}
-    for key, value in options.items():
-        if not key.lower().startswith(KAFKA_PREFIX):
-            continue
-        name = key[len(KAFKA_PREFIX):].lower().replace(".", "_")
-        config[name] = int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
+    """kafka-python keyword arguments from the `kafka.*` keys (`state.properties.kafka_python_settings` of them
+    without the prefix); other keys are not kafka-python's."""
+    config = kafka_python_settings({key[len(KAFKA_PREFIX):]: value for key, value in options.items()
+                                    if key.lower().startswith(KAFKA_PREFIX)})
     if "bootstrap_servers" not in config:
         raise ValueError("kafka.bootstrap.servers is required")
     return config

@@ -81,7 +81,7 @@ def warm_up(spark: SparkSession) -> None:
     """Start the Python workers and import the core and kafka-python in them before the first micro-batch, so the
     first requests after a (re)start do not wait for worker start-up (`spark.python.worker.reuse` keeps them)."""
 
-    def load(batches):
+    def import_in_worker(batches):
         import kafka  # noqa: F401
         import state.batch  # noqa: F401
         import streaming.stateful  # noqa: F401
@@ -91,7 +91,7 @@ def warm_up(spark: SparkSession) -> None:
         yield from batches
 
     parallelism = int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
-    spark.range(parallelism, numPartitions=parallelism).mapInPandas(load, "id long").collect()
+    spark.range(parallelism, numPartitions=parallelism).mapInPandas(import_in_worker, "id long").collect()
 
 
 def state_buckets(props: Mapping[str, str]) -> int:

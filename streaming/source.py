@@ -225,10 +225,10 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[KafkaRange]:
         begin = start[self.topic]
-        resumed = bool(end.get("resumed"))  # offsets written by older releases have none
+        resumed = bool(end.get("resumed"))  # only a run's first new batch has it
         ranges = [KafkaRange(self.topic, int(p), begin.get(p, 0), e, resumed=resumed)
                   for p, e in end[self.topic].items() if e > begin.get(p, 0)]
-        due = tuple(end.get("due", ()))  # offsets written before timer rows have none
+        due = tuple(end.get("due", ()))  # only a batch that calls buckets for their deadlines has it
         if due:
             ranges[:1] = [replace(ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0, resumed=resumed), due=due)]
         return ranges
@@ -306,7 +306,8 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
 def routed(row: tuple, buckets: int, resumed: bool) -> tuple:
     """Append the core's routing decision, the state bucket and the batch's `resumed` to a raw row (see
     `ROUTED_ARROW`)."""
-    r = route(row[3], row[4])
+    _partition, _offset, _timestamp, key, value = row
+    r = route(key, value)
     group_id = r.group_id or ""
     bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
     return row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)

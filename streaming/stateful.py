@@ -84,8 +84,8 @@ class GroupStore(Protocol):
 
 
 @dataclass
-class Called:
-    """What a group call did besides its output records, for the summary row."""
+class CallStats:
+    """What one state call did besides its output records: the values of its summary row."""
 
     groups: int = 0
     groups_with_timer: int = 0
@@ -110,35 +110,35 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
     with an empty timer schedule (`streaming.timer_schedule`)."""
     started = time.perf_counter()
     freeze_survivors()
-    called = Called()
+    stats = CallStats()
     if kind == "group":
         store = open_store()
         before = store.earliest()
         resumed = any(row.resumed for row in rows)  # the whole batch is, or none of it (`streaming.source`)
-        out = step_bucket(rows, store, now_ms, config, resumed, called)
-        if called.deadline != before or resumed:
-            out.append(("deadline", str(bucket).encode(), None if called.deadline is None
-                        else str(called.deadline).encode(), None, None, None))
+        out = step_bucket(rows, store, now_ms, config, resumed, stats)
+        if stats.deadline != before or resumed:
+            out.append(("deadline", str(bucket).encode(), None if stats.deadline is None
+                        else str(stats.deadline).encode(), None, None, None))
     elif kind == "directory":
         out = _directory(rows, records_source)
     else:
         out = _rejects(rows)
     computed = time.perf_counter()
     output.send(out)
-    called.call_us = int((computed - started) * 1e6)
-    called.produce_us = int((time.perf_counter() - computed) * 1e6)
-    return summary(kind, bucket, out, called)
+    stats.call_us = int((computed - started) * 1e6)
+    stats.produce_us = int((time.perf_counter() - computed) * 1e6)
+    return summary(kind, bucket, out, stats)
 
 
 def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: CoordinatorConfig, resumed: bool,
-                called: Called) -> list[tuple]:
+                stats: CallStats) -> list[tuple]:
     """Step every group of the bucket that has requests (`rows`, in (partition, offset) order) or a due deadline."""
     by_group: dict[str, list[Input]] = {}
     for row in rows:
         if row.group_id is not None:
             by_group.setdefault(row.group_id, []).append(row)
         else:  # a timer row only makes Spark call the bucket
-            called.timer_rows += 1
+            stats.timer_rows += 1
     out: list[tuple] = []
     for group_id in sorted(by_group.keys() | set(store.due(now_ms))):
         group_rows = by_group.get(group_id, [])
@@ -152,13 +152,13 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
                           now_ms, config, [int(r.timestamp) for r in group_rows], resumed,
                           read_offsets=None if held is None else held.read_offsets)
         out += _step_rows(group_id, group_rows, step)
-        called.groups += 1
-        called.groups_with_timer += step.next_deadline_ms is not None
-        called.members_expired += step.members_expired
-        called.states_entered.update(step.states_entered)
+        stats.groups += 1
+        stats.groups_with_timer += step.next_deadline_ms is not None
+        stats.members_expired += step.members_expired
+        stats.states_entered.update(step.states_entered)
         store.write(group_id, held, step, now_ms)
     store.finish()
-    called.deadline = store.earliest()
+    stats.deadline = store.earliest()
     return out
 
 
@@ -172,12 +172,12 @@ def _step_rows(group_id: str, rows: list[Input], step: GroupStep) -> list[tuple]
     return out
 
 
-def summary(kind: str, bucket: int, out: list[tuple], called: Called) -> list:
+def summary(kind: str, bucket: int, out: list[tuple], stats: CallStats) -> list:
     """The summary row's values (`SUMMARY_COLUMNS`)."""
     counts = Counter(sink for sink, *_ in out)
-    row = [kind, bucket, called.deadline, counts["response"], counts["record"], counts["dead_letter"],
-           called.groups, called.groups_with_timer, called.members_expired, called.timer_rows,
-           *(called.states_entered[s] for s in GROUP_STATES), called.call_us, called.produce_us]
+    row = [kind, bucket, stats.deadline, counts["response"], counts["record"], counts["dead_letter"],
+           stats.groups, stats.groups_with_timer, stats.members_expired, stats.timer_rows,
+           *(stats.states_entered[s] for s in GROUP_STATES), stats.call_us, stats.produce_us]
     assert len(row) == len(SUMMARY_COLUMNS)
     return row
 

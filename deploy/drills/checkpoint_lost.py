@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from client import protocol as wire
-from deploy.drills.fleet import Fleet, UNKNOWN_MEMBER_ID
+from deploy.drills.fleet import Fleet
 from deploy.drills.harness import ROOT, Environment, cli_supports, log
 from deploy.drills.verdict import Verdict
 

@@ -28,12 +28,12 @@ from typing import Any, Iterable
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from client import protocol as wire
+from state.errors import Errors
 
 SUBSCRIPTION = base64.b64decode("AAMAAAABAAZvcmRlcnP/////AAAAAP///////w==")
 """ConsumerProtocol v3 subscription to topic `orders` (what a Kafka consumer sends as JoinGroup metadata)."""
 ASSIGNMENT = b"\x00\x03\x00\x00\x00\x01\x00\x06orders\x00\x00\x00\x01\x00\x00\x00\x00\xff\xff\xff\xff"
 COMMIT_TOPIC = "orders"
-NONE, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, MEMBER_ID_REQUIRED = 0, 27, 22, 25, 79
 
 
 @dataclass
@@ -115,7 +115,7 @@ class Ledger:
         if any(codes):
             key = f"{body.get('api')}:{max(codes)}"
             self.errors[key] = self.errors.get(key, 0) + 1
-        if body.get("api") == "JoinGroup" and body.get("error_code") == NONE:
+        if body.get("api") == "JoinGroup" and body.get("error_code") == Errors.NONE:
             self.generations.setdefault(body["group_id"], []).append(body["generation_id"])
         return request_id, body
 
@@ -241,17 +241,17 @@ class Fleet:
         if api == "OffsetCommit":
             errors = wire.partition_errors(body)
             error = next(iter(errors.values()), error)
-            if error == NONE:
+            if error == Errors.NONE:
                 sent = self.ledger.sent[rid].body
                 offset = sent["topics"][0]["partitions"][0]["committed_offset"]
                 key = (m.group, m.slot)
                 self.ledger.acked[key] = max(self.ledger.acked.get(key, 0), offset)
                 return
         if api == "JoinGroup":
-            if error == MEMBER_ID_REQUIRED:
+            if error == Errors.MEMBER_ID_REQUIRED:
                 m.member_id = body["member_id"]
                 return self._join(m)
-            if error == NONE:
+            if error == Errors.NONE:
                 m.member_id, m.generation = body["member_id"], body["generation_id"]
                 assignments = {}
                 if body.get("leader") == m.member_id:
@@ -260,21 +260,21 @@ class Fleet:
                 self._send(m, wire.sync_group(m.group, m.generation, m.member_id, None,
                                               body.get("protocol_name") or "range", assignments))
                 return
-        if api == "SyncGroup" and error == NONE:
+        if api == "SyncGroup" and error == Errors.NONE:
             m.phase = "stable"
             m.stable_at = m.stable_at or time.monotonic()
             now = time.monotonic()
             m.next_heartbeat, m.next_commit = now + self.heartbeat_s, now + self.rng.uniform(0, self.commit_s)
             return
-        if api == "Heartbeat" and error == NONE:
+        if api == "Heartbeat" and error == Errors.NONE:
             return
         # Errors: Kafka's consumer reactions.
-        if error == UNKNOWN_MEMBER_ID:
+        if error == Errors.UNKNOWN_MEMBER_ID:
             if m.member_id and m.generation >= 0:
                 # A member that had joined is unknown now: its session expired (or it was removed).
                 self.ledger.expired_while_stable.append((time.monotonic(), m.name, f"{api} while {m.phase}"))
             m.member_id, m.generation = "", -1
-        elif error not in (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION):
+        elif error not in (Errors.REBALANCE_IN_PROGRESS, Errors.ILLEGAL_GENERATION):
             self.ledger.unexpected.append(f"{m.name} {api} error {error}")
         self._join(m)
 

@@ -64,7 +64,7 @@ class Verdict:
             ("sessions expired by the outage", self.sessions_expired_by_outage),
             ("time to recover (s)", recover),
         ]
-        width = max(len(r[0]) for r in rows)
+        width = max(len(name) for name, _ in rows)
         lines = [f"drill: {self.drill}", f"| {'measure'.ljust(width)} | value |", f"|{'-' * (width + 2)}|-------|"]
         lines += [f"| {name.ljust(width)} | {value} |" for name, value in rows]
         lines.append("")

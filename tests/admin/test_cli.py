@@ -1,4 +1,4 @@
-"""The CLI's commands that need only the coordinator, run against the real core in-process (client.loopback),
+"""The CLI's commands that need only the coordinator, run against the real core in-process (tests.support.loopback),
 plus Kafka's option rules."""
 
 import io
@@ -7,8 +7,8 @@ import pytest
 
 from admin.cli import command_config, main
 from client import protocol
-from client.loopback import LoopbackCoordinator
 from state.config import CoordinatorConfig
+from tests.support.loopback import LoopbackCoordinator
 
 
 @pytest.fixture

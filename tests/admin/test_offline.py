@@ -10,6 +10,7 @@ import pytest
 
 from admin.cli import main
 from assignors.consumer_protocol import Assignment, encode_assignment
+from state.errors import Errors
 from streaming.query import OPERATORS
 from tests.client.e2e_support import new_topic, produce
 from tests.support import protocol as p
@@ -33,7 +34,7 @@ def test_the_checkpoint_agrees_with_the_running_coordinator(coordinator, operato
     joined = run.request(p.join("offline", leader, session_timeout_ms=session))
     generation = joined["generation_id"]
     mine = base64.b64encode(encode_assignment(Assignment(((topic, (0, 1, 2)),)))).decode()
-    assert run.request(p.sync("offline", leader, generation, {leader: mine}))["error_code"] == 0
+    assert run.request(p.sync("offline", leader, generation, {leader: mine}))["error_code"] == Errors.NONE
     run.request(p.commit("offline", leader, generation, {(topic, 0): 4, (topic, 1): 1}))
     run.request(p.commit("simple", "", -1, {(topic, 2): 3}))  # a group without members: Empty
 

@@ -1,6 +1,6 @@
 """Reset targets and log offsets against a real tansu broker: Kafka's reset specifications, clamping into
 [earliest, log end], log ends read from fetch high watermarks, and `--export` / `--from-file` with the core
-in-process (client.loopback) for the group."""
+in-process (tests.support.loopback) for the group."""
 
 import argparse
 import io
@@ -14,7 +14,7 @@ from admin.cli import build_parser, main
 from admin.reset import new_offsets
 from admin.groups import LogOffsets
 from client import protocol
-from client.loopback import LoopbackCoordinator
+from tests.support.loopback import LoopbackCoordinator
 
 pytestmark = pytest.mark.broker
 

@@ -11,8 +11,8 @@ from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from client.consumer import GroupConsumer
-from client.loopback import LoopbackCoordinator
 from state.config import CoordinatorConfig
+from tests.support.loopback import LoopbackCoordinator
 
 pytestmark = pytest.mark.broker
 

@@ -1,4 +1,4 @@
-"""Group members against the real coordinator core, in-process (client.loopback): the protocol end to end in
+"""Group members against the real coordinator core, in-process (tests.support.loopback): the protocol end to end in
 milliseconds. Each member's application loop runs on its own thread, as it would in its own process."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Callable
 import pytest
 
 from client.errors import CommitFailedError, FencedInstanceError
-from client.loopback import LoopbackCoordinator
 from client.member import GroupMember, MemberConfig, MemberState
 from state.config import CoordinatorConfig
+from tests.support.loopback import LoopbackCoordinator
 
 FAST = CoordinatorConfig(group_initial_rebalance_delay_ms=50, group_min_session_timeout_ms=100)
 
@@ -222,7 +222,7 @@ def test_server_side_assignment_skips_the_leader(coordinator, make):
     joins = [r for r in coordinator.requests if r["api"] == "JoinGroup" and r["member_id"]]
     assert joins[-1]["topic_partitions"] == [{"name": "t", "partitions": 6}]
     syncs = [r for r in coordinator.requests if r["api"] == "SyncGroup"]
-    assert all(s["assignments"] == [] for s in syncs)
+    assert syncs and all(s["assignments"] == [] for s in syncs)
 
 
 def test_a_member_that_stops_polling_leaves_and_its_partitions_move(make):

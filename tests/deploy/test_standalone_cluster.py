@@ -18,6 +18,7 @@ import pytest
 
 from deploy.drills.fleet import Wire
 from deploy.standalone.cluster import StandaloneCluster
+from state.errors import Errors
 from tests.support import protocol as p
 from tests.support.coordinator import NO_RETENTION_CHECK_MS
 
@@ -75,7 +76,7 @@ def test_standalone_cluster_matches_local_mode_and_survives_a_worker_loss(coordi
     local = coordinator(props=SETTINGS)
     local_responses = play(lambda req: local.request(req, timeout_s=300))
     local.close()
-    assert [r["error_code"] for r in local_responses[:3]] == [79, 0, 0]
+    assert [r["error_code"] for r in local_responses[:3]] == [Errors.MEMBER_ID_REQUIRED, Errors.NONE, Errors.NONE]
 
     prefix = f"sa-{uuid.uuid4().hex[:8]}"
     topics = {"topic.requests": f"{prefix}-requests", "topic.responses": f"{prefix}-responses",

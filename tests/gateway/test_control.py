@@ -15,6 +15,7 @@ import pytest
 from gateway.control import GROUP_APIS, GroupApi, control_requests, from_json, to_json, unanswered
 from state.batch import step_group
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.wire import parse
 from tests.state.schemas import validate_request
 
@@ -112,7 +113,8 @@ def test_an_unanswered_commit_repeats_every_partition_with_the_error():
     body = {"api": "OffsetCommit", "group_id": "g", "topics": [
         {"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1},
                                      {"partition_index": 3, "committed_offset": 2}]}]}
-    response = unanswered(body, 15, "slow")
-    assert [(p["partition_index"], p["error_code"]) for p in response["topics"][0]["partitions"]] == [(0, 15),
-                                                                                                     (3, 15)]
-    assert response["error_code"] == 15 and response["error_message"] == "slow"
+    response = unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE, "slow")
+    not_available = Errors.COORDINATOR_NOT_AVAILABLE
+    assert [(p["partition_index"], p["error_code"]) for p in response["topics"][0]["partitions"]] == [
+        (0, not_available), (3, not_available)]
+    assert response["error_code"] == Errors.COORDINATOR_NOT_AVAILABLE and response["error_message"] == "slow"

@@ -9,6 +9,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
 from kafka.structs import OffsetAndMetadata
 
+from state.errors import Errors
 from gateway.process import start_gateway
 from tests.gateway.conftest import KAFKA_PYTHON, GatewayEnv, Members, balanced, consumed, produce, wait_for
 from tests.gateway.raw import login
@@ -17,7 +18,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
 CLIENT = KAFKA_PYTHON.name
 FAST = KAFKA_PYTHON.fast
-GROUP_AUTHORIZATION_FAILED = 30
 
 
 def test_admin_client_lists_describes_and_deletes_groups_and_lists_and_alters_offsets(gateway_env: GatewayEnv,
@@ -88,7 +88,7 @@ def test_a_member_acts_only_for_the_principal_that_joined_it(gateway_env: Gatewa
             LeaveGroupRequest.MemberIdentity(member_id=member["member_id"], group_instance_id=None)]), 4,
             LeaveGroupResponse)
         mallory.close()
-        assert [m.error_code for m in leave.members] == [GROUP_AUTHORIZATION_FAILED]
+        assert [m.error_code for m in leave.members] == [Errors.GROUP_AUTHORIZATION_FAILED]
         # Answered after the LeaveGroup, so it sees its effect: none.
         admin = KafkaAdminClient(bootstrap_servers=gateway_env.bootstrap)
         described = admin.describe_groups([name])[name]

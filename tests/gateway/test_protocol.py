@@ -30,6 +30,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
                                  SaslHandshakeResponse)
 
+from state.errors import Errors
 from gateway.process import GatewayProcess, start_gateway
 from streaming import config as job_config
 from streaming.embedded import start_broker
@@ -38,7 +39,6 @@ from tests.gateway.raw import Connection, address, login
 
 pytestmark = pytest.mark.broker
 
-COORDINATOR_NOT_AVAILABLE = 15
 
 
 def fresh_topics(broker: str) -> dict[str, str]:
@@ -113,7 +113,7 @@ def test_an_api_versions_request_newer_than_the_gateway_gets_its_versions_at_v0(
         frame[2:4] = struct.pack(">h", 99)  # a version from the future
         connection.sock.sendall(struct.pack(">i", len(frame)) + frame)
         response = connection.receive(ApiVersionsResponse, 0)
-        assert response.error_code == 35 and response.header.correlation_id == 7
+        assert response.error_code == Errors.UNSUPPORTED_VERSION and response.header.correlation_id == 7
         assert {k.api_key for k in response.api_keys} >= {11, 14, 12}
     finally:
         connection.close()
@@ -175,7 +175,7 @@ def test_group_requests_the_coordinator_does_not_answer_get_coordinator_not_avai
     try:
         heartbeat = connection.call(HeartbeatRequest[4](group_id="g", generation_id=1, member_id="m",
                                                         group_instance_id=None), 4, HeartbeatResponse)
-        assert heartbeat.error_code == COORDINATOR_NOT_AVAILABLE
+        assert heartbeat.error_code == Errors.COORDINATOR_NOT_AVAILABLE
         topic = OffsetCommitRequest.OffsetCommitRequestTopic
         partition = topic.OffsetCommitRequestPartition
         commit = connection.call(OffsetCommitRequest[8](
@@ -184,11 +184,11 @@ def test_group_requests_the_coordinator_does_not_answer_get_coordinator_not_avai
                                                           committed_leader_epoch=-1, committed_metadata="")])]),
             8, OffsetCommitResponse)
         assert [(t.name, p.partition_index, p.error_code) for t in commit.topics for p in t.partitions] == [
-            ("t", 0, COORDINATOR_NOT_AVAILABLE)]
+            ("t", 0, Errors.COORDINATOR_NOT_AVAILABLE)]
         described = connection.call(DescribeGroupsRequest[5](groups=["a", "b"], include_authorized_operations=False),
                                     5, DescribeGroupsResponse)
-        assert [(g.group_id, g.error_code) for g in described.groups] == [("a", COORDINATOR_NOT_AVAILABLE),
-                                                                          ("b", COORDINATOR_NOT_AVAILABLE)]
+        assert [(g.group_id, g.error_code) for g in described.groups] == [("a", Errors.COORDINATOR_NOT_AVAILABLE),
+                                                                          ("b", Errors.COORDINATOR_NOT_AVAILABLE)]
     finally:
         connection.close()
 
@@ -210,7 +210,7 @@ def test_answers_come_in_request_order_a_long_poll_holding_back_the_next(gateway
         join = connection.receive(JoinGroupResponse, 5)
         waited = time.monotonic() - started
         metadata = connection.receive(MetadataResponse, 9)
-        assert (join.header.correlation_id, join.error_code) == (join_id, COORDINATOR_NOT_AVAILABLE)
+        assert (join.header.correlation_id, join.error_code) == (join_id, Errors.COORDINATOR_NOT_AVAILABLE)
         assert metadata.header.correlation_id == metadata_id and metadata.brokers
         assert waited >= 2.5  # 500 ms rebalance timeout + 2 s grace: a long poll, not the 1 s request timeout
     finally:
@@ -232,7 +232,7 @@ def test_a_dead_upstream_closes_forwarded_connections_and_times_out_group_reques
         fresh = Connection(process.bootstrap_servers)
         heartbeat = fresh.call(HeartbeatRequest[4](group_id="g", generation_id=1, member_id="m",
                                                    group_instance_id=None), 4, HeartbeatResponse)
-        assert heartbeat.error_code == COORDINATOR_NOT_AVAILABLE
+        assert heartbeat.error_code == Errors.COORDINATOR_NOT_AVAILABLE
         fresh.close()
         connection.close()
         assert process.process.poll() is None
@@ -271,7 +271,7 @@ def test_sasl_plain_authenticates_and_stamps_the_principal_on_control_requests(b
         connection = login(process.bootstrap_servers, "alice", "alice-secret")
         heartbeat = connection.call(HeartbeatRequest[4](group_id="g", generation_id=1, member_id="m",
                                                         group_instance_id=None), 4, HeartbeatResponse)
-        assert heartbeat.error_code == COORDINATOR_NOT_AVAILABLE  # no coordinator here; the record is what counts
+        assert heartbeat.error_code == Errors.COORDINATOR_NOT_AVAILABLE  # no coordinator: the record is what counts
         connection.close()
         (record,) = control_records(broker, topics["topic.requests"], 1)
         assert (record["api"], record["member_id"], record["principal"]) == ("Heartbeat", "m", "User:alice")
@@ -279,7 +279,7 @@ def test_sasl_plain_authenticates_and_stamps_the_principal_on_control_requests(b
         refused = Connection(process.bootstrap_servers)
         refused.call(SaslHandshakeRequest[1](mechanism="PLAIN"), 1, SaslHandshakeResponse)
         answer = refused.call(SaslAuthenticateRequest[1](auth_bytes=b"\0alice\0wrong"), 1, SaslAuthenticateResponse)
-        assert answer.error_code == 58 and refused.closed_by_peer()  # SASL_AUTHENTICATION_FAILED, then closed
+        assert answer.error_code == Errors.SASL_AUTHENTICATION_FAILED and refused.closed_by_peer()  # then closed
         refused.close()
         # kafka-python's own SASL/PLAIN client
         assert round_trip(process.bootstrap_servers, b"as alice", sasl_plain_username="alice",

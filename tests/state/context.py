@@ -14,6 +14,7 @@ from typing import Any
 from assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from state.batch import GroupStep, StoredGroup, decode_state, step_group
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import ClassicGroup
 from state.load import load
 from tests.state.schemas import validate_record, validate_request, validate_response
@@ -179,7 +180,7 @@ class GroupContext:
     def new_member(self, client_id: str = "client", **kw: Any) -> str:
         """The KIP-394 handshake: join with "" and get MEMBER_ID_REQUIRED; returns the id to join with."""
         (response,) = self.join(client_id=client_id, **kw)
-        assert response["error_code"] == 79, response
+        assert response["error_code"] == Errors.MEMBER_ID_REQUIRED, response
         return response["member_id"]
 
     def stable_group(self, n: int, **kw: Any) -> list[str]:
@@ -188,9 +189,11 @@ class GroupContext:
         for member_id in ids:
             self.join(member_id, **kw)
         responses = self.sleep(self.config.group_initial_rebalance_delay_ms)
-        while not responses:  # the initial delay is extended once per delay while members were added
+        for _ in range(n):  # the initial delay is extended once per delay while members were added
+            if responses:
+                break
             responses = self.sleep(self.config.group_initial_rebalance_delay_ms)
-        assert {r["error_code"] for r in responses} == {0}, responses
+        assert {r["error_code"] for r in responses} == {Errors.NONE}, responses
         generation = responses[0]["generation_id"]
         leader = responses[0]["leader"]
         ordered = [leader] + [m for m in ids if m != leader]

@@ -6,6 +6,7 @@ import json
 
 from state.batch import route
 from state.directory import GroupDirectory
+from state.errors import Errors
 from tests.state.context import GroupContext, assignment, subscription
 from tests.state.schemas import validate_response
 
@@ -14,7 +15,7 @@ class TestDescribeGroups:
     def test_missing_group_is_described_dead(self):
         response = GroupContext().describe()
         assert (response["error_code"], response["group_state"], response["protocol_type"],
-                response["protocol_data"], response["members"]) == (0, "Dead", "", "", [])
+                response["protocol_data"], response["members"]) == (Errors.NONE, "Dead", "", "", [])
 
     def test_stable_group_shows_protocol_metadata_and_assignments(self):
         ctx = GroupContext()
@@ -40,17 +41,17 @@ class TestDeleteGroups:
         ctx = GroupContext()
         a, = ctx.stable_group(1)
         (response,) = ctx.step({"api": "DeleteGroups", "request_id": "d", "group_id": "g"})
-        assert response["error_code"] == 68
+        assert response["error_code"] == Errors.NON_EMPTY_GROUP
 
     def test_missing_group_is_not_found(self):
         (response,) = GroupContext().step({"api": "DeleteGroups", "request_id": "d", "group_id": "g"})
-        assert response["error_code"] == 69
+        assert response["error_code"] == Errors.GROUP_ID_NOT_FOUND
 
     def test_delete_tombstones_offsets_and_group(self):
         ctx = GroupContext()
         ctx.commit({("t", 0): 1, ("t", 1): 2})
         (response,) = ctx.step({"api": "DeleteGroups", "request_id": "d", "group_id": "g"})
-        assert response["error_code"] == 0
+        assert response["error_code"] == Errors.NONE
         assert [v for _, v in ctx.last.records] == [None, None, None]
         assert ctx.last.metadata is None and ctx.last.next_deadline_ms is None
         assert ctx.describe()["group_state"] == "Dead"
@@ -113,11 +114,11 @@ class TestListGroups:
 
     def test_bad_list_groups_request_gets_an_error_response(self):
         response = json.loads(GroupDirectory().answer(b'{"api":"ListGroups","request_id":"x","states_filter":3}'))
-        assert response["error_code"] == 42 and response["request_id"] == "x"
+        assert response["error_code"] == Errors.INVALID_REQUEST and response["request_id"] == "x"
         validate_response(response)
 
 
 def test_malformed_list_groups_gets_an_error_response():
     response = json.loads(GroupDirectory().answer(b"{nope"))
     validate_response(response)
-    assert response["error_code"] == 42 and response["api"] == "ListGroups"
+    assert response["error_code"] == Errors.INVALID_REQUEST and response["api"] == "ListGroups"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import GroupState
 from tests.state.context import GroupContext, by_request, subscription
 
@@ -14,15 +15,15 @@ NO_DELAY = CoordinatorConfig(group_initial_rebalance_delay_ms=0)
 @pytest.mark.parametrize(
     "name, kwargs, config, error",
     [
-        ("empty_group_id_is_invalid", {"group_id": ""}, None, 24),
-        ("session_timeout_below_min", {"session": 5999}, None, 26),
-        ("session_timeout_above_max", {"session": 1_800_001}, None, 26),
+        ("empty_group_id_is_invalid", {"group_id": ""}, None, Errors.INVALID_GROUP_ID),
+        ("session_timeout_below_min", {"session": 5999}, None, Errors.INVALID_SESSION_TIMEOUT),
+        ("session_timeout_above_max", {"session": 1_800_001}, None, Errors.INVALID_SESSION_TIMEOUT),
         ("session_timeout_bounds_are_configurable", {"session": 100}, CoordinatorConfig(
-            group_min_session_timeout_ms=200), 26),
-        ("empty_protocol_type_is_inconsistent", {"protocol_type": ""}, None, 23),
-        ("no_protocols_is_inconsistent", {"protocols": []}, None, 23),
-        ("unknown_member_id_for_missing_group", {"member_id": "ghost"}, None, 25),
-        ("v4_new_dynamic_member_needs_member_id", {}, None, 79),
+            group_min_session_timeout_ms=200), Errors.INVALID_SESSION_TIMEOUT),
+        ("empty_protocol_type_is_inconsistent", {"protocol_type": ""}, None, Errors.INCONSISTENT_GROUP_PROTOCOL),
+        ("no_protocols_is_inconsistent", {"protocols": []}, None, Errors.INCONSISTENT_GROUP_PROTOCOL),
+        ("unknown_member_id_for_missing_group", {"member_id": "ghost"}, None, Errors.UNKNOWN_MEMBER_ID),
+        ("v4_new_dynamic_member_needs_member_id", {}, None, Errors.MEMBER_ID_REQUIRED),
     ],
 )
 def test_join_errors_on_a_new_group(name, kwargs, config, error):
@@ -66,7 +67,7 @@ def test_pending_member_expires_after_its_session_timeout_and_is_then_unknown():
     ctx.sleep(1)
     assert member_id not in ctx.group.pending_members and ctx.last.members_expired == 1
     (response,) = ctx.join(member_id)
-    assert response["error_code"] == 25
+    assert response["error_code"] == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_pending_member_blocks_join_completion_until_it_expires():
@@ -75,7 +76,7 @@ def test_pending_member_blocks_join_completion_until_it_expires():
     ctx.join(a)
     assert ctx.group.state == GroupState.PREPARING_REBALANCE
     responses = ctx.sleep(0)
-    assert [r["error_code"] for r in responses] == [0]  # initial delay 0 fires at once
+    assert [r["error_code"] for r in responses] == [Errors.NONE]  # initial delay 0 fires at once
     ctx.sync(a, 1, {a: ""})
     b = ctx.new_member(session=6_000)
     assert ctx.join(a) == []  # leader re-joins: rebalance, but b is pending
@@ -92,7 +93,7 @@ def test_old_versions_join_without_the_member_id_handshake():
     assert ctx.join(version=3) == []
     assert ctx.group.state == GroupState.PREPARING_REBALANCE
     (response,) = ctx.sleep(0)
-    assert response["error_code"] == 0 and response["generation_id"] == 1
+    assert response["error_code"] == Errors.NONE and response["generation_id"] == 1
     assert response["leader"] == response["member_id"] and len(response["members"]) == 1
 
 
@@ -196,16 +197,20 @@ class TestJoinCompletion:
         assert ctx.record_values[-1]["generation"] == 2 and ctx.record_values[-1]["members"] == []
 
     def test_new_member_cut_after_the_new_member_join_timeout(self):
+        """A new member parked in JoinGroup cannot heartbeat: Kafka's 5-minute new-member join timeout bounds its
+        wait, not its (here shorter) session."""
         ctx = GroupContext()
-        a, b = ctx.stable_group(2, session=300_000 - 1, rebalance=600_000)
-        c = ctx.new_member(session=300_000 - 1, rebalance=600_000)
-        ctx.join(c, session=300_000 - 1, rebalance=600_000)  # a and b never re-join, but keep heartbeating
+        a, b = ctx.stable_group(2, session=100_000, rebalance=600_000)
+        c = ctx.new_member(session=100_000, rebalance=600_000)
+        ctx.join(c, session=100_000, rebalance=600_000)  # a and b never re-join, but keep heartbeating
         answered = []
-        for _ in range(5):
+        for _ in range(4):
             answered += ctx.sleep(60_000)
             ctx.heartbeat(a, 1)
             ctx.heartbeat(b, 1)
-        assert [(r["api"], r["error_code"]) for r in answered] == [("JoinGroup", 25)]
+        assert answered == [] and c in ctx.group.members  # 240 s: well past c's session
+        answered += ctx.sleep(60_000)
+        assert [(r["api"], r["error_code"]) for r in answered] == [("JoinGroup", Errors.UNKNOWN_MEMBER_ID)]
         assert c not in ctx.group.members and ctx.group.state == GroupState.PREPARING_REBALANCE
 
     def test_static_members_that_did_not_rejoin_stay_in_the_new_generation(self):
@@ -223,7 +228,7 @@ class TestJoinCompletion:
         assert response["generation_id"] == gen1 + 1
         assert {m["member_id"] for m in response["members"]} == {leader, other}
         (hb,) = ctx.heartbeat(other, gen1, instance="i2")
-        assert hb["error_code"] == 22
+        assert hb["error_code"] == Errors.ILLEGAL_GENERATION
 
     def test_only_static_members_not_rejoined_postpone_completion(self):
         ctx = GroupContext(NO_DELAY)
@@ -251,17 +256,26 @@ class TestProtocols:
         responses = ctx.sleep(0)
         assert {r["protocol_name"] for r in responses} == {"roundrobin"}
 
+    def test_a_tied_vote_goes_to_the_first_protocol_name(self):
+        """Kafka leaves ties open; we break them by name so that every replay picks the same protocol."""
+        ctx = GroupContext(NO_DELAY)
+        md = subscription("t")
+        a, b = ctx.new_member(), ctx.new_member()
+        ctx.step(ctx.join_request(a, protocols=[("roundrobin", md), ("range", md)]),
+                 ctx.join_request(b, protocols=[("range", md), ("roundrobin", md)]))
+        assert {r["protocol_name"] for r in ctx.sleep(0)} == {"range"}
+
     def test_joining_with_no_common_protocol_is_inconsistent(self):
         ctx = GroupContext()
         a, _ = ctx.stable_group(2)
         (response,) = ctx.join(protocols=[("sticky", subscription("t"))])
-        assert response["error_code"] == 23
+        assert response["error_code"] == Errors.INCONSISTENT_GROUP_PROTOCOL
 
     def test_joining_with_another_protocol_type_is_inconsistent(self):
         ctx = GroupContext()
         ctx.stable_group(1)
         (response,) = ctx.join(protocol_type="connect")
-        assert response["error_code"] == 23
+        assert response["error_code"] == Errors.INCONSISTENT_GROUP_PROTOCOL
 
 
 class TestExistingMembers:
@@ -269,7 +283,7 @@ class TestExistingMembers:
         ctx = GroupContext()
         a, b = ctx.stable_group(2)
         (response,) = ctx.join(b)
-        assert response["error_code"] == 0 and response["generation_id"] == 1 and response["members"] == []
+        assert response["error_code"] == Errors.NONE and response["generation_id"] == 1 and response["members"] == []
         assert ctx.group.state == GroupState.STABLE
 
     def test_leader_rejoining_stable_always_rebalances(self):
@@ -303,14 +317,14 @@ class TestExistingMembers:
         follower = b if leader == a else a
         assert ctx.sync(follower, 1) == []
         (aborted,) = ctx.join(leader, protocols=[("range", subscription("x"))])
-        assert aborted["api"] == "SyncGroup" and aborted["error_code"] == 27
+        assert aborted["api"] == "SyncGroup" and aborted["error_code"] == Errors.REBALANCE_IN_PROGRESS
         assert ctx.group.state == GroupState.PREPARING_REBALANCE
 
     def test_unknown_member_id_on_existing_group(self):
         ctx = GroupContext()
         ctx.stable_group(1)
         (response,) = ctx.join("nobody")
-        assert response["error_code"] == 25
+        assert response["error_code"] == Errors.UNKNOWN_MEMBER_ID
 
 
 class TestMaxSize:
@@ -318,14 +332,14 @@ class TestMaxSize:
         ctx = GroupContext(CoordinatorConfig(group_max_size=2))
         ctx.stable_group(2)
         (response,) = ctx.join(version=3)
-        assert response["error_code"] == 81 and response["member_id"] == ""
+        assert response["error_code"] == Errors.GROUP_MAX_SIZE_REACHED and response["member_id"] == ""
 
     def test_pending_members_do_not_count_toward_the_max_in_preparing_rebalance(self):
         ctx = GroupContext(CoordinatorConfig(group_max_size=1, group_initial_rebalance_delay_ms=1000))
         a = ctx.new_member()
         ctx.join(a)
         (response,) = ctx.join()  # max size checked first: 1 member awaiting join already
-        assert response["error_code"] == 81
+        assert response["error_code"] == Errors.GROUP_MAX_SIZE_REACHED
 
     def test_rejected_existing_member_is_removed(self):
         ctx = GroupContext(CoordinatorConfig(group_max_size=1, group_initial_rebalance_delay_ms=1000))
@@ -333,7 +347,7 @@ class TestMaxSize:
         b = ctx.new_member()
         ctx.join(a)
         (response,) = ctx.join(b)
-        assert response["error_code"] == 81
+        assert response["error_code"] == Errors.GROUP_MAX_SIZE_REACHED
         assert b not in ctx.group.pending_members and b not in ctx.group.members
 
 

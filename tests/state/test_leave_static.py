@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import GroupState
 from tests.state.context import GroupContext, assignment, subscription
 
@@ -29,15 +32,22 @@ class TestLeaveGroup:
         ctx = GroupContext()
         a, b = ctx.stable_group(2)
         (response,) = ctx.leave(b)
-        assert response["error_code"] == 0 and response["members"][0]["error_code"] == 0
+        assert response["error_code"] == Errors.NONE and response["members"][0]["error_code"] == Errors.NONE
         assert ctx.group.state == GroupState.PREPARING_REBALANCE and b not in ctx.group.members
 
     def test_batch_leave_removes_all_then_rebalances_once(self):
         ctx = GroupContext()
         a, b, c = ctx.stable_group(3)
         (response,) = ctx.leave(b, c, "nobody")
-        assert [m["error_code"] for m in response["members"]] == [0, 0, 25]
+        assert [m["error_code"] for m in response["members"]] == [Errors.NONE, Errors.NONE, Errors.UNKNOWN_MEMBER_ID]
         assert ctx.group.state == GroupState.PREPARING_REBALANCE and list(ctx.group.members) == [a]
+
+    def test_a_leaving_leader_hands_leadership_to_the_first_remaining_member(self):
+        """Kafka's ClassicGroup.remove: the group is never without a leader while it has members."""
+        ctx = GroupContext()
+        a, b, c = ctx.stable_group(3)
+        ctx.leave(a)
+        assert ctx.group.leader == b and ctx.group.state == GroupState.PREPARING_REBALANCE
 
     def test_leave_of_everyone_ends_empty(self):
         ctx = GroupContext()
@@ -48,27 +58,30 @@ class TestLeaveGroup:
     def test_leave_of_unknown_group_answers_unknown_member_per_member(self):
         ctx = GroupContext()
         (response,) = ctx.leave("a", "b")
-        assert response["error_code"] == 0 and [m["error_code"] for m in response["members"]] == [25, 25]
+        assert response["error_code"] == Errors.NONE
+        assert [m["error_code"] for m in response["members"]] == [Errors.UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID]
 
-    def test_v0_reports_the_member_error_at_top_level(self):
+    @pytest.mark.parametrize("version", [0, 1, 2])
+    def test_v0_to_v2_report_the_member_error_at_top_level(self, version):
         ctx = GroupContext()
         ctx.stable_group(1)
-        (response,) = ctx.step({"api": "LeaveGroup", "api_version": 0, "request_id": "x", "group_id": "g",
+        (response,) = ctx.step({"api": "LeaveGroup", "api_version": version, "request_id": "x", "group_id": "g",
                                 "member_id": "nobody"})
-        assert response["error_code"] == 25 and response["members"] == []
+        assert response["error_code"] == Errors.UNKNOWN_MEMBER_ID and response["members"] == []
 
     def test_leave_of_a_pending_member(self):
         ctx = GroupContext()
         pending = ctx.new_member()
         (response,) = ctx.leave(pending)
-        assert response["members"][0]["error_code"] == 0 and not ctx.group.pending_members
+        assert response["members"][0]["error_code"] == Errors.NONE and not ctx.group.pending_members
 
     def test_leave_answers_the_leavers_parked_join(self):
         ctx = GroupContext()
         a, b = ctx.stable_group(2)
         ctx.join(a)
         responses = ctx.leave(a)
-        assert [(r["api"], r["error_code"]) for r in responses] == [("JoinGroup", 25), ("LeaveGroup", 0)]
+        assert [(r["api"], r["error_code"]) for r in responses] == [("JoinGroup", Errors.UNKNOWN_MEMBER_ID),
+                                                                    ("LeaveGroup", Errors.NONE)]
 
     def test_leave_in_preparing_rebalance_completes_the_join_when_the_rest_joined(self):
         ctx = GroupContext()
@@ -82,14 +95,14 @@ class TestLeaveGroup:
         ctx = GroupContext(NO_DELAY)
         ids = static_group(ctx, "i1", "i2")
         (response,) = ctx.leave(("", "i2"), ("", "i9"))
-        assert [m["error_code"] for m in response["members"]] == [0, 25]
+        assert [m["error_code"] for m in response["members"]] == [Errors.NONE, Errors.UNKNOWN_MEMBER_ID]
         assert ids["i2"] not in ctx.group.members and "i2" not in ctx.group.static_members
 
     def test_static_leave_with_wrong_member_id_is_fenced(self):
         ctx = GroupContext(NO_DELAY)
         static_group(ctx, "i1", "i2")
         (response,) = ctx.leave(("not-i2", "i2"))
-        assert response["members"][0]["error_code"] == 82
+        assert response["members"][0]["error_code"] == Errors.FENCED_INSTANCE_ID
 
 
 class TestStaticMembership:
@@ -103,7 +116,7 @@ class TestStaticMembership:
         ids = static_group(ctx, "i1", "i2")
         (response,) = ctx.join(instance="i2", session=60_000)
         new_id = response["member_id"]
-        assert response["error_code"] == 0 and new_id != ids["i2"] and new_id.startswith("i2-")
+        assert response["error_code"] == Errors.NONE and new_id != ids["i2"] and new_id.startswith("i2-")
         assert response["generation_id"] == 1 and response["members"] == [] and not response["skip_assignment"]
         group = ctx.group
         assert group.state == GroupState.STABLE and group.static_members["i2"] == new_id
@@ -113,7 +126,7 @@ class TestStaticMembership:
         (sync,) = ctx.sync(new_id, 1, instance="i2")
         assert sync["assignment"] == assignment(("t", (1,)))
         (old,) = ctx.heartbeat(ids["i2"], 1, instance="i2")
-        assert old["error_code"] == 82
+        assert old["error_code"] == Errors.FENCED_INSTANCE_ID
 
     def test_static_leader_restart_on_v9_skips_assignment(self):
         ctx = GroupContext(NO_DELAY)
@@ -143,20 +156,20 @@ class TestStaticMembership:
         ids = static_group(ctx, "i1", "i2")
         ctx.join(ids["i2"], instance="i2", session=60_000, protocols=[("range", subscription("x"))])
         responses = ctx.join(instance="i2", session=60_000, protocols=[("range", subscription("x"))])
-        fenced = [r for r in responses if r["error_code"] == 82]
+        fenced = [r for r in responses if r["error_code"] == Errors.FENCED_INSTANCE_ID]
         assert fenced and fenced[0]["member_id"] == ids["i2"]
 
     def test_known_member_id_with_another_instance_is_fenced(self):
         ctx = GroupContext(NO_DELAY)
         ids = static_group(ctx, "i1", "i2")
         (response,) = ctx.join(ids["i1"], instance="i2", session=60_000)
-        assert response["error_code"] == 82
+        assert response["error_code"] == Errors.FENCED_INSTANCE_ID
 
     def test_unknown_instance_with_member_id_is_unknown(self):
         ctx = GroupContext(NO_DELAY)
         ids = static_group(ctx, "i1")
         (response,) = ctx.join(ids["i1"], instance="i7", session=60_000)
-        assert response["error_code"] == 25
+        assert response["error_code"] == Errors.UNKNOWN_MEMBER_ID
 
     def test_static_members_are_removed_by_session_expiry(self):
         ctx = GroupContext(NO_DELAY)
@@ -185,7 +198,7 @@ def test_duplicate_member_in_one_leave_batch_is_unknown_the_second_time():
     ctx = GroupContext()
     a, b = ctx.stable_group(2)
     (response,) = ctx.leave(b, b)
-    assert [m["error_code"] for m in response["members"]] == [0, 25]
+    assert [m["error_code"] for m in response["members"]] == [Errors.NONE, Errors.UNKNOWN_MEMBER_ID]
 
 
 class TestStaticEdgeCases:
@@ -198,7 +211,7 @@ class TestStaticEdgeCases:
         follower_instance = ctx.group.members[follower].group_instance_id
         assert ctx.sync(follower, 1, instance=follower_instance) == []
         responses = ctx.join(instance=follower_instance, session=60_000)
-        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", 82)]
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", Errors.FENCED_INSTANCE_ID)]
         assert ctx.group.state == GroupState.PREPARING_REBALANCE
 
     def test_static_restart_before_syncing_keeps_the_pending_sync_under_the_new_id(self):
@@ -227,13 +240,13 @@ class TestStaticEdgeCases:
         ctx = GroupContext()
         pending = ctx.new_member()
         (response,) = ctx.join(pending, instance="i1")
-        assert response["error_code"] == 42
+        assert response["error_code"] == Errors.INVALID_REQUEST
 
     def test_known_member_with_a_protocol_the_group_cannot_use_is_inconsistent(self):
         ctx = GroupContext()
         a, b = ctx.stable_group(2)
         (response,) = ctx.join(b, protocols=[("sticky", subscription("t"))])
-        assert response["error_code"] == 23 and response["member_id"] == b
+        assert response["error_code"] == Errors.INCONSISTENT_GROUP_PROTOCOL and response["member_id"] == b
 
     def test_leaving_member_with_a_parked_sync_gets_an_answer(self):
         ctx = GroupContext(NO_DELAY)
@@ -243,4 +256,5 @@ class TestStaticEdgeCases:
         follower = b if leader == a else a
         ctx.sync(follower, 1)
         responses = ctx.leave(follower)
-        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", 25), ("LeaveGroup", 0)]
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", Errors.UNKNOWN_MEMBER_ID),
+                                                                    ("LeaveGroup", Errors.NONE)]

@@ -6,6 +6,7 @@ import json
 
 from state.batch import decode_state, load_group, step_group
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import GroupState
 from tests.state.context import GroupContext, assignment
 
@@ -83,10 +84,11 @@ def test_last_joining_members_are_kicked_out_when_a_loaded_group_is_over_max_siz
     requests = [json.dumps(ctx.join_request(m)).encode() for m in ids]
     result = step_group("g", stored, requests, ctx.now_ms, small)
     responses = [json.loads(r) for r in result.responses]
-    assert [r["error_code"] for r in responses] == [81, 81]  # the last two; as in Kafka, no completion yet
+    # the last two; as in Kafka, no completion yet
+    assert [r["error_code"] for r in responses] == [Errors.GROUP_MAX_SIZE_REACHED, Errors.GROUP_MAX_SIZE_REACHED]
     stored = result.stored(stored)
     result = step_group("g", stored, [], ctx.now_ms + 30_000, small)  # the rebalance timeout
-    assert [json.loads(r)["error_code"] for r in result.responses] == [0] * 10
+    assert [json.loads(r)["error_code"] for r in result.responses] == [Errors.NONE] * 10
     group = decode_state(result.stored(stored))
     assert group.state == GroupState.COMPLETING_REBALANCE and len(group.members) == 10
     assert set(group.members) == set(ids[:10])

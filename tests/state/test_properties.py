@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from state.batch import StoredGroup, step_group
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import GroupState
 from tests.state.context import GroupContext, assignment, subscription
 
@@ -149,7 +150,7 @@ class Driver:
             if member_id not in self.members:
                 self.members.append(member_id)
                 self.instance[member_id] = instance
-            if r["error_code"] == 0:
+            if r["error_code"] == Errors.NONE:
                 self.generation[member_id] = r["generation_id"]
                 self.leader_view[member_id] = [m["member_id"] for m in r["members"]]
         self.check()

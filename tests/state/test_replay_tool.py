@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from state.errors import Errors
 from state.replay import main
 from tests.state.schemas import validate_record, validate_response
 
@@ -39,10 +40,10 @@ def test_two_consumers_scenario():
     assert responses["a-2"][0] == responses["b-2"][0] == 2010
     assert responses["b-3"][0] == 2700  # the follower's SyncGroup is answered with the leader's
     assert responses["admin-1"][1]["groups"][0]["group_state"] == "Stable"
-    assert responses["a-6"][1]["error_code"] == 27  # b's session expired at 15000: rebalance
+    assert responses["a-6"][1]["error_code"] == Errors.REBALANCE_IN_PROGRESS  # b's session expired at 15000: rebalance
     assert responses["a-7"][1]["generation_id"] == 2
     assert responses["admin-3"][1]["topics"][0]["partitions"][0]["committed_offset"] == 42
-    assert responses["admin-4"][1]["error_code"] == 0
+    assert responses["admin-4"][1]["error_code"] == Errors.NONE
     assert responses["admin-5"][1]["groups"] == []
     assert any("dead_letter" in e for e in events)
     assert any(e.get("record", {}).get("value") is None for e in events)
@@ -70,7 +71,7 @@ def test_raw_lines_and_bad_lines():
     code, events, _ = run([], lines + "\n")
     assert code == 0
     assert [sorted(e) for e in events] == [["at_ms", "dead_letter"], ["at_ms", "response"], ["at_ms", "response"]]
-    assert events[1]["response"]["error_code"] == 42
+    assert events[1]["response"]["error_code"] == Errors.INVALID_REQUEST
     code, _, err = run([], '{"at_ms": "soon"}\n')
     assert code == 2 and "line 1" in err
     code, _, err = run(["--config", "no-equals-sign"], "")

@@ -9,6 +9,7 @@ already gone, as it would in Kafka.
 from __future__ import annotations
 
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import GroupState
 from tests.state.context import GroupContext
 
@@ -33,7 +34,7 @@ def test_heartbeat_that_arrived_in_time_keeps_its_member_in_a_late_batch():
     ctx.now_ms += SESSION + 5_000  # the batch runs well after both members' deadlines
     responses = ctx.step(heartbeat(ctx, leader, generation), heartbeat(ctx, follower, generation),
                          times=[arrived, arrived])
-    assert [r["error_code"] for r in responses] == [0, 0]
+    assert [r["error_code"] for r in responses] == [Errors.NONE, Errors.NONE]
     assert ctx.group.state == GroupState.STABLE and set(ctx.group.members) == {leader, follower}
 
 
@@ -41,7 +42,7 @@ def test_without_arrival_times_the_same_late_batch_expires_both_members_first():
     ctx, leader, follower, generation = stable_pair()
     ctx.now_ms += SESSION + 5_000
     responses = ctx.step(heartbeat(ctx, leader, generation), heartbeat(ctx, follower, generation))
-    assert [r["error_code"] for r in responses] == [25, 25]
+    assert [r["error_code"] for r in responses] == [Errors.UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID]
 
 
 def test_heartbeat_that_arrived_after_the_deadline_finds_its_member_expired():
@@ -50,7 +51,7 @@ def test_heartbeat_that_arrived_after_the_deadline_finds_its_member_expired():
     ctx.now_ms += SESSION + 5_000
     responses = ctx.step(heartbeat(ctx, leader, generation), heartbeat(ctx, follower, generation),
                          times=[start + SESSION - 1, start + SESSION + 1])
-    assert [r["error_code"] for r in responses] == [0, 25]
+    assert [r["error_code"] for r in responses] == [Errors.NONE, Errors.UNKNOWN_MEMBER_ID]
     assert set(ctx.group.members) == {leader}
 
 
@@ -103,7 +104,7 @@ def test_a_member_that_stays_quiet_after_the_outage_expires_one_session_later():
     leader, follower = ctx.stable_group(2, session=SESSION)
     ctx.sleep(SESSION + 60_000)  # both sessions restart here
     ctx.sleep(1_000)
-    assert ctx.heartbeat(leader, ctx.group.generation)[0]["error_code"] == 0
+    assert ctx.heartbeat(leader, ctx.group.generation)[0]["error_code"] == Errors.NONE
     ctx.sleep(SESSION - 1_000)  # the follower stayed quiet for a whole session after the outage
     assert set(ctx.group.members) == {leader}
 
@@ -115,7 +116,7 @@ def test_requests_queued_through_an_outage_count_from_the_restart_and_sessions_r
     killed_at = ctx.now_ms
     ctx.now_ms = killed_at + 40_000
     responses = ctx.step(heartbeat(ctx, leader, ctx.group.generation), times=[killed_at + 3_000])
-    assert [r["error_code"] for r in responses] == [0]
+    assert [r["error_code"] for r in responses] == [Errors.NONE]
     assert set(ctx.group.members) == {leader, follower}
     assert ctx.group.timers[f"heartbeat:{leader}"] == ctx.now_ms + SESSION
     assert ctx.group.timers[f"heartbeat:{follower}"] == ctx.now_ms + SESSION
@@ -132,7 +133,7 @@ def test_the_first_call_after_a_restart_restarts_sessions_even_a_little_after_th
     late = [deadline + 500, deadline + 600]
     responses = ctx.step(heartbeat(ctx, leader, ctx.group.generation),
                          heartbeat(ctx, follower, ctx.group.generation), times=late, resumed=True)
-    assert [r["error_code"] for r in responses] == [0, 0]
+    assert [r["error_code"] for r in responses] == [Errors.NONE, Errors.NONE]
     assert set(ctx.group.members) == {leader, follower}
     assert ctx.group.timers[f"heartbeat:{follower}"] == ctx.now_ms + SESSION
 
@@ -144,4 +145,4 @@ def test_the_same_late_requests_without_a_restart_find_their_members_expired():
     ctx.now_ms = deadline + 1_500
     responses = ctx.step(heartbeat(ctx, leader, ctx.group.generation),
                          heartbeat(ctx, follower, ctx.group.generation), times=[deadline + 500, deadline + 600])
-    assert [r["error_code"] for r in responses] == [25, 25]
+    assert [r["error_code"] for r in responses] == [Errors.UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID]

@@ -6,6 +6,7 @@ import base64
 
 from assignors.consumer_protocol import decode_assignment
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import GroupState
 from tests.state.context import GroupContext, subscription
 
@@ -24,13 +25,13 @@ def test_server_assignment_goes_straight_to_stable_and_sync_returns_the_assignme
     ctx.join_all(a, b, protocols=protocols, topic_partitions=TOPICS)
     responses = ctx.sleep(0)
     assert len(responses) == 2
-    assert all(r["skip_assignment"] and r["error_code"] == 0 and r["members"] == [] for r in responses)
+    assert all(r["skip_assignment"] and r["error_code"] == Errors.NONE and r["members"] == [] for r in responses)
     assert ctx.group.state == GroupState.STABLE
     assert ctx.record_values[-1]["directory"]["group_state"] == "Stable"
     assigned = []
     for member_id in (a, b):
         (sync,) = ctx.sync(member_id, 1, protocol_name="server:uniform")
-        assert sync["error_code"] == 0
+        assert sync["error_code"] == Errors.NONE
         assigned += partitions(sync["assignment"])
     assert sorted(assigned) == [("t", 0), ("t", 1), ("t", 2), ("t", 3)]
 
@@ -40,7 +41,7 @@ def test_unknown_server_assignor_fails_the_join_with_a_clear_error():
     a = ctx.new_member()
     ctx.join(a, protocols=[("server:nope", subscription("t"))], topic_partitions=TOPICS)
     (response,) = ctx.sleep(0)
-    assert response["error_code"] == 112 and "nope" in response["error_message"]
+    assert response["error_code"] == Errors.UNSUPPORTED_ASSIGNOR and "nope" in response["error_message"]
     assert ctx.group.state == GroupState.EMPTY and not ctx.group.members
 
 
@@ -49,7 +50,7 @@ def test_undecodable_subscription_fails_the_join_instead_of_raising():
     a = ctx.new_member()
     ctx.join(a, protocols=[("server:range", "AAE=")], topic_partitions=TOPICS)
     (response,) = ctx.sleep(0)
-    assert response["error_code"] == 112
+    assert response["error_code"] == Errors.UNSUPPORTED_ASSIGNOR
 
 
 def join_with_an_assignor_that_raises(monkeypatch, error: Exception) -> tuple[GroupContext, dict]:
@@ -70,12 +71,13 @@ def join_with_an_assignor_that_raises(monkeypatch, error: Exception) -> tuple[Gr
 
 def test_a_failing_assignor_fails_the_join_instead_of_raising(monkeypatch):
     _, response = join_with_an_assignor_that_raises(monkeypatch, ValueError("no partitions for you"))
-    assert response["error_code"] == 112 and "no partitions for you" in response["error_message"]
+    assert response["error_code"] == Errors.UNSUPPORTED_ASSIGNOR
+    assert "no partitions for you" in response["error_message"]
 
 
 def _assigned(ctx: GroupContext, member_id: str, protocol: str) -> list[tuple[str, int]]:
     (sync,) = ctx.sync(member_id, 1, protocol_name=protocol)
-    assert sync["error_code"] == 0
+    assert sync["error_code"] == Errors.NONE
     return partitions(sync["assignment"])
 
 
@@ -89,7 +91,7 @@ def test_a_topic_nobody_reported_is_left_out_as_kafka_leaves_out_names_it_has_no
         ctx.join_request(b, protocols=[("server:uniform", subscription("t"))], topic_partitions=TOPICS),
     )
     responses = ctx.sleep(0)
-    assert [r["error_code"] for r in responses] == [0, 0]
+    assert [r["error_code"] for r in responses] == [Errors.NONE, Errors.NONE]
     assert ctx.group.state == GroupState.STABLE
     assert sorted(_assigned(ctx, a, "server:uniform") + _assigned(ctx, b, "server:uniform")) == [
         ("t", 0), ("t", 1), ("t", 2), ("t", 3)
@@ -125,7 +127,7 @@ def test_a_partition_assignor_error_is_answered_unknown_server_error_as_kafka_do
     ctx, response = join_with_an_assignor_that_raises(
         monkeypatch, PartitionAssignorError("Partitions were left unassigned")
     )
-    assert response["error_code"] == -1
+    assert response["error_code"] == Errors.UNKNOWN_SERVER_ERROR
     assert response["error_message"] == (
         "Failed to compute a new target assignment for epoch 1: Partitions were left unassigned"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from state.group import GroupState
 from tests.state.context import GroupContext, assignment, by_request
 
@@ -27,7 +28,7 @@ class TestSyncGroup:
         assert ctx.sync(follower, 1) == []
         responses = by_request(ctx.sync(leader, 1, {leader: assignment(("t", (0,))),
                                                      follower: assignment(("t", (1,)))}))
-        assert {r["error_code"] for r in responses.values()} == {0}
+        assert {r["error_code"] for r in responses.values()} == {Errors.NONE}
         assert {r["assignment"] for r in responses.values()} == {assignment(("t", (0,))), assignment(("t", (1,)))}
         assert ctx.group.state == GroupState.STABLE
         (record,) = ctx.record_values
@@ -45,12 +46,13 @@ class TestSyncGroup:
     @pytest.mark.parametrize(
         "name, mutate, error",
         [
-            ("unknown_member", lambda r: r.update(member_id="nobody"), 25),
-            ("illegal_generation", lambda r: r.update(generation_id=7), 22),
-            ("protocol_name_mismatch", lambda r: r.update(protocol_name="roundrobin"), 23),
-            ("protocol_type_mismatch", lambda r: r.update(protocol_type="connect"), 23),
-            ("v5_requires_protocol_name", lambda r: r.update(protocol_name=None), 23),
-            ("fenced_instance_id", lambda r: r.update(group_instance_id="someone"), 25),
+            ("unknown_member", lambda r: r.update(member_id="nobody"), Errors.UNKNOWN_MEMBER_ID),
+            ("illegal_generation", lambda r: r.update(generation_id=7), Errors.ILLEGAL_GENERATION),
+            ("protocol_name_mismatch", lambda r: r.update(protocol_name="roundrobin"),
+             Errors.INCONSISTENT_GROUP_PROTOCOL),
+            ("protocol_type_mismatch", lambda r: r.update(protocol_type="connect"), Errors.INCONSISTENT_GROUP_PROTOCOL),
+            ("v5_requires_protocol_name", lambda r: r.update(protocol_name=None), Errors.INCONSISTENT_GROUP_PROTOCOL),
+            ("fenced_instance_id", lambda r: r.update(group_instance_id="someone"), Errors.UNKNOWN_MEMBER_ID),
         ],
     )
     def test_sync_errors(self, name, mutate, error):
@@ -66,24 +68,25 @@ class TestSyncGroup:
         ctx = GroupContext(NO_DELAY)
         leader, _ = completing_group(ctx, 1)
         (response,) = ctx.sync(leader, 1, version=4, protocol_name=None)
-        assert response["error_code"] == 0
+        assert response["error_code"] == Errors.NONE
 
     def test_sync_unknown_group_is_unknown_member(self):
         ctx = GroupContext()
         (response,) = ctx.sync("m", 1)
-        assert response["error_code"] == 25
+        assert response["error_code"] == Errors.UNKNOWN_MEMBER_ID
 
     def test_sync_in_preparing_rebalance_is_rebalance_in_progress(self):
         ctx = GroupContext()
         a, b = ctx.stable_group(2)
         ctx.join(a)
         (response,) = ctx.sync(b, 1)
-        assert response["error_code"] == 27
+        assert response["error_code"] == Errors.REBALANCE_IN_PROGRESS
 
     def test_pending_sync_timeout_removes_members_that_did_not_sync(self):
         ctx = GroupContext(NO_DELAY)
         leader, (follower,) = completing_group(ctx, rebalance=20_000)
-        assert ctx.sync(leader, 1) == [] or True
+        # The leader's sync completes the group at once: only the leader is answered; the follower stays pending.
+        assert [(r["api"], r["error_code"]) for r in ctx.sync(leader, 1)] == [("SyncGroup", Errors.NONE)]
         assert ctx.group.state == GroupState.STABLE and list(ctx.group.pending_sync) == [follower]
         for _ in range(2):
             ctx.heartbeat(follower, 1)
@@ -100,7 +103,7 @@ class TestSyncGroup:
         leader, (follower,) = completing_group(ctx, rebalance=20_000, session=30_000)
         assert ctx.sync(follower, 1) == []
         responses = ctx.sleep(20_000)  # the leader never syncs
-        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", 27)]
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", Errors.REBALANCE_IN_PROGRESS)]
         assert leader not in ctx.group.members
 
     def test_sync_cancels_the_pending_sync_timer_once_everyone_synced(self):
@@ -115,15 +118,15 @@ class TestHeartbeat:
     @pytest.mark.parametrize(
         "name, state, member, generation, error",
         [
-            ("stable_ok", "stable", "leader", 1, 0),
-            ("stable_illegal_generation", "stable", "leader", 0, 22),
-            ("stable_unknown_member", "stable", "nobody", 1, 25),
-            ("unknown_member_wins_over_generation", "stable", "nobody", 9, 25),
-            ("preparing_rebalance_in_progress", "preparing", "follower", 1, 27),
-            ("preparing_wrong_generation_is_illegal", "preparing", "follower", 0, 22),
-            ("completing_ok", "completing", "follower", 1, 0),
-            ("missing_group_unknown_member", "missing", "leader", 1, 25),
-            ("empty_group_unknown_member", "empty", "leader", 2, 25),
+            ("stable_ok", "stable", "leader", 1, Errors.NONE),
+            ("stable_illegal_generation", "stable", "leader", 0, Errors.ILLEGAL_GENERATION),
+            ("stable_unknown_member", "stable", "nobody", 1, Errors.UNKNOWN_MEMBER_ID),
+            ("unknown_member_wins_over_generation", "stable", "nobody", 9, Errors.UNKNOWN_MEMBER_ID),
+            ("preparing_rebalance_in_progress", "preparing", "follower", 1, Errors.REBALANCE_IN_PROGRESS),
+            ("preparing_wrong_generation_is_illegal", "preparing", "follower", 0, Errors.ILLEGAL_GENERATION),
+            ("completing_ok", "completing", "follower", 1, Errors.NONE),
+            ("missing_group_unknown_member", "missing", "leader", 1, Errors.UNKNOWN_MEMBER_ID),
+            ("empty_group_unknown_member", "empty", "leader", 2, Errors.UNKNOWN_MEMBER_ID),
         ],
     )
     def test_heartbeat_by_state(self, name, state, member, generation, error):
@@ -148,9 +151,9 @@ class TestHeartbeat:
         ctx.join(instance="i1")
         (r,) = ctx.sleep(0)
         (response,) = ctx.heartbeat("someone-else", 1, instance="i1")
-        assert response["error_code"] == 82
+        assert response["error_code"] == Errors.FENCED_INSTANCE_ID
         (response,) = ctx.heartbeat(r["member_id"], 1, instance="i2")
-        assert response["error_code"] == 25
+        assert response["error_code"] == Errors.UNKNOWN_MEMBER_ID
 
     @pytest.mark.parametrize("api", ["Heartbeat", "SyncGroup", "JoinGroup", "LeaveGroup", "OffsetDelete"])
     def test_empty_group_id_is_invalid(self, api):
@@ -163,7 +166,7 @@ class TestHeartbeat:
                    "OffsetDelete": lambda: ctx.step({"api": "OffsetDelete", "request_id": "x", "group_id": "",
                                                      "topics": []})}[api]
         (response,) = request()
-        assert response["error_code"] == 24 and ctx.group is None
+        assert response["error_code"] == Errors.INVALID_GROUP_ID and ctx.group is None
 
     def test_heartbeat_in_preparing_rebalance_still_resets_the_session(self):
         ctx = GroupContext()
@@ -172,7 +175,7 @@ class TestHeartbeat:
         for _ in range(4):
             ctx.sleep(9_000)
             (r,) = ctx.heartbeat(b, 1)
-            assert r["error_code"] == 27
+            assert r["error_code"] == Errors.REBALANCE_IN_PROGRESS
         assert b in ctx.group.members
 
 
@@ -221,7 +224,7 @@ class TestSessionExpiry:
         leader, (follower,) = completing_group(ctx, session=10_000, rebalance=60_000)
         assert ctx.sync(follower, 1) == []  # follower parked; the leader neither syncs nor heartbeats
         responses = ctx.sleep(10_000)
-        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", 27)]
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", Errors.REBALANCE_IN_PROGRESS)]
         assert leader not in ctx.group.members
         assert ctx.group.state == GroupState.PREPARING_REBALANCE
 
@@ -232,6 +235,21 @@ class TestSessionExpiry:
         ctx.sleep(10_000)
         assert follower not in ctx.group.members
         assert ctx.last.members_expired == 2  # the leader did not heartbeat either
+
+    def test_late_call_fires_an_earlier_expiry_before_a_later_pending_sync_timeout(self):
+        """F2's session (10 s) ends before the pending-sync timeout (20 s): its expiry rebalances the group, which
+        cancels the pending-sync timer, so the leader that had not synced yet stays. Fired the other way round,
+        the pending-sync timeout would remove the leader too."""
+        ctx = GroupContext(NO_DELAY)
+        leader, f1, f2 = (ctx.new_member() for _ in range(3))
+        ctx.step(ctx.join_request(leader, session=60_000, rebalance=20_000),
+                 ctx.join_request(f1, session=60_000, rebalance=20_000),
+                 ctx.join_request(f2, session=10_000, rebalance=20_000))
+        assert {r["leader"] for r in ctx.sleep(0)} == {leader}
+        assert ctx.sync(f1, 1) == []
+        responses = ctx.sleep(25_000)
+        assert [(r["api"], r["error_code"]) for r in responses] == [("SyncGroup", Errors.REBALANCE_IN_PROGRESS)]
+        assert list(ctx.group.members) == [leader, f1] and ctx.group.state == GroupState.PREPARING_REBALANCE
 
     def test_late_call_fires_expiries_in_deadline_order(self):
         """A call long after several deadlines gives what timely calls would have (except `now`)."""

@@ -12,6 +12,7 @@ import pytest
 
 from state.batch import StoredGroup, route, step_group
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from tests.state.context import GroupContext
 from tests.state.schemas import validate_response
 
@@ -46,34 +47,38 @@ def test_unanswerable_requests_are_dead_lettered_and_change_nothing(name, raw, r
 @pytest.mark.parametrize(
     "name, body, error",
     [
-        ("unknown_api", {"api": "Produce"}, 42),
-        ("unsupported_version", {"api": "Heartbeat", "api_version": 5, "generation_id": 1, "member_id": "m"}, 35),
-        ("missing_field", {"api": "Heartbeat", "member_id": "m"}, 42),
-        ("mistyped_field", {"api": "Heartbeat", "generation_id": "1", "member_id": "m"}, 42),
-        ("boolean_is_not_an_integer", {"api": "Heartbeat", "generation_id": True, "member_id": "m"}, 42),
-        ("int32_overflow", {"api": "Heartbeat", "generation_id": 2**31, "member_id": "m"}, 42),
-        ("float_generation", {"api": "Heartbeat", "generation_id": 1.0, "member_id": "m"}, 42),
+        ("unknown_api", {"api": "Produce"}, Errors.INVALID_REQUEST),
+        ("unsupported_version", {"api": "Heartbeat", "api_version": 5, "generation_id": 1, "member_id": "m"},
+         Errors.UNSUPPORTED_VERSION),
+        ("missing_field", {"api": "Heartbeat", "member_id": "m"}, Errors.INVALID_REQUEST),
+        ("mistyped_field", {"api": "Heartbeat", "generation_id": "1", "member_id": "m"}, Errors.INVALID_REQUEST),
+        ("boolean_is_not_an_integer", {"api": "Heartbeat", "generation_id": True, "member_id": "m"},
+         Errors.INVALID_REQUEST),
+        ("int32_overflow", {"api": "Heartbeat", "generation_id": 2**31, "member_id": "m"}, Errors.INVALID_REQUEST),
+        ("float_generation", {"api": "Heartbeat", "generation_id": 1.0, "member_id": "m"}, Errors.INVALID_REQUEST),
         ("bad_base64", {"api": "JoinGroup", "member_id": "", "session_timeout_ms": 10000,
                         "rebalance_timeout_ms": 1, "protocol_type": "consumer",
-                        "protocols": [{"name": "range", "metadata": "***"}]}, 42),
+                        "protocols": [{"name": "range", "metadata": "***"}]}, Errors.INVALID_REQUEST),
         ("oversized_metadata", {"api": "JoinGroup", "member_id": "", "session_timeout_ms": 10000,
                                 "rebalance_timeout_ms": 1, "protocol_type": "consumer",
-                                "protocols": [{"name": "range", "metadata": "A" * 2_000_000}]}, 42),
+                                "protocols": [{"name": "range", "metadata": "A" * 2_000_000}]}, Errors.INVALID_REQUEST),
         ("absurd_session_timeout", {"api": "JoinGroup", "member_id": "", "session_timeout_ms": -5,
-                                    "rebalance_timeout_ms": 1, "protocol_type": "consumer", "protocols": []}, 26),
+                                    "rebalance_timeout_ms": 1, "protocol_type": "consumer", "protocols": []},
+         Errors.INVALID_SESSION_TIMEOUT),
         ("negative_rebalance_timeout", {"api": "JoinGroup", "member_id": "", "session_timeout_ms": 10000,
                                         "rebalance_timeout_ms": -1, "protocol_type": "consumer",
-                                        "protocols": []}, 42),
-        ("huge_string", {"api": "Heartbeat", "generation_id": 1, "member_id": "m" * 40_000}, 42),
-        ("lone_surrogate", {"api": "Heartbeat", "generation_id": 1, "member_id": "\ud800"}, 42),
-        ("nested_garbage", {"api": "OffsetCommit", "topics": [{"name": "t", "partitions": [7]}]}, 42),
-        ("leave_v3_without_members", {"api": "LeaveGroup", "api_version": 3}, 42),
-        ("fetch_v1_all_topics", {"api": "OffsetFetch", "api_version": 1, "topics": None}, 42),
-        ("boolean_field_mistyped", {"api": "OffsetFetch", "require_stable": "yes"}, 42),
+                                        "protocols": []}, Errors.INVALID_REQUEST),
+        ("huge_string", {"api": "Heartbeat", "generation_id": 1, "member_id": "m" * 40_000}, Errors.INVALID_REQUEST),
+        ("lone_surrogate", {"api": "Heartbeat", "generation_id": 1, "member_id": "\ud800"}, Errors.INVALID_REQUEST),
+        ("nested_garbage", {"api": "OffsetCommit", "topics": [{"name": "t", "partitions": [7]}]},
+         Errors.INVALID_REQUEST),
+        ("leave_v3_without_members", {"api": "LeaveGroup", "api_version": 3}, Errors.INVALID_REQUEST),
+        ("fetch_v1_all_topics", {"api": "OffsetFetch", "api_version": 1, "topics": None}, Errors.INVALID_REQUEST),
+        ("boolean_field_mistyped", {"api": "OffsetFetch", "require_stable": "yes"}, Errors.INVALID_REQUEST),
         ("bytes_field_not_a_string", {"api": "SyncGroup", "generation_id": 1, "member_id": "m",
-                                      "assignments": [{"member_id": "m", "assignment": 5}]}, 42),
-        ("api_version_not_an_integer", {"api": "Heartbeat", "api_version": "4"}, 42),
-        ("leave_v0_without_member_id", {"api": "LeaveGroup", "api_version": 0}, 42),
+                                      "assignments": [{"member_id": "m", "assignment": 5}]}, Errors.INVALID_REQUEST),
+        ("api_version_not_an_integer", {"api": "Heartbeat", "api_version": "4"}, Errors.INVALID_REQUEST),
+        ("leave_v0_without_member_id", {"api": "LeaveGroup", "api_version": 0}, Errors.INVALID_REQUEST),
     ],
 )
 def test_bad_requests_get_an_error_response_and_change_nothing(name, body, error):
@@ -101,7 +106,7 @@ def test_request_for_another_group_is_refused():
     ctx, state = stable_state()
     raw = json.dumps({"api": "DescribeGroups", "request_id": "x", "group_id": "other"}).encode()
     (response,) = step_group("g", state, [raw], ctx.now_ms, CONFIG).responses
-    assert json.loads(response)["error_code"] == 42
+    assert json.loads(response)["error_code"] == Errors.INVALID_REQUEST
 
 
 def test_unreadable_stored_state_is_kept_and_requests_dead_lettered():
@@ -129,9 +134,9 @@ class TestRoute:
         [
             (b"{oops", False, None),
             (b'{"api":"Heartbeat","group_id":"g"}', False, None),
-            (b'{"api":"Produce","request_id":"x","group_id":"g"}', True, 42),
-            (b'{"api":"Heartbeat","request_id":"x"}', True, 24),
-            (b'{"api":"Heartbeat","request_id":"x","group_id":7}', True, 24),
+            (b'{"api":"Produce","request_id":"x","group_id":"g"}', True, Errors.INVALID_REQUEST),
+            (b'{"api":"Heartbeat","request_id":"x"}', True, Errors.INVALID_GROUP_ID),
+            (b'{"api":"Heartbeat","request_id":"x","group_id":7}', True, Errors.INVALID_GROUP_ID),
             (None, False, None),
         ],
     )
@@ -151,7 +156,7 @@ def test_sync_error_response_keeps_the_sync_shape():
     (response,) = step_group("g", state, [raw], ctx.now_ms, CONFIG).responses
     response = json.loads(response)
     validate_response(response)
-    assert response["assignment"] == "" and response["error_code"] == 42
+    assert response["assignment"] == "" and response["error_code"] == Errors.INVALID_REQUEST
 
 
 def test_request_id_with_a_lone_surrogate_is_unreadable():
@@ -165,7 +170,7 @@ def test_old_heartbeat_versions_ignore_the_instance_id():
     (a, b) = ctx.stable_group(2)
     (response,) = ctx.step({"api": "Heartbeat", "api_version": 2, "request_id": "x", "group_id": "g",
                             "generation_id": 1, "member_id": a, "group_instance_id": "not-mine"})
-    assert response["error_code"] == 0
+    assert response["error_code"] == Errors.NONE
 
 
 def test_an_unexpected_failure_dead_letters_that_request_only_and_rolls_it_back(monkeypatch):

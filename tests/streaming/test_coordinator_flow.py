@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from state.errors import Errors
 from streaming.query import OPERATORS
 from tests.support import protocol as p
 from tests.support.coordinator import files_not_sparks
@@ -32,13 +33,13 @@ def form_group(run, group_id: str, session_timeout_ms: int = 120000) -> tuple[st
     Session timeouts default to 120 s: a pending member expires after its session timeout, and a batch of a
     query on a loaded 2-core machine (the first one above all) can take longer than 6 s."""
     first = run.request(p.join(group_id, session_timeout_ms=session_timeout_ms))
-    assert first["error_code"] == 79  # MEMBER_ID_REQUIRED
+    assert first["error_code"] == Errors.MEMBER_ID_REQUIRED
     member_id = first["member_id"]
     joined = run.request(p.join(group_id, member_id, session_timeout_ms=session_timeout_ms))
-    assert joined["error_code"] == 0 and joined["leader"] == member_id
+    assert joined["error_code"] == Errors.NONE and joined["leader"] == member_id
     generation = joined["generation_id"]
     synced = run.request(p.sync(group_id, member_id, generation, {member_id: p.ASSIGNMENT}))
-    assert synced["error_code"] == 0 and synced["assignment"] == p.ASSIGNMENT
+    assert synced["error_code"] == Errors.NONE and synced["assignment"] == p.ASSIGNMENT
     return member_id, generation
 
 
@@ -66,12 +67,12 @@ def emptied_after_membership(run, group_id: str):
 def test_join_sync_heartbeat_commit_fetch_leave(coordinator):
     run = coordinator()
     member_id, generation = form_group(run, "flow")
-    assert run.request(p.heartbeat("flow", member_id, generation))["error_code"] == 0
+    assert run.request(p.heartbeat("flow", member_id, generation))["error_code"] == Errors.NONE
     committed = run.request(p.commit("flow", member_id, generation, {("orders", 0): 42, ("orders", 1): 7}))
-    assert [q["error_code"] for t in committed["topics"] for q in t["partitions"]] == [0, 0]
+    assert [q["error_code"] for t in committed["topics"] for q in t["partitions"]] == [Errors.NONE, Errors.NONE]
     assert p.committed(run.request(p.fetch("flow", {"orders": [0, 1]}))) == {("orders", 0): 42, ("orders", 1): 7}
-    assert run.request(p.leave("flow", member_id))["error_code"] == 0
-    assert run.request(p.heartbeat("flow", member_id, generation))["error_code"] == 25  # UNKNOWN_MEMBER_ID
+    assert run.request(p.leave("flow", member_id))["error_code"] == Errors.NONE
+    assert run.request(p.heartbeat("flow", member_id, generation))["error_code"] == Errors.UNKNOWN_MEMBER_ID
 
     records = group_records(run, "flow")
     assert any("topic" in key for key, _ in records), "offset commit records on the records topic"
@@ -83,10 +84,11 @@ def test_session_expires_by_timer_with_no_traffic(coordinator):
     run = coordinator({"group.min.session.timeout.ms": "1000"})
     # JoinGroup v3 has no member-id round trip, so the member's only deadline is its 1.5 s session.
     joined = run.request({**p.join("quiet", session_timeout_ms=1500), "api_version": 3})
-    assert joined["error_code"] == 0
+    assert joined["error_code"] == Errors.NONE
     # Nothing is sent from here on: only a deadline can remove the member, and it comes back through Kafka.
     assert run.wait(emptied_after_membership(run, "quiet"))
-    assert run.request(p.heartbeat("quiet", joined["member_id"], joined["generation_id"]))["error_code"] == 25
+    answer = run.request(p.heartbeat("quiet", joined["member_id"], joined["generation_id"]))
+    assert answer["error_code"] == Errors.UNKNOWN_MEMBER_ID
     assert files_not_sparks(run.props["checkpoint.location"]) == []
 
 
@@ -98,7 +100,7 @@ def test_initial_rebalance_delay_lets_late_joiners_into_the_first_generation(coo
     run.send({**p.join("delayed", b, session_timeout_ms=120000), "request_id": "join-b"})
     join_a = run.responses.wait_for("join-a")
     join_b = run.responses.wait_for("join-b")
-    assert join_a["error_code"] == join_b["error_code"] == 0
+    assert join_a["error_code"] == join_b["error_code"] == Errors.NONE
     assert join_a["generation_id"] == join_b["generation_id"] == 1
     leader = join_a if join_a["leader"] == a else join_b
     assert sorted(m["member_id"] for m in leader["members"]) == sorted([a, b])
@@ -108,9 +110,9 @@ def test_poison_records_go_to_dead_letters_and_the_query_continues(coordinator):
     run = coordinator()
     run.send_raw(b"\xff\xfe not json", key=b"poison")
     unknown = run.request({"api": "NoSuchApi", "group_id": "poison"})
-    assert unknown["error_code"] != 0
+    assert unknown["error_code"] != Errors.NONE
     member_id, generation = form_group(run, "after-poison")
-    assert run.request(p.heartbeat("after-poison", member_id, generation))["error_code"] == 0
+    assert run.request(p.heartbeat("after-poison", member_id, generation))["error_code"] == Errors.NONE
 
     dead = run.wait(lambda: run.read(run.topics.dead_letters) if len(run.read(run.topics.dead_letters)) >= 2
                     else None)
@@ -126,13 +128,13 @@ def test_restart_keeps_state_and_repeats_only_identical_responses(coordinator):
     member_id, generation = form_group(run, "durable")
     run.request(p.commit("durable", member_id, generation, {("orders", 0): 5}))
     last = run.request(p.heartbeat("durable", member_id, generation))
-    assert last["error_code"] == 0
+    assert last["error_code"] == Errors.NONE
     run.stop()
     # Simulate a crash after the last batch's output was written but before Spark committed it: the batch is
     # replayed on restart with the same input, state and timestamp.
     run.forget_last_commit()
     run.start()
-    assert run.request(p.heartbeat("durable", member_id, generation))["error_code"] == 0
+    assert run.request(p.heartbeat("durable", member_id, generation))["error_code"] == Errors.NONE
     assert p.committed(run.request(p.fetch("durable", {"orders": [0]}))) == {("orders", 0): 5}
     run.responses.poll(timeout_ms=1000)
     copies = run.responses.copies

@@ -9,9 +9,10 @@ import pytest
 
 from state.batch import route
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from streaming.bucket_blobs import ENVELOPE_VERSION, BlobStore, pack_groups, unpack_groups
 from streaming.group_rows import RowStore
-from streaming.stateful import Called, Input, step_bucket
+from streaming.stateful import CallStats, Input, step_bucket
 from tests.support import protocol as p
 
 CONFIG = CoordinatorConfig(group_min_session_timeout_ms=1_000, group_initial_rebalance_delay_ms=0)
@@ -85,10 +86,10 @@ def inputs(*requests: dict, at_ms: int = 0, timer_row: bool = False) -> list[Inp
     return rows
 
 
-def call(bucket, rows: list[Input], now_ms: int) -> tuple[list[dict], Called]:
-    called = Called()
-    out = step_bucket(rows, bucket.open(), now_ms, CONFIG, False, called)
-    return [json.loads(value) for sink, _, value, *_ in out if sink == "response"], called
+def call(bucket, rows: list[Input], now_ms: int) -> tuple[list[dict], CallStats]:
+    stats = CallStats()
+    out = step_bucket(rows, bucket.open(), now_ms, CONFIG, False, stats)
+    return [json.loads(value) for sink, _, value, *_ in out if sink == "response"], stats
 
 
 @pytest.fixture(params=[RowBucket, BlobBucket], ids=["transformWithState", "applyInPandasWithState"])
@@ -103,18 +104,18 @@ def stable_member(bucket, group_id: str, session_ms: int) -> dict:
     (joined,), _ = call(bucket, inputs(timer_row=True), now_ms=0)  # the join phase ends (no initial delay)
     (synced,), _ = call(bucket, inputs(p.sync(group_id, joined["member_id"], joined["generation_id"],
                                                {joined["member_id"]: p.ASSIGNMENT})), now_ms=0)
-    assert synced["error_code"] == 0
+    assert synced["error_code"] == Errors.NONE
     return joined
 
 
 def test_a_member_that_stops_heartbeating_expires_when_its_deadline_comes(bucket):
     joined = stable_member(bucket, "g", 1_500)
-    _, called = call(bucket, inputs(timer_row=True), now_ms=1_000)
-    assert called.groups == 0 and called.deadline == 1_500  # not due yet: nothing stepped
-    _, called = call(bucket, inputs(timer_row=True), now_ms=1_600)
-    assert called.groups == 1 and called.members_expired == 1
+    _, stats = call(bucket, inputs(timer_row=True), now_ms=1_000)
+    assert stats.groups == 0 and stats.deadline == 1_500  # not due yet: nothing stepped
+    _, stats = call(bucket, inputs(timer_row=True), now_ms=1_600)
+    assert stats.groups == 1 and stats.members_expired == 1
     (answer,), _ = call(bucket, inputs(p.heartbeat("g", joined["member_id"], joined["generation_id"])), 2_000)
-    assert answer["error_code"] == 25  # UNKNOWN_MEMBER_ID
+    assert answer["error_code"] == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_heartbeats_keep_a_member_past_its_first_deadline(bucket):
@@ -122,18 +123,18 @@ def test_heartbeats_keep_a_member_past_its_first_deadline(bucket):
     heartbeat = p.heartbeat("g", joined["member_id"], joined["generation_id"])
     for now in (1_000, 2_000, 3_000):
         (answer,), _ = call(bucket, inputs(heartbeat, at_ms=now), now_ms=now)
-        assert answer["error_code"] == 0
-    _, called = call(bucket, inputs(timer_row=True), now_ms=4_000)
-    assert called.members_expired == 0 and called.deadline == 4_500
-    _, called = call(bucket, inputs(timer_row=True), now_ms=4_600)
-    assert called.members_expired == 1
+        assert answer["error_code"] == Errors.NONE
+    _, stats = call(bucket, inputs(timer_row=True), now_ms=4_000)
+    assert stats.members_expired == 0 and stats.deadline == 4_500
+    _, stats = call(bucket, inputs(timer_row=True), now_ms=4_600)
+    assert stats.members_expired == 1
 
 
 def test_groups_of_a_bucket_are_stepped_only_when_they_have_requests_or_are_due(bucket):
     for group_id, session in (("a", 1_500), ("b", 60_000)):
         stable_member(bucket, group_id, session)
-    _, called = call(bucket, inputs(timer_row=True), now_ms=2_000)
-    assert called.groups == 1 and called.members_expired == 1  # a only
+    _, stats = call(bucket, inputs(timer_row=True), now_ms=2_000)
+    assert stats.groups == 1 and stats.members_expired == 1  # a only
 
 
 def test_a_heartbeat_costs_one_read_and_one_write_of_its_group_row():
@@ -153,10 +154,10 @@ def test_an_early_entry_files_its_group_again_at_its_real_deadline():
     bucket = RowBucket()
     joined = stable_member(bucket, "g", 1_500)
     call(bucket, inputs(p.heartbeat("g", joined["member_id"], joined["generation_id"]), at_ms=1_000), 1_000)
-    _, called = call(bucket, inputs(timer_row=True), now_ms=1_600)  # the entry filed at 1,500
-    assert called.groups == 0 and called.deadline == 2_500
-    _, called = call(bucket, inputs(timer_row=True), now_ms=2_600)
-    assert called.members_expired == 1
+    _, stats = call(bucket, inputs(timer_row=True), now_ms=1_600)  # the entry filed at 1,500
+    assert stats.groups == 0 and stats.deadline == 2_500
+    _, stats = call(bucket, inputs(timer_row=True), now_ms=2_600)
+    assert stats.members_expired == 1
 
 
 def test_a_deleted_group_leaves_no_row():
@@ -164,7 +165,7 @@ def test_a_deleted_group_leaves_no_row():
     call(bucket, inputs(p.commit("g", "", -1, {("t", 0): 1})), now_ms=0)
     assert bucket.groups.values and bucket.offsets.values
     (answer,), _ = call(bucket, inputs({"api": "DeleteGroups", "group_id": "g"}), now_ms=10)
-    assert answer["error_code"] == 0
+    assert answer["error_code"] == Errors.NONE
     assert bucket.groups.values == {} and bucket.offsets.values == {}
 
 

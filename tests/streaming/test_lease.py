@@ -23,6 +23,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
+from state.errors import Errors
 from streaming import config as job_config
 from streaming.kafka_clients import high_watermarks
 from streaming.lease import EXIT_LEASE_LOST, HELD, LeaseRecord, LeaseSettings, checkpoint_key
@@ -285,7 +286,7 @@ def test_a_stopped_active_driver_halts_before_the_standby_takes_over_and_never_w
             assert time.monotonic() < deadline, "the standby did not take over"
             time.sleep(0.05)
         assert jvm_gone, "the stopped driver's JVM still ran when the standby took the lease"
-        assert _ask(wire)["error_code"] == 0
+        assert _ask(wire)["error_code"] == Errors.NONE
         first.proc.send_signal(signal.SIGCONT)
         assert first.proc.wait(30) == EXIT_LEASE_LOST
         assert "lost the lease" in first.log_text()
@@ -295,7 +296,7 @@ def test_a_stopped_active_driver_halts_before_the_standby_takes_over_and_never_w
         first.start().wait_standby()
         batches = len(second.metrics())
         os.killpg(second.proc.pid, signal.SIGSTOP)
-        assert _ask(wire)["error_code"] == 0  # answered by `first`, which took over
+        assert _ask(wire)["error_code"] == Errors.NONE  # answered by `first`, which took over
         os.killpg(second.proc.pid, signal.SIGCONT)
         assert second.proc.wait(30) == EXIT_LEASE_LOST
         assert "lost the lease" in second.log_text()
@@ -303,7 +304,7 @@ def test_a_stopped_active_driver_halts_before_the_standby_takes_over_and_never_w
         for job in (first, second):
             for sign in ("Concurrent update", "CONCURRENT_STREAM_LOG_UPDATE", "concurrently using"):
                 assert sign not in job.log_text(), "two queries wrote one checkpoint's log"
-        assert _ask(wire)["error_code"] == 0
+        assert _ask(wire)["error_code"] == Errors.NONE
         assert files_not_sparks(str(tmp_path / "checkpoint")) == [], "only Spark writes under the checkpoint"
     finally:
         wire.close()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from state.errors import Errors
 from streaming.query import rehearse
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -26,4 +27,4 @@ def test_a_rehearsal_changes_nothing_and_the_real_query_answers_afterwards(coord
     assert not [q for q in run.spark.streams.active if q.name.endswith("-rehearsal")], "the rehearsal stopped"
 
     run.start()
-    assert run.responses.wait_for("before-takeover")["error_code"] == 25  # UNKNOWN_MEMBER_ID
+    assert run.responses.wait_for("before-takeover")["error_code"] == Errors.UNKNOWN_MEMBER_ID

@@ -52,11 +52,12 @@ def reader(broker: str, topic: str, **options: str) -> KafkaStreamReader:
     return KafkaStreamReader({"kafka.bootstrap.servers": broker, "subscribe": topic, **options})
 
 
-def rows_of(batches) -> list[tuple]:
-    return [tuple(row.values()) for batch in batches for row in batch.to_pylist()]
+def rows_of(batches) -> list[dict]:
+    """The rows `read` yields, each by column name (`RAW_ARROW`, `ROUTED_ARROW`)."""
+    return [row for batch in batches for row in batch.to_pylist()]
 
 
-def read_all(r: KafkaStreamReader, start: dict, end: dict) -> list[tuple]:
+def read_all(r: KafkaStreamReader, start: dict, end: dict) -> list[dict]:
     return [row for part in r.partitions(start, end) for row in rows_of(r.read(part))]
 
 
@@ -68,7 +69,7 @@ def test_offsets_plan_and_read_every_record_once(broker, topic):
     end = r.latestOffset(start, ReadAllAvailable())
     assert end == {topic: {"0": 5, "1": 5}, "tick": 0}
     rows = read_all(r, start, end)
-    assert sorted(row[4] for row in rows) == sorted(f"{p}-{i}".encode() for p in (0, 1) for i in range(5))
+    assert sorted(row["value"] for row in rows) == sorted(f"{p}-{i}".encode() for p in (0, 1) for i in range(5))
     assert r.latestOffset(end, ReadAllAvailable()) == end
     assert r.partitions(end, end) == []
 
@@ -78,7 +79,7 @@ def test_read_is_the_same_on_replay(broker, topic):
     r = reader(broker, topic)
     part = KafkaRange(topic, 1, 1, 3)
     assert rows_of(r.read(part)) == rows_of(r.read(part))
-    assert [row[1] for row in rows_of(r.read(part))] == [1, 2]
+    assert [row["offset"] for row in rows_of(r.read(part))] == [1, 2]
 
 
 def test_max_offsets_per_trigger_caps_each_batch_across_partitions(broker, topic):
@@ -106,7 +107,7 @@ def test_new_partitions_are_picked_up_from_their_start(broker, topic):
     end = r.latestOffset(start, ReadAllAvailable())
     assert end[topic] == {"0": 2, "1": 2}
     assert [part.partition for part in r.partitions(start, end)] == [1]
-    assert sorted(row[4] for row in read_all(r, start, end)) == [b"1-0", b"1-1"]
+    assert sorted(row["value"] for row in read_all(r, start, end)) == [b"1-0", b"1-1"]
 
 
 def test_routing_adds_the_cores_decision(broker, topic):
@@ -117,9 +118,9 @@ def test_routing_adds_the_cores_decision(broker, topic):
     producer.flush()
     r = reader(broker, topic, route="true", buckets="8")
     rows = rows_of(r.read(KafkaRange(topic, 0, 0, 2)))
-    assert [(row[5], row[6]) for row in rows] == [("group", "g"), ("reject", "")]
-    assert rows[1][8]  # the reason
-    assert [row[10] for row in rows] == [bucket_of("g", 8), 0]  # the group's state bucket; 0 for the rest
+    assert [(row["kind"], row["group_id"]) for row in rows] == [("group", "g"), ("reject", "")]
+    assert rows[1]["reason"]
+    assert [row["bucket"] for row in rows] == [bucket_of("g", 8), 0]  # the group's state bucket; 0 for the rest
 
 
 def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic):
@@ -140,7 +141,7 @@ def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic):
     assert r.latestOffset(ticked, ReadAllAvailable())["tick"] == 3  # still due: the offset must change again
     [part] = r.partitions(first, ticked)
     assert (part.start, part.end, part.due) == (0, 0, (2, 3))  # a timer-only batch reads no records
-    assert [(row[6], row[10]) for row in rows_of(r.read(part))] == [(None, 2), (None, 3)]  # null group_id
+    assert [(row["group_id"], row["bucket"]) for row in rows_of(r.read(part))] == [(None, 2), (None, 3)]
     produce(broker, topic, 2)
     with_data = r.latestOffset(first, ReadAllAvailable())
     while with_data[topic] != {"0": 2, "1": 2}:  # a fetch sent before the records can answer one trigger late
@@ -164,8 +165,9 @@ def test_the_first_new_batch_of_a_new_reader_is_marked_resumed(broker, topic):
     while first == start:  # a fetch sent before the records can answer one trigger late
         first = r.latestOffset(start, ReadAllAvailable())
     assert first["resumed"] is True
-    assert all(part.resumed for part in r.partitions(start, first))
-    marks = [row[11] for row in read_all(r, start, first)]
+    parts = r.partitions(start, first)
+    assert parts and all(part.resumed for part in parts)
+    marks = [row["resumed"] for row in read_all(r, start, first)]
     assert marks and all(marks)  # every routed row carries it
     produce(broker, topic, 1)
     second = r.latestOffset(first, ReadAllAvailable())
@@ -220,4 +222,4 @@ def test_without_fail_on_data_loss_the_partition_restarts_from_its_log_start(bro
     assert restarted == {topic: {"0": 0, "1": 2}, "tick": 0}
     assert read_all(r, start, restarted) == []
     end = r.latestOffset(restarted, ReadAllAvailable())
-    assert sorted(row[4] for row in read_all(r, restarted, end)) == [b"0-0", b"0-1"]
+    assert sorted(row["value"] for row in read_all(r, restarted, end)) == [b"0-0", b"0-1"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
+from state.errors import Errors
 from streaming.checkpoint import CheckpointError, check, inspect
 from streaming.upgrade import upgrade
 from tests.support import protocol as p
@@ -68,7 +69,7 @@ def test_the_upgrade_carries_every_group_over_and_leaves_the_old_checkpoint_alon
     run.start()  # `coordinator run` on the new checkpoint
     members = json.loads((FIXTURES / "bucket-checkpoint.members.json").read_text())["stable-a"]
     for member_id in members["members"]:  # the same members, generation and sessions (restarted at the upgrade)
-        assert run.request(p.heartbeat("stable-a", member_id, members["generation"]))["error_code"] == 0
+        assert run.request(p.heartbeat("stable-a", member_id, members["generation"]))["error_code"] == Errors.NONE
     assert p.committed(run.request(p.fetch("stable-a", {"orders": [0, 1]}))) == {("orders", 0): 42,
                                                                                  ("orders", 1): 7}
     assert p.committed(run.request(p.fetch("empty-b", {"orders": [2]}))) == {("orders", 2): 5}

@@ -1,4 +1,5 @@
-"""The coordinator in-process: requests go straight into the real `state.batch.step_group`, no Kafka, no Spark.
+"""A test double: the coordinator in-process, requests straight into the real `state.batch.step_group`, no Kafka,
+no Spark.
 
 The core is pure and deterministic, so this is the real coordinator minus the streaming shell: the same
 `route` / `step_group` calls the Spark job makes, one group at a time, with the group's state bytes kept in a
@@ -18,8 +19,9 @@ from typing import Callable
 from client.protocol import Json
 from client.transport import PendingRequests, send_and_wait
 from state.batch import StoredGroup, route, step_group
-from state.timers import is_due
 from state.config import CoordinatorConfig
+from state.directory import GroupDirectory
+from state.timers import is_due
 
 
 class LoopbackCoordinator:
@@ -83,8 +85,6 @@ class LoopbackCoordinator:
             self._waiters.complete(json.loads(raw))
 
     def _list_groups(self, request: Json) -> None:
-        from state.directory import GroupDirectory
-
         directory = GroupDirectory()
         for key, value in self.records:
             directory.apply(key, value)
