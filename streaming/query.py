@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Iterator, Mapping
 from weakref import WeakKeyDictionary
 
@@ -31,6 +32,7 @@ from state.config import CoordinatorConfig
 from streaming.buckets import DEFAULT_BUCKETS
 from streaming.class_archive import with_class_archive
 from streaming.config import Topics, kafka_options, with_driver_logging
+from streaming.jvm_stderr import jvm_stderr_filtered
 from streaming.kafka_clients import client_config
 from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.source import KafkaSource
@@ -62,7 +64,9 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     for key, value in with_class_archive(with_driver_logging(conf)).items():
         if launched is None or not launched.contains(key):
             builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    # A JVM this process starts prints two start-up notices no setting turns off (streaming.jvm_stderr).
+    with jvm_stderr_filtered() if launched is None else nullcontext():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     pool = ThreadPoolExecutor(1, thread_name_prefix="warm-up")
     _warming[spark] = pool.submit(warm_up, spark)
