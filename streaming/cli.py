@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from streaming import config as job_config
+from streaming import logs
 from streaming.checkpoint import CheckpointError
 
 log = logging.getLogger("coordinator")
@@ -62,12 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         from gateway.cli import run as run_gateway
 
         return run_gateway(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("kafka", "py4j"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    # kafka-python's warning that its network loop was held up over 100 ms: on the driver, Spark's callbacks and
-    # the listener share the interpreter with the lease's and the metrics' clients, so it comes on a loaded host.
-    logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
+    logs.configure()
     overrides = job_config.parse_assignments(args.props)
     flags = {"bootstrap.servers": args.bootstrap_servers, "checkpoint.location": args.checkpoint_location}
     if args.command == "run":
