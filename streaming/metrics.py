@@ -62,12 +62,15 @@ class CoordinatorMetrics(StreamingQueryListener):
         prometheus = None
         if props.get("metrics.prometheus.port", ""):
             prometheus = PrometheusMetrics()
-            prometheus.serve(props.get("metrics.prometheus.host", ""),
-                                                 int(props["metrics.prometheus.port"]))
+            host, port = props.get("metrics.prometheus.host", ""), int(props["metrics.prometheus.port"])
+            try:
+                prometheus.serve(host, port)
+            except OSError as exc:
+                raise SystemExit(f"metrics.prometheus.port: cannot listen on {host}:{port}: {exc.strerror}")
         console = Console(int(props.get("console.summary.interval.ms", "30000")) / 1000)
-        groups = GroupWatch(props["topic.records"], client)
-        groups.poll()
-        return cls(query_name, json_lines, prometheus, console, groups)
+        listener = cls(query_name, json_lines, prometheus, console, GroupWatch(props["topic.records"], client))
+        listener._group_changes()  # what the records topic holds now is where changes start from
+        return listener
 
     def where(self) -> str:
         """Where the metrics go, for the start-up lines: `metrics: prometheus=http://host:9464/metrics
