@@ -92,10 +92,16 @@ class Console:
         self.window = Window(clock())
 
     def batch(self, record: dict, changes: Iterable[GroupChange] = ()) -> None:
-        for line in change_lines(changes):
-            self.out.info("%s", line)
+        self.changes(changes)
         self.window.add(record)
         self.idle()
+
+    def changes(self, changes: Iterable[GroupChange], groups_by_state: dict[str, int] | None = None) -> None:
+        """Group state changes seen outside a batch's report (at stop: those of the batches no longer reported)."""
+        for line in change_lines(changes):
+            self.out.info("%s", line)
+        if groups_by_state is not None:
+            self.window.groups_by_state = groups_by_state
 
     def idle(self) -> None:
         """Print the summary if the interval is over (the query reports idle periods too, so this runs without

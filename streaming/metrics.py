@@ -83,8 +83,12 @@ class CoordinatorMetrics(StreamingQueryListener):
         return "metrics: " + (" ".join(parts) or "off (metrics.log, metrics.prometheus.port)")
 
     def close(self) -> None:
-        """Stop serving and close the metrics file; the console prints what the last interval saw."""
+        """Stop serving and close the metrics file; the console prints the group state changes of the batches that
+        ran while the query stopped (their reports no longer reach the listener) and what the last interval saw."""
         if self.console is not None:
+            changes = self._group_changes()
+            if self.groups is not None and not self._groups_failing:
+                self.console.changes(changes, self.groups.count_by_state())
             self.console.flush()
         if self.prometheus is not None and self.prometheus.server is not None:
             self.prometheus.server.close()

@@ -100,6 +100,21 @@ class TestSummary:
                             "0 dead letters, 0 members expired; 12 state rows")
         assert len(lines) == 3
 
+    def test_changes_after_the_last_report_still_print_and_count_at_stop(self):
+        lines: list[str] = []
+        out = logging.getLogger("test-console-stop")
+        out.addHandler(handler := _ListHandler(lines))
+        out.setLevel(logging.INFO)
+        try:
+            console = Console(30.0, clock=iter([0.0, 5.0, 8.0]).__next__, out=out)
+            console.batch(batch(0, groups={"Stable": 1}))
+            console.changes([GroupChange("g", "Empty", 0, 2)], {"Empty": 1, "Stable": 0})
+            console.flush()
+        finally:
+            out.removeHandler(handler)
+        assert lines[0] == "group g: Empty, generation 2, 0 members"
+        assert lines[1].startswith("last 8 s: 1 batch, ") and "; groups: 1 Empty; " in lines[1]
+
     def test_no_summary_with_interval_zero(self):
         lines: list[str] = []
         out = logging.getLogger("test-console-off")
