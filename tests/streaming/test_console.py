@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timezone
+from typing import Iterator
+
+import pytest
 
 from state.records import dumps, group_key, offset_key
 from streaming.console import MAX_CHANGE_LINES, Console, Window, change_lines, summary_line
@@ -81,51 +84,32 @@ class TestSummary:
             "last 30 s: 3 batches, 30 requests (1.0/s), 27 responses, batch p50 500 ms (max 1.2 s); "
             "groups: 1 Empty, 3 Stable; 3 dead letters, 3 members expired; 12 state rows")
 
-    def test_an_idle_interval_says_so_and_keeps_the_groups(self):
-        clock = iter([0.0, 10.0, 31.0, 62.0]).__next__
-        lines: list[str] = []
-        out = logging.getLogger("test-console")
-        out.addHandler(handler := _ListHandler(lines))
-        out.setLevel(logging.INFO)
-        try:
-            console = Console(30.0, clock=clock, out=out)
-            console.batch(batch(0, groups={"Stable": 2}), [GroupChange("g", "Stable", 2, 1)])  # at 10 s
-            console.idle()  # at 31 s: the interval is over
-            console.idle()  # at 62 s: a second interval, without batches
-        finally:
-            out.removeHandler(handler)
+    def test_an_idle_interval_says_so_and_keeps_the_groups(self, console_log):
+        out, lines = console_log
+        console = Console(30.0, clock=iter([0.0, 10.0, 31.0, 62.0]).__next__, out=out)
+        console.batch(batch(0, groups={"Stable": 2}), [GroupChange("g", "Stable", 2, 1)])  # at 10 s
+        console.idle()  # at 31 s: the interval is over
+        console.idle()  # at 62 s: a second interval, without batches
         assert lines[0] == "group g: Stable, generation 1, 2 members"
         assert lines[1].startswith("last 31 s: 1 batch, 6 requests (0.2/s), 5 responses, batch p50 250 ms")
         assert lines[2] == ("last 31 s: no batches (no requests and no deadlines due); groups: 2 Stable; "
                             "0 dead letters, 0 members expired; 12 state rows")
         assert len(lines) == 3
 
-    def test_changes_after_the_last_report_still_print_and_count_at_stop(self):
-        lines: list[str] = []
-        out = logging.getLogger("test-console-stop")
-        out.addHandler(handler := _ListHandler(lines))
-        out.setLevel(logging.INFO)
-        try:
-            console = Console(30.0, clock=iter([0.0, 5.0, 8.0]).__next__, out=out)
-            console.batch(batch(0, groups={"Stable": 1}))
-            console.changes([GroupChange("g", "Empty", 0, 2)], {"Empty": 1, "Stable": 0})
-            console.flush()
-        finally:
-            out.removeHandler(handler)
+    def test_changes_after_the_last_report_still_print_and_count_at_stop(self, console_log):
+        out, lines = console_log
+        console = Console(30.0, clock=iter([0.0, 5.0, 8.0]).__next__, out=out)
+        console.batch(batch(0, groups={"Stable": 1}))
+        console.changes([GroupChange("g", "Empty", 0, 2)], {"Empty": 1, "Stable": 0})
+        console.flush()
         assert lines[0] == "group g: Empty, generation 2, 0 members"
         assert lines[1].startswith("last 8 s: 1 batch, ") and "; groups: 1 Empty; " in lines[1]
 
-    def test_no_summary_with_interval_zero(self):
-        lines: list[str] = []
-        out = logging.getLogger("test-console-off")
-        out.addHandler(handler := _ListHandler(lines))
-        out.setLevel(logging.INFO)
-        try:
-            console = Console(0, clock=iter([0.0, 1000.0, 2000.0]).__next__, out=out)
-            console.batch(batch(0))
-            console.flush()
-        finally:
-            out.removeHandler(handler)
+    def test_no_summary_with_interval_zero(self, console_log):
+        out, lines = console_log
+        console = Console(0, clock=iter([0.0, 1000.0, 2000.0]).__next__, out=out)
+        console.batch(batch(0))
+        console.flush()
         assert lines == []
 
 
@@ -165,11 +149,15 @@ class TestPrometheusText:
         assert not any(name.endswith("_total") for name, kind in types.items() if kind != "counter")
 
 
-class _ListHandler(logging.Handler):
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__()
-        self.lines = lines
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+@pytest.fixture
+def console_log(request) -> Iterator[tuple[logging.Logger, list[str]]]:
+    """A logger of its own for a Console, and the messages it logged."""
+    lines: list[str] = []
+    out = logging.getLogger(f"test-console.{request.node.name}")
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    out.addHandler(handler)
+    out.setLevel(logging.INFO)
+    yield out, lines
+    out.removeHandler(handler)
 
