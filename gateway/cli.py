@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming import config as job_config
+from streaming import logs
 
 log = logging.getLogger("gateway")
 
@@ -50,8 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(logging.WARNING)
+    logs.configure()
     overrides = job_config.parse_assignments(args.props)
     if args.bootstrap_servers:
         overrides["bootstrap.servers"] = args.bootstrap_servers

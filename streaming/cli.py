@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from streaming import config as job_config
+from streaming import logs
 from streaming.checkpoint import CheckpointError
 
 log = logging.getLogger("coordinator")
@@ -37,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--bootstrap-servers", help="Kafka bootstrap servers; none: the embedded tansu broker")
     run.add_argument("--checkpoint-location", help="Spark checkpoint directory (required with a real cluster)")
     run.add_argument("--trigger-interval-ms", type=int, help="micro-batch trigger interval")
-    run.add_argument("--metrics-log", help="per-batch JSON lines: a file, or - for stdout")
+    run.add_argument("--metrics-log", help="per-batch JSON lines: a file, or - for stdout (default: off)")
+    run.add_argument("--metrics-port", type=int,
+                     help="serve Prometheus metrics at http://HOST:PORT/metrics (0: a free port; default: off)")
     run.add_argument("--rebuild-from-records", action="store_true",
                      help="checkpoint lost: on a new checkpoint, load every group from the records topic first "
                           "(same as --set rebuild.from.records=true; ignored once the checkpoint has progress)")
@@ -60,13 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         from gateway.cli import run as run_gateway
 
         return run_gateway(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("kafka", "py4j"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logs.configure()
     overrides = job_config.parse_assignments(args.props)
     flags = {"bootstrap.servers": args.bootstrap_servers, "checkpoint.location": args.checkpoint_location}
     if args.command == "run":
         flags.update({"trigger.interval.ms": args.trigger_interval_ms, "metrics.log": args.metrics_log,
+                      "metrics.prometheus.port": args.metrics_port,
                       "rebuild.from.records": "true" if args.rebuild_from_records else None})
     overrides.update({key: str(value) for key, value in flags.items() if value is not None})
     props = job_config.load(args.config, overrides)
@@ -92,14 +94,13 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     from streaming import checkpoint
     from streaming.embedded import start_broker
     from streaming.lease import DriverHalt, Lease, LeaseSettings
-    from streaming.metrics import JsonLinesMetrics
+    from streaming.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
     from streaming.topics import ensure_topics
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     broker = None
     gateway = None
-    metrics_out = None
     listener = None
     lease = halt = query = None
     throwaway_checkpoint = None
@@ -116,7 +117,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             throwaway_checkpoint = tempfile.mkdtemp(prefix="checkpoint-", dir="var")
             props["checkpoint.location"] = throwaway_checkpoint
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
-        ensure_topics(client, props)
+        ensure_topics(client, props, check_compaction=broker is None)
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
             topics = {k: v for k, v in props.items() if k.startswith("topic.")}
             gateway = start_gateway(broker.bootstrap_servers, topics, log_path=Path("var/gateway.log"))
@@ -126,18 +127,15 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         # PySpark's own Ctrl-C handler calls into the JVM from inside the handler, which breaks the py4j call the
         # main thread is in; a plain KeyboardInterrupt lets the code below stop the query in order.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        target = props.get("metrics.log", "-")
-        if target:
-            metrics_out = sys.stdout if target == "-" else open(target, "a")
-            records = {"topic": props["topic.records"], "config": client}
-            listener = JsonLinesMetrics(metrics_out, QUERY_NAME, records)
-            spark.streams.addListener(listener)
         checkpoint.check(spark, props)  # before any batch: a checkpoint this release cannot run is refused
         # A standby waits here, rehearsed and warm, until the active driver's lease lapses (streaming.lease).
         halt = DriverHalt(spark, lease.settings.key)
         lease.acquire(on_standby=lambda: _stand_by(spark, props), on_lost=halt, on_renewed=halt.arm)
         if props.get("rebuild.from.records", "false").lower() == "true":
             _rebuild(client, props)
+        # Groups are reported from here on: the records topic is read to its end now, before the first batch.
+        listener = CoordinatorMetrics.from_properties(props, client, QUERY_NAME)
+        spark.streams.addListener(listener)
         query = start_query(spark, props)
         print(f"group coordinator running: bootstrap.servers={props['bootstrap.servers']} "
               f"requests={props['topic.requests']} responses={props['topic.responses']} "
@@ -145,6 +143,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
               f"checkpoint={props['checkpoint.location']}", flush=True)
         if gateway is not None:
             print(f"kafka clients: bootstrap.servers={gateway.bootstrap_servers}", flush=True)
+        print(listener.where(), flush=True)
         try:
             # Waiting in Python, not in a py4j call: a Ctrl-C then interrupts a sleep, not a read from the JVM's
             # socket (which py4j logs as an error). awaitTermination returns at once, or raises why the query ended.
@@ -172,8 +171,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         # Released (a standby takes over at once) only once this driver's query has certainly stopped.
         if lease is not None and lease.close(release=_stopped(query)) and halt is not None:
             halt.disarm()
-        if metrics_out not in (None, sys.stdout):
-            metrics_out.close()
+        if listener is not None:
+            listener.close()
         if gateway is not None:
             gateway.stop()
         if broker is not None:

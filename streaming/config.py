@@ -17,6 +17,9 @@ from state.properties import read_properties
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 DEFAULT_PROPERTIES = CONF_DIR / "coordinator.properties"
 DEFAULT_SPARK_DEFAULTS = CONF_DIR / "spark-defaults.conf"
+LOG4J_CONFIG = CONF_DIR / "log4j2.properties"
+"""The JVMs' logging; `coordinator run` gives it to the driver JVM it starts (`with_driver_logging`), the launchers in
+deploy/spark to the JVMs spark-submit starts."""
 
 
 def read_spark_defaults(path: Path) -> dict[str, str]:
@@ -82,3 +85,14 @@ def kafka_options(props: Mapping[str, str]) -> dict[str, str]:
     options = {k: v for k, v in props.items() if k.startswith("kafka.")}
     options["kafka.bootstrap.servers"] = props["bootstrap.servers"]
     return options
+
+
+def with_driver_logging(conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf` with `LOG4J_CONFIG` as the driver JVM's logging, unless its Java options name a log4j configuration
+    already. Without it Spark falls back to its own defaults: its start-up banners and every WARN of every class."""
+    out = dict(conf)
+    key = "spark.driver.extraJavaOptions"
+    options = out.get(key, "")
+    if "log4j2.configurationFile" not in options and LOG4J_CONFIG.is_file():
+        out[key] = f"{options} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}".strip()
+    return out

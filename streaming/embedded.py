@@ -54,6 +54,10 @@ def start_broker(port: int | None = None, timeout_s: float = 20.0, log_path: Pat
         [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
          "--storage-engine", "memory://tansu/"],
         stdout=out, stderr=out, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+        # Its own session: a Ctrl-C at the terminal reaches the driver only, which stops the query and its Kafka
+        # clients first and the broker last. Sharing the terminal's process group, tansu died first, and every
+        # client still open logged connection errors until the driver had stopped.
+        start_new_session=True,
     )
     broker = EmbeddedBroker(process, port)
     try:

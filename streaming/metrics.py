@@ -1,9 +1,10 @@
-"""Per-batch metrics as JSON lines, from a StreamingQueryListener.
+"""Per-batch metrics from a StreamingQueryListener: a JSON line per micro-batch (`metrics.log`), the Prometheus
+endpoint (`streaming.prometheus`), and the operator's console (`streaming.console`).
 
 Counts of what the batch produced come from the query's observed metrics (`observe("coordinator", ...)` in
-`streaming.query`); durations, state rows and memory from Spark's own progress report; groups by state from the
-records topic (`streaming.directory`: the latest group record per group, as ListGroups sees them), followed on the
-driver by the listener, off the batch's path.
+`streaming.query`); durations, state rows and memory from Spark's own progress report; groups by state and group
+state changes from the records topic (`streaming.group_watch`), followed on the driver by the listener, off the
+batch's path.
 """
 
 from __future__ import annotations
@@ -11,48 +12,124 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import IO, Any
+from typing import IO, Any, Mapping
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from streaming.console import Console
+from streaming.group_watch import GroupChange, GroupWatch
+from streaming.prometheus import PrometheusMetrics
 
 log = logging.getLogger(__name__)
 
 
-class JsonLinesMetrics(StreamingQueryListener):
-    def __init__(self, out: IO[str] | None = None, query_name: str | None = None,
-                 records_source: dict[str, Any] | None = None) -> None:
-        """`records_source` = {"topic": records topic, "config": kafka-python settings} adds `groups_by_state`."""
-        self.out = out or sys.stdout
+class CoordinatorMetrics(StreamingQueryListener):
+    """One listener for every output, so that each batch's figures are gathered (and the records topic read) once.
+
+    Listener callbacks run on the driver's listener thread: nothing here may raise into Spark, and a failure to
+    read the records topic costs the groups' figures, not the metrics line.
+    """
+
+    def __init__(self, query_name: str | None = None, json_lines: IO[str] | None = None,
+                 prometheus: PrometheusMetrics | None = None, console: Console | None = None,
+                 groups: GroupWatch | None = None) -> None:
         self.query_name = query_name
-        self.records_source = records_source
+        self.json_lines = json_lines
+        self.prometheus = prometheus
+        self.console = console
+        self.groups = groups
+        self._groups_failing = False
 
     def onQueryStarted(self, event) -> None:
         pass
 
     def onQueryIdle(self, event) -> None:
-        pass
+        if self.console is not None:
+            self.console.idle()
 
     def onQueryTerminated(self, event) -> None:
         pass
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], client: Mapping[str, Any],
+                        query_name: str) -> "CoordinatorMetrics":
+        """The outputs `props` ask for (conf/coordinator.properties, "Metrics and the console"): `metrics.log`,
+        `metrics.prometheus.port` / `.host`, `console.summary.interval.ms`; the groups come from `topic.records`
+        read with `client` (kafka-python settings), from its end now, so that the console reports changes made
+        from here on."""
+        target = props.get("metrics.log", "")
+        json_lines = None if not target else sys.stdout if target == "-" else open(target, "a")
+        prometheus = None
+        if props.get("metrics.prometheus.port", ""):
+            prometheus = PrometheusMetrics()
+            host, port = props.get("metrics.prometheus.host", ""), int(props["metrics.prometheus.port"])
+            try:
+                prometheus.serve(host, port)
+            except OSError as exc:
+                raise SystemExit(f"metrics.prometheus.port: cannot listen on {host}:{port}: {exc.strerror}")
+        console = Console(int(props.get("console.summary.interval.ms", "30000")) / 1000)
+        listener = cls(query_name, json_lines, prometheus, console, GroupWatch(props["topic.records"], client))
+        listener._group_changes()  # what the records topic holds now is where changes start from
+        return listener
+
+    def where(self) -> str:
+        """Where the metrics go, for the start-up lines: `metrics: prometheus=http://host:9464/metrics
+        json-lines=var/metrics.log`."""
+        parts = []
+        if self.prometheus is not None and self.prometheus.server is not None:
+            parts.append(f"prometheus={self.prometheus.server.url}")
+        if self.json_lines is not None:
+            parts.append(f"json-lines={'stdout' if self.json_lines is sys.stdout else self.json_lines.name}")
+        return "metrics: " + (" ".join(parts) or "off (metrics.log, metrics.prometheus.port)")
+
+    def close(self) -> None:
+        """Stop serving and close the metrics file; the console prints the group state changes of the batches that
+        ran while the query stopped (their reports no longer reach the listener) and what the last interval saw."""
+        if self.console is not None:
+            changes = self._group_changes()
+            if self.groups is not None and not self._groups_failing:
+                self.console.changes(changes, self.groups.count_by_state())
+            self.console.flush()
+        if self.prometheus is not None and self.prometheus.server is not None:
+            self.prometheus.server.close()
+        if self.json_lines not in (None, sys.stdout):
+            self.json_lines.close()
 
     def onQueryProgress(self, event) -> None:
         p = event.progress
         if self.query_name and p.name != self.query_name:
             return
-        self.out.write(json.dumps(progress_record(p, self._groups_by_state()), separators=(",", ":")) + "\n")
-        self.out.flush()
-
-    def _groups_by_state(self) -> dict[str, int] | None:
-        if self.records_source is None:
-            return None
-        from streaming.directory import current_directory
-
         try:
-            return current_directory(self.records_source).count_by_state()
-        except Exception as exc:  # a metrics line without it beats none, and the query must not notice
-            log.warning("groups_by_state unavailable: %r", exc)
-            return None
+            self._report(p)
+        except Exception:  # noqa: BLE001 - the listener thread is Spark's: log, never raise into it
+            log.exception("metrics of batch %s", p.batchId)
+
+    def _report(self, p) -> None:
+        changes = self._group_changes()
+        record = progress_record(p, self.groups.count_by_state() if self.groups and not self._groups_failing
+                                 else None)
+        if self.json_lines is not None:
+            self.json_lines.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self.json_lines.flush()
+        if self.prometheus is not None:
+            self.prometheus.observe(record, p)
+        if self.console is not None:
+            self.console.batch(record, changes)
+
+    def _group_changes(self) -> list[GroupChange]:
+        if self.groups is None:
+            return []
+        try:
+            changes = self.groups.poll()
+        except Exception as exc:  # a metrics line without the groups beats none, and the query must not notice
+            if not self._groups_failing:
+                log.warning("groups by state unavailable (reading %s): %r", self.groups.topic, exc)
+            self._groups_failing = True
+            return []
+        if self._groups_failing:
+            log.info("groups by state available again")
+        self._groups_failing = False
+        return changes
 
 
 def progress_record(p, groups_by_state: dict[str, int] | None = None) -> dict:

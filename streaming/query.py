@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Iterator, Mapping
 from weakref import WeakKeyDictionary
 
@@ -30,7 +31,8 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from state.config import CoordinatorConfig
 from streaming.buckets import DEFAULT_BUCKETS
 from streaming.class_archive import with_class_archive
-from streaming.config import Topics, kafka_options
+from streaming.config import Topics, kafka_options, with_driver_logging
+from streaming.jvm_stderr import jvm_stderr_filtered
 from streaming.kafka_clients import client_config
 from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.source import KafkaSource
@@ -43,7 +45,8 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     """The session with `conf` applied and the source registered; its Python workers start in the background.
 
     Under spark-submit the launcher's settings win: `conf` only fills gaps. Otherwise the driver JVM also gets the
-    class archive, if one was made for it (`streaming.class_archive`).
+    class archive, if one was made for it (`streaming.class_archive`), and the job's log4j configuration
+    (`streaming.config.with_driver_logging`).
 
     The warm-up (`warm_up`) runs while the source is registered and the first query starts (`start_query` waits
     for it): each of those steps mostly waits for some Python process to start, so they overlap well.
@@ -52,12 +55,18 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
 
     # Python workers must run this interpreter (the one with kafka-python and the project installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if conf.get("spark.driver.bindAddress"):
+        # Where the driver binds anyway; without it Spark warns at every start on hosts whose name resolves to a
+        # loopback address (most laptops), and picks another interface to say so.
+        os.environ.setdefault("SPARK_LOCAL_IP", conf["spark.driver.bindAddress"])
     builder = SparkSession.builder
     launched = SparkConf() if "PYSPARK_GATEWAY_PORT" in os.environ else None
-    for key, value in with_class_archive(conf).items():
+    for key, value in with_class_archive(with_driver_logging(conf)).items():
         if launched is None or not launched.contains(key):
             builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    # A JVM this process starts prints two start-up notices no setting turns off (streaming.jvm_stderr).
+    with jvm_stderr_filtered() if launched is None else nullcontext():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     pool = ThreadPoolExecutor(1, thread_name_prefix="warm-up")
     _warming[spark] = pool.submit(warm_up, spark)

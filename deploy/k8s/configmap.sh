@@ -7,7 +7,7 @@ site="${1:?usage: configmap.sh SITE.properties}"
 ns="${NAMESPACE:-group-coordinator}"
 kubectl create configmap coordinator-conf -n "$ns" --dry-run=client -o yaml \
   --from-file="$root/conf/coordinator.properties" --from-file="$root/conf/spark-defaults.conf" \
-  --from-file="$root/deploy/spark/log4j2.properties"
+  --from-file="$root/conf/log4j2.properties"
 echo "---"
 kubectl create configmap coordinator-site -n "$ns" --dry-run=client -o yaml \
   --from-file=coordinator.properties="$site"

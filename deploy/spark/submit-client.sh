@@ -38,7 +38,7 @@ done
 
 build_zip
 merge_properties "${props_files[@]}"
-log4j="${COORDINATOR_LOG4J:-$root/deploy/spark/log4j2.properties}"
+log4j="${COORDINATOR_LOG4J:-$root/conf/log4j2.properties}"
 # The driver JVM starts here, so it gets the class archive here too, if this JVM and Spark have one
 # (python -m deploy.spark.class_archive makes it).
 class_archive="$(cd "$root" && "$python_bin" -m streaming.class_archive --java-option)"

@@ -45,7 +45,7 @@ entry="${COORDINATOR_ENTRY:-$root/deploy/spark/entry.py}"
 merge_properties "${props_files[@]}"
 # Files spark-submit uploads: the log4j2 config and coordinator.properties, unless they are already in the image
 # (COORDINATOR_FILES="" with the log4j options in your properties file, as deploy/k8s/submit.sh does).
-log4j="$root/deploy/spark/log4j2.properties"
+log4j="$root/conf/log4j2.properties"
 files="${COORDINATOR_FILES-$log4j,$root/conf/coordinator.properties}"
 java_opts=()
 if [ -n "$files" ]; then

@@ -1,9 +1,13 @@
-"""The per-batch JSON line built from a query progress report (a stand-in object; no Spark)."""
+"""The per-batch metrics: the JSON line built from a query progress report (a stand-in object; no Spark), the groups
+read from a real records topic, and every output of a real query (the JSON-lines file, the Prometheus endpoint, the
+console's group lines) agreeing with each other."""
 
 from __future__ import annotations
 
 import io
 import json
+import logging
+import urllib.request
 import uuid
 from types import SimpleNamespace
 
@@ -12,7 +16,11 @@ from kafka import KafkaProducer
 from pyspark.sql import Row
 
 from state.records import dumps, group_key
-from streaming.metrics import JsonLinesMetrics
+from streaming.group_watch import GroupWatch
+from streaming.metrics import CoordinatorMetrics
+from streaming.query import stop_between_batches
+from tests.support import protocol as p
+from tests.support.metrics import samples
 
 
 def progress() -> SimpleNamespace:
@@ -26,7 +34,7 @@ def progress() -> SimpleNamespace:
 
 def test_one_json_line_per_batch_with_counts_durations_and_state():
     out = io.StringIO()
-    JsonLinesMetrics(out, "q").onQueryProgress(SimpleNamespace(progress=progress()))
+    CoordinatorMetrics("q", json_lines=out).onQueryProgress(SimpleNamespace(progress=progress()))
     line = json.loads(out.getvalue())
     assert line["requests_in"] == 6 and line["responses_out"] == 5 and line["dead_letters"] == 1
     assert line["members_expired"] == 2 and line["timer_rows"] == 1  # Spark's 7 input rows include the timer row
@@ -39,7 +47,7 @@ def test_one_json_line_per_batch_with_counts_durations_and_state():
 
 def test_other_queries_are_ignored():
     out = io.StringIO()
-    JsonLinesMetrics(out, "other").onQueryProgress(SimpleNamespace(progress=progress()))
+    CoordinatorMetrics("other", json_lines=out).onQueryProgress(SimpleNamespace(progress=progress()))
     assert out.getvalue() == ""
 
 
@@ -55,7 +63,52 @@ def test_groups_by_state_follow_the_records_topic(broker):
     producer.flush()
     producer.close()
     out = io.StringIO()
-    JsonLinesMetrics(out, "q", {"topic": topic, "config": {"bootstrap_servers": broker}}).onQueryProgress(
-        SimpleNamespace(progress=progress()))
+    groups = GroupWatch(topic, {"bootstrap_servers": broker})
+    CoordinatorMetrics("q", json_lines=out, groups=groups).onQueryProgress(SimpleNamespace(progress=progress()))
     assert json.loads(out.getvalue())["groups_by_state"] == {
         "Empty": 1, "PreparingRebalance": 1, "CompletingRebalance": 0, "Stable": 0, "Dead": 0}
+
+
+def test_a_running_query_writes_a_line_per_batch_and_serves_the_same_counts(coordinator, tmp_path, caplog):
+    """One group formed through a real query: the JSON-lines file has one line per batch, in order; the Prometheus
+    endpoint serves the same totals; the console reports the group's state changes."""
+    caplog.set_level(logging.INFO, logger="coordinator")
+    run = coordinator(start=False)
+    metrics_file = tmp_path / "metrics.jsonl"
+    props = {**run.props, "metrics.log": str(metrics_file), "metrics.prometheus.port": "0",
+             "metrics.prometheus.host": "127.0.0.1", "console.summary.interval.ms": "0"}
+    listener = CoordinatorMetrics.from_properties(props, {"bootstrap_servers": run.bootstrap},
+                                                  f"coordinator-{run.topics.requests}")
+    run.spark.streams.addListener(listener)
+    try:
+        run.start()
+        # Sessions of 120 s: the first batch of a query on a loaded 2-core machine can take longer than 6 s.
+        first = run.request(p.join("metered", session_timeout_ms=120000))
+        joined = run.request(p.join("metered", first["member_id"], session_timeout_ms=120000))
+        member_id, generation = joined["member_id"], joined["generation_id"]
+        assert run.request(p.sync("metered", member_id, generation, {member_id: p.ASSIGNMENT}))["error_code"] == 0
+        assert run.request(p.heartbeat("metered", member_id, generation))["error_code"] == 0
+        query = run.query
+        stop_between_batches(query, timeout_s=120)  # the heartbeat's batch completes and is reported
+        batches = query.lastProgress["batchId"] + 1
+        lines = run.wait(lambda: len(_lines(metrics_file)) >= batches and _lines(metrics_file))
+        scraped = samples(urllib.request.urlopen(listener.prometheus.server.url, timeout=10).read().decode())
+    finally:
+        run.spark.streams.removeListener(listener)
+        listener.close()
+    assert [line["batch_id"] for line in lines] == list(range(batches))
+    assert sum(line["requests_in"] for line in lines) >= 4
+    assert scraped["coordinator_batches_total"] == batches
+    for name, field in [("requests", "requests_in"), ("responses", "responses_out"), ("records", "records_out"),
+                        ("dead_letters", "dead_letters")]:
+        assert scraped[f"coordinator_{name}_total"] == sum(line[field] for line in lines), name
+    assert scraped['coordinator_groups{state="Stable"}'] == 1
+    assert scraped['coordinator_group_state_changes_total{state="Stable"}'] >= 1
+    assert scraped['coordinator_batch_duration_seconds_bucket{le="+Inf"}'] == batches
+    assert scraped["coordinator_last_batch_id"] == batches - 1
+    assert "group metered: Stable, generation 1, 1 member" in caplog.messages
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+

@@ -1,0 +1,96 @@
+"""The driver's view of the groups, for the operator: how many are in each state, and which group changed state.
+
+Both come from the records topic, as ListGroups does (`streaming.directory`): every state change of a group writes a
+group metadata record whose `directory` part names the state the group is now in and its member count
+(`state.records.group_record`). The counts are `state.directory.GroupDirectory`'s, the same rule ListGroups answers
+with; the changes are the records whose state differs from the group's previous one.
+
+The metrics listener follows the topic after each micro-batch, off the batch's path, so a line appears once the
+batch that made the change has committed its output.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from state.directory import GroupDirectory
+from state.group import GroupState
+from state.records import GROUP_METADATA_KEY_VERSION
+
+GENERATION_WRITTEN = frozenset({GroupState.STABLE.value, GroupState.EMPTY.value})
+"""States whose group record carries the group's current generation: Kafka's storeGroup writes the group when a
+rebalance completes (Stable) or ends with no members (Empty); the records of other state changes repeat the group as
+it was last stored, so their `generation` is the previous one."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChange:
+    """A group entered `state` (None: the group was deleted); `generation` only where the record carries it."""
+
+    group_id: str
+    state: str | None
+    members: int = 0
+    generation: int | None = None
+
+    def line(self) -> str:
+        """`group billing: Stable, generation 4, 3 members`."""
+        if self.state is None:
+            return f"group {self.group_id}: deleted"
+        generation = "" if self.generation is None else f", generation {self.generation}"
+        members = f"{self.members} member" + ("" if self.members == 1 else "s")
+        return f"group {self.group_id}: {self.state}{generation}, {members}"
+
+
+class GroupWatch:
+    """Groups by state and state changes, from records-topic records fed to `apply` (or read by `poll`)."""
+
+    def __init__(self, topic: str | None = None, config: Mapping[str, Any] | None = None) -> None:
+        """`topic` and `config` (kafka-python settings) for `poll`; a watch fed by `apply` alone needs neither."""
+        self.topic = topic
+        self.config = config
+        self.directory = GroupDirectory()
+        self._states: dict[str, str] = {}
+        self._positions: dict[int, int] = {}
+
+    def apply(self, key: bytes, value: bytes | None) -> GroupChange | None:
+        """Take one records-topic record; the change it makes, if it is a group record that changes the state.
+        Records that are not group metadata, or unreadable, change nothing (as for ListGroups)."""
+        self.directory.apply(key, value)
+        try:
+            k = json.loads(key)
+            if not isinstance(k, dict) or k.get("version") != GROUP_METADATA_KEY_VERSION:
+                return None
+            group_id = k["group"]
+            if value is None:
+                return GroupChange(group_id, None) if self._states.pop(group_id, None) is not None else None
+            group = json.loads(value)
+            state = group["directory"]["group_state"]
+            if self._states.get(group_id) == state:
+                return None
+            self._states[group_id] = state
+            generation = group.get("generation") if state in GENERATION_WRITTEN else None
+            return GroupChange(group_id, state, int(group["directory"].get("member_count", 0)), generation)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def poll(self) -> list[GroupChange]:
+        """Read the records topic up to its end; the changes since the last poll, in the order they were written
+        (per partition: a group's records are all in one partition)."""
+        from streaming.kafka_clients import catch_up
+
+        if self.topic is None or self.config is None:
+            raise ValueError("a GroupWatch without a topic is fed by apply()")
+        changes: list[GroupChange] = []
+
+        def take(record) -> None:
+            change = self.apply(record.key, record.value)
+            if change is not None:
+                changes.append(change)
+
+        catch_up("group-watch", self.config, self.topic, self._positions, take)
+        return changes
+
+    def count_by_state(self) -> dict[str, int]:
+        return self.directory.count_by_state()
