@@ -131,7 +131,8 @@ def test_every_name_of_a_checkpoint_is_one_key_and_the_interval_fits_the_timeout
         "hdfs://namenode:8020/checkpoints/coordinator"
     assert checkpoint_key("s3a://bucket/checkpoint") == "s3a://bucket/checkpoint"
     with pytest.raises(ValueError, match="at most half"):
-        LeaseSettings.from_properties(_props("unused:9092", tmp_path, **{"lease.renew.interval.ms": "1500"}))
+        LeaseSettings.from_properties(_props("unused:9092", tmp_path, **{"lease.timeout.ms": "2000",
+                                                                         "lease.renew.interval.ms": "1500"}))
 
 
 @pytest.mark.broker
