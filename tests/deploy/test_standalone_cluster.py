@@ -20,14 +20,14 @@ from deploy.drills.fleet import Wire
 from deploy.standalone.cluster import StandaloneCluster
 from state.errors import Errors
 from tests.support import protocol as p
-from tests.support.coordinator import NO_RETENTION_CHECK_MS
+from tests.support.coordinator import NO_RETENTION_CHECK_MS, RELAXED_LEASE
 
 # Generous: on a 2-core machine shared with other Spark jobs one JVM start can take minutes.
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"group.initial.rebalance.delay.ms": "500", "trigger.interval.ms": "100",
-            "offsets.retention.check.interval.ms": NO_RETENTION_CHECK_MS}  # see tests/support/coordinator.py
+            "offsets.retention.check.interval.ms": NO_RETENTION_CHECK_MS, **RELAXED_LEASE}  # tests/support/coordinator.py
 GROUP = "deploy-standalone"
 SESSION_MS = 120_000  # a loaded 2-core machine can take tens of seconds per batch while executors start
 

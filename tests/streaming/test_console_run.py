@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
+from tests.support.coordinator import RELAXED_LEASE
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
@@ -45,9 +46,7 @@ def test_a_clean_start_a_consumer_and_ctrl_c_leave_no_warning_on_the_console(tmp
         process = subprocess.Popen(
             [sys.executable, "-m", "streaming.cli", "run", "--metrics-log", "metrics.jsonl", "--metrics-port", "0",
              "--set", "metrics.prometheus.host=127.0.0.1",
-             # The lease's 2 s default halts a driver starved of CPU for 1.75 s (exit 75, as it should): on a
-             # machine shared with other test runs that is not what this test is about.
-             "--set", "lease.timeout.ms=60000", "--set", "lease.renew.interval.ms=1000"],
+             *(flag for key, value in RELAXED_LEASE.items() for flag in ("--set", f"{key}={value}"))],
             cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         broker = wait_for_line(console, r"group coordinator running: bootstrap.servers=(\S+)", process, 600)[1]

@@ -26,6 +26,10 @@ from tests.support.kafka import ResponseReader, producer, read_topic, send_raw, 
 NO_RETENTION_CHECK_MS = str(10**13)
 """An `offsets.retention.check.interval.ms` whose first check is in the year 2286."""
 
+RELAXED_LEASE = {"lease.timeout.ms": "60000", "lease.renew.interval.ms": "1000"}
+"""For tests that run `coordinator run` but are not about the lease: a driver starved of CPU for seconds on a loaded
+machine would lose a lease of a few seconds and halt (exit 75), which is the lease working, not what they test."""
+
 TEST_PROPERTIES = {
     # Short enough that tests wait seconds, not minutes; the session bounds keep Kafka's 6 s minimum unless a
     # test lowers it.
