@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
+
 from tests.support.coordinator import RELAXED_LEASE
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
