@@ -460,8 +460,7 @@ class GroupDirectoryEntry(Message, frozen=True):
 
 
 class GroupMetadataValue(Struct, frozen=True):
-    """Kafka's GroupMetadataValue; in a record also `directory` (ours: the group now, for ListGroups; loading
-    ignores it). Without it, the group as last persisted (`ClassicGroup.persisted`)."""
+    """Kafka's GroupMetadataValue: the group as last persisted (`ClassicGroup.persisted`)."""
 
     protocol_type: str
     generation: Int32
@@ -469,9 +468,16 @@ class GroupMetadataValue(Struct, frozen=True):
     leader: str | None
     current_state_timestamp: Int64
     members: tuple[MemberMetadata, ...]
-    directory: Annotated[GroupDirectoryEntry | UnsetType, Extension(
-        "the group now, for ListGroups; ignored when loading")] = UNSET
 
 
-RECORDS: dict[str, type[Struct]] = {cls.__name__: cls for cls in (
-    GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue)}
+class GroupMetadataRecord(GroupMetadataValue, frozen=True):
+    """The value of a group metadata record: Kafka's GroupMetadataValue as last persisted, plus `directory`."""
+
+    directory: Annotated[GroupDirectoryEntry, Extension("the group now, for ListGroups; ignored when loading")]
+
+
+RECORDS: dict[str, type[Struct]] = {
+    "GroupMetadataKey": GroupMetadataKey, "GroupMetadataValue": GroupMetadataRecord,
+    "OffsetCommitKey": OffsetCommitKey, "OffsetCommitValue": OffsetCommitValue,
+}
+"""The records topic's keys and values by their schema names (a group metadata value always has `directory`)."""

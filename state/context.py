@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import msgspec
-from msgspec import UNSET
-
 from schemas.messages import GroupMetadataKey, Response
 from state.config import CoordinatorConfig
 from state.group import ClassicGroup
-from state.records import Record, directory_of, group_record, kafka_group_value, offset_value_of
+from state.records import Record, directory_of, group_record, kafka_group_value, offset_value_of, persisted_of
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
 
 
@@ -57,7 +54,7 @@ def replay(group: ClassicGroup | None, record: Record) -> ClassicGroup | None:
         if value is None:
             return None
         assert group is not None, "a group metadata record is written only for a live group"
-        group.persisted = msgspec.structs.replace(value, directory=UNSET)
+        group.persisted = persisted_of(value)  # type: ignore[arg-type]
         group.directory = [value.directory.group_state, value.directory.protocol_type]
         return group
     assert group is not None, "an offset record is written only for a live group"

@@ -12,14 +12,14 @@ from typing import Iterable
 import msgspec
 from msgspec import UNSET
 
-from schemas.messages import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
+from schemas.messages import GroupMetadataKey, GroupMetadataRecord, OffsetCommitKey, OffsetCommitValue
 from state.config import CoordinatorConfig
 from state.context import Context
 from state.group import ClassicGroup, GroupState, Member, Offsets
 from state.membership import prepare_rebalance, reschedule_heartbeat
-from state.records import decode_key, offset_value_of
+from state.records import decode_key, offset_value_of, persisted_of
 
-_GROUP_VALUE = msgspec.json.Decoder(GroupMetadataValue)
+_GROUP_VALUE = msgspec.json.Decoder(GroupMetadataRecord)
 _OFFSET_VALUE = msgspec.json.Decoder(OffsetCommitValue)
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
 
@@ -27,7 +27,7 @@ from state.timers import OFFSETS_EXPIRATION, next_retention_check
 def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
          config: CoordinatorConfig) -> ClassicGroup | None:
     """The group as the records leave it; records of other groups and unreadable records are skipped."""
-    metadata: GroupMetadataValue | None = None
+    metadata: GroupMetadataRecord | None = None
     offsets = {}
     for raw_key, raw_value in records:
         try:
@@ -54,7 +54,7 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
     return ctx.group
 
 
-def _restore(ctx: Context, group: ClassicGroup, value: GroupMetadataValue) -> None:
+def _restore(ctx: Context, group: ClassicGroup, value: GroupMetadataRecord) -> None:
     group.generation = value.generation
     group.protocol_type = value.protocol_type or None
     group.protocol_name = value.protocol
@@ -69,9 +69,8 @@ def _restore(ctx: Context, group: ClassicGroup, value: GroupMetadataValue) -> No
         reschedule_heartbeat(ctx, group, member)
     group.protocol_type = value.protocol_type or None
     group.leader = value.leader if value.leader in group.members else next(iter(group.members), None)
-    group.persisted = msgspec.structs.replace(value, directory=UNSET)
-    directory = value.directory
-    group.directory = None if directory is UNSET else [directory.group_state, directory.protocol_type]
+    group.persisted = persisted_of(value)
+    group.directory = [value.directory.group_state, value.directory.protocol_type]
     if group.members:
         group.state = GroupState.STABLE
         group.previous_state = GroupState.COMPLETING_REBALANCE

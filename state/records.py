@@ -20,6 +20,7 @@ from schemas.messages import (
     OFFSET_COMMIT_KEY_VERSION,
     GroupDirectoryEntry,
     GroupMetadataKey,
+    GroupMetadataRecord,
     GroupMetadataValue,
     MemberMetadata,
     OffsetCommitKey,
@@ -37,7 +38,7 @@ _KEY_DECODER = msgspec.json.Decoder(RecordKey)
 @dataclass(frozen=True, slots=True)
 class Record:
     key: RecordKey
-    value: GroupMetadataValue | OffsetCommitValue | None
+    value: GroupMetadataRecord | OffsetCommitValue | None
 
     def encode(self) -> tuple[bytes, bytes | None]:
         return encode_key(self.key), None if self.value is None else encode(self.value)
@@ -88,7 +89,13 @@ def group_record(group: ClassicGroup, persist: bool = False) -> Record:
     would not write, so that a load still comes back to what Kafka would load)."""
     value = kafka_group_value(group) if persist or group.persisted is None else group.persisted
     directory = GroupDirectoryEntry(group.state.value, group.protocol_type or "", len(group.members))
-    return Record(GroupMetadataKey(group.group_id), msgspec.structs.replace(value, directory=directory))
+    return Record(GroupMetadataKey(group.group_id), GroupMetadataRecord(
+        *msgspec.structs.astuple(value), directory=directory))  # type: ignore[call-arg]
+
+
+def persisted_of(record: GroupMetadataRecord) -> GroupMetadataValue:
+    """Kafka's part of a group metadata record."""
+    return GroupMetadataValue(*msgspec.structs.astuple(record)[:-1])
 
 
 def group_tombstone(group_id: str) -> Record:
