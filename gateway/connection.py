@@ -35,7 +35,7 @@ from gateway.control import GROUP_APIS, GroupApi, control_requests, from_json, t
 from gateway.frames import FrameError, framed, read_frame, request_prefix
 from gateway.sasl import MECHANISM
 from gateway.upstream import Upstream
-from state.errors import COORDINATOR_NOT_AVAILABLE, NONE, UNSUPPORTED_VERSION
+from state.errors import Errors
 
 if TYPE_CHECKING:
     from gateway.server import Gateway
@@ -207,10 +207,10 @@ class ClientConnection:
                     for k, (lo, hi) in self.gateway.versions.items()]
         if version > ApiVersionsRequest.max_version:
             # Kafka answers a version it does not know at v0 with its versions, so the client retries lower.
-            return _encode(from_json(ApiVersionsResponse, 0, {"error_code": UNSUPPORTED_VERSION,
+            return _encode(from_json(ApiVersionsResponse, 0, {"error_code": Errors.UNSUPPORTED_VERSION,
                                                               "api_keys": api_keys}), 0, correlation)
         ApiVersionsRequest.decode(frame, version=version, header=True)
-        doc = {**self.gateway.features, "error_code": NONE, "api_keys": api_keys, "throttle_time_ms": 0}
+        doc = {**self.gateway.features, "error_code": Errors.NONE, "api_keys": api_keys, "throttle_time_ms": 0}
         return _encode(from_json(ApiVersionsResponse, version, doc), version, correlation)
 
     async def _find_coordinator(self, request: Any, version: int, correlation: int) -> bytes:
@@ -220,10 +220,10 @@ class ClientConnection:
             node_id = self.gateway.coordinator_for(key)
             if node_id is None:
                 entries.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": COORDINATOR_NOT_AVAILABLE, "error_message": "no broker is known"})
+                                "error_code": Errors.COORDINATOR_NOT_AVAILABLE, "error_message": "no broker is known"})
             else:
                 host, port = await self.gateway.node_address(node_id)
-                entries.append({"key": key, "node_id": node_id, "host": host, "port": port, "error_code": NONE,
+                entries.append({"key": key, "node_id": node_id, "host": host, "port": port, "error_code": Errors.NONE,
                                 "error_message": None})
         doc = {"throttle_time_ms": 0, "coordinators": entries} if version >= 4 else {"throttle_time_ms": 0,
                                                                                      **entries[0]}
@@ -261,7 +261,7 @@ class ClientConnection:
             if known:
                 self._handshake_version = version
             response = SaslHandshakeResponse[version](
-                error_code=NONE if known else UNSUPPORTED_SASL_MECHANISM, mechanisms=[MECHANISM])
+                error_code=Errors.NONE if known else UNSUPPORTED_SASL_MECHANISM, mechanisms=[MECHANISM])
             return _encode(response, version, correlation)
         if self._handshake_version != 1:
             raise FrameError("SaslAuthenticate without a SaslHandshake v1")
@@ -274,7 +274,7 @@ class ClientConnection:
                 auth_bytes=b"", session_lifetime_ms=0)
             return Closing(_encode(response, version, correlation))
         self._authenticated, self.principal = True, principal
-        response = SaslAuthenticateResponse[version](error_code=NONE, error_message=None, auth_bytes=b"",
+        response = SaslAuthenticateResponse[version](error_code=Errors.NONE, error_message=None, auth_bytes=b"",
                                                      session_lifetime_ms=0)
         return _encode(response, version, correlation)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from client.transport import KafkaTransport
 from gateway.control import Json, unanswered
-from state.errors import COORDINATOR_NOT_AVAILABLE
+from state.errors import Errors
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class CoordinatorClient:
             request_id, future = self._transport.submit(key, body)
         except Exception as exc:  # noqa: BLE001 - the control topic cannot be written: the coordinator is away
             log.warning("cannot send %s: %s", body.get("api"), exc)
-            return unanswered(body, COORDINATOR_NOT_AVAILABLE, f"the control topic cannot be written: {exc}")
+            return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE, f"the control topic cannot be written: {exc}")
         answer = asyncio.wrap_future(future)
         try:
             # asyncio.wait, not wait_for: a timeout must not cancel the future the reader thread completes.
@@ -46,7 +46,7 @@ class CoordinatorClient:
             self._transport.forget(request_id)
         if answer.done():
             return answer.result()
-        return unanswered(body, COORDINATOR_NOT_AVAILABLE,
+        return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE,
                           f"the coordinator did not answer within {timeout_s:.1f} s")
 
     def close(self) -> None:
