@@ -6,12 +6,12 @@ This is the pure function behind `state.batch.step_group` and the replay tool: (
 
 from __future__ import annotations
 
+from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request
 from state import membership, offsets
 from state.context import Context, sync_directory
 from state.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
 from state.group import ClassicGroup, GroupState
 from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, is_due
-from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request
 from state.wire import simple_response
 
 

@@ -8,6 +8,15 @@ the group gets there, from whichever request or timer gets it there.
 
 from __future__ import annotations
 
+from schemas.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupRequest,
+    MemberResponse,
+    SyncGroupRequest,
+)
 from state import server_assignment
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from state.context import Context
@@ -28,15 +37,6 @@ from state.errors import (
 from state.group import ClassicGroup, GroupState, Member, Parked
 from state.records import group_record
 from state.timers import JOIN, SYNC, heartbeat_key
-from schemas.messages import (
-    HeartbeatRequest,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    JoinGroupResponseMember,
-    LeaveGroupRequest,
-    MemberResponse,
-    SyncGroupRequest,
-)
 from state.wire import join_response, parked_join_response, simple_response, sync_response
 
 EMPTY = GroupState.EMPTY

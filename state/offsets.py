@@ -8,6 +8,17 @@ from __future__ import annotations
 
 from typing import Callable
 
+from schemas.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
 from state.context import Context
 from state.errors import (
     GROUP_ID_NOT_FOUND,
@@ -24,17 +35,6 @@ from state.group import ClassicGroup, GroupState, OffsetValue
 from state.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
-from schemas.messages import (
-    OffsetCommitRequest,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetDeleteRequest,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-    OffsetFetchRequest,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
-)
 from state.wire import simple_response
 
 
