@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import time
 from dataclasses import dataclass
 from typing import Iterable
 
+import msgspec
 from kafka import KafkaConsumer, TopicPartition
 
 from assignors import consumer_protocol as cp
+from schemas.messages import GroupMetadataKey, GroupMetadataRecord
+from state.records import decode_key
 
-GROUP_METADATA_KEY_VERSION = 2
+_GROUP = msgspec.json.Decoder(GroupMetadataRecord)
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,13 @@ def _assignment(text: str) -> tuple[tuple[str, int], ...]:
         return ()
 
 
-def snapshot_of(value: dict, timestamp_ms: int) -> Snapshot:
-    """A group metadata record's value (`state.records.group_record`: every release writes all of these fields;
-    `protocol` and `leader` are null while the group is Empty)."""
-    members = tuple(
-        MemberSnapshot(m["member_id"], m["group_instance_id"], m["client_id"], _assignment(m["assignment"]))
-        for m in value["members"]
-    )
-    return Snapshot(timestamp_ms, value["generation"], value["directory"]["group_state"], value["protocol"] or "",
-                    value["leader"] or "", members)
+def snapshot_of(value: GroupMetadataRecord, timestamp_ms: int) -> Snapshot:
+    """A group metadata record's value (`state.records.group_record`; `protocol` and `leader` are null while the
+    group is Empty)."""
+    members = tuple(MemberSnapshot(m.member_id, m.group_instance_id, m.client_id, _assignment(m.assignment))
+                    for m in value.members)
+    return Snapshot(timestamp_ms, value.generation, value.directory.group_state, value.protocol or "",
+                    value.leader or "", members)
 
 
 def history(records: Iterable[tuple[bytes | None, bytes | None, int]], group_id: str) -> list[Snapshot]:
@@ -73,15 +73,15 @@ def history(records: Iterable[tuple[bytes | None, bytes | None, int]], group_id:
     out: list[Snapshot] = []
     for key, value, ts in records:
         try:
-            k = json.loads(key or b"")
-        except ValueError:
+            k = decode_key(key)
+            if not isinstance(k, GroupMetadataKey) or k.group != group_id:
+                continue
+            if value is None:
+                snap = Snapshot(ts, out[-1].generation if out else 0, "Dead", "", "", ())
+            else:
+                snap = snapshot_of(_GROUP.decode(value), ts)
+        except msgspec.DecodeError:
             continue
-        if not isinstance(k, dict) or k.get("version") != GROUP_METADATA_KEY_VERSION or k.get("group") != group_id:
-            continue
-        if value is None:
-            snap = Snapshot(ts, out[-1].generation if out else 0, "Dead", "", "", ())
-        else:
-            snap = snapshot_of(json.loads(value), ts)
         if not out or not snap.same_as(out[-1]):
             out.append(snap)
     return out

@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import msgspec
 from kafka.protocol.admin.groups import (DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
                                          DescribeGroupsResponse, ListGroupsRequest, ListGroupsResponse)
 from kafka.protocol.api_message import ApiMessage
@@ -30,7 +31,7 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
                                            SyncGroupResponse)
 from kafka.protocol.schemas.fields.codecs import BitField
 
-from state.wire import API_VERSIONS as COORDINATOR_VERSIONS
+from schemas.messages import API_VERSIONS as COORDINATOR_VERSIONS
 from state.wire import error_response
 
 Json = dict[str, Any]
@@ -194,7 +195,7 @@ def control_requests(api: GroupApi, version: int, request: Json, principal: str 
 def unanswered(body: Json, code: int, reason: str) -> Json:
     """The answer to a control request the coordinator did not answer in time: the core's error shape for that
     API, plus what Kafka repeats from the request with the error (each committed or fetched partition)."""
-    response = error_response(body["api"], "", body.get("group_id"), code, reason)
+    response = msgspec.to_builtins(error_response(body["api"], "", body.get("group_id"), code, reason))
     if body["api"] in ("OffsetCommit", "OffsetFetch") and body.get("topics"):
         response["topics"] = [
             {"name": t["name"], "partitions": [

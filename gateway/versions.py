@@ -1,6 +1,6 @@
 """What the gateway tells clients in ApiVersions: its own versions for what it serves, the upstream's for the rest.
 
-- The ten classic group APIs: the versions both the coordinator (`state.wire.API_VERSIONS`) and kafka-python's
+- The ten classic group APIs: the versions both the coordinator (`schemas.messages.API_VERSIONS`) and kafka-python's
   message classes know, whatever the upstream broker supports.
 - FindCoordinator, ApiVersions, SASL: answered by the gateway, at the versions it can decode.
 - APIs whose responses carry broker addresses the gateway rewrites (Metadata, DescribeCluster, Fetch v16+,

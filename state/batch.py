@@ -48,24 +48,31 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
+import msgspec
+
+from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey
 from state import coordinator, load
 from state.config import CoordinatorConfig
 from state.context import Context
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
-from state.group import ClassicGroup, Offsets
+from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
 from state.membership import reschedule_heartbeat
-from state.records import GROUP_METADATA_KEY_VERSION, dumps, kafka_group_value
+from state.records import kafka_group_value
 from state.wire import (
     API_VERSIONS,
     BadRequest,
     decode_json,
+    decode_request,
+    encode,
     error_response,
-    parse,
     readable_group_id,
     readable_request_id,
 )
+
+_SAFE_CHARS = MAX_STRING_BYTES // 4
+"""A string of at most this many characters is at most MAX_STRING_BYTES bytes in UTF-8."""
 
 STATE_SCHEMA_VERSION = 2
 """1: one document, offsets inside (release 0.1.0); 2: metadata and offsets apart."""
@@ -113,9 +120,33 @@ class GroupStep:
         return StoredGroup(self.metadata, offsets)
 
 
+class _Envelope(msgspec.Struct):
+    """What routing reads of a request; msgspec skips the rest without building it."""
+
+    api: str
+    request_id: str
+    group_id: str | None = None
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+
+
 def route(key: bytes | None, value: bytes | None) -> Route:
     """Group requests go to their group, ListGroups to the directory; what has no usable `api`, `group_id` or
-    `request_id` is rejected here, with an error response when the request id can be read."""
+    `request_id` is rejected here, with an error response when the request id can be read.
+
+    Reads only the envelope (the core decodes the whole request once, in `step_group`); anything unusual takes the
+    field-by-field path, which says what is wrong."""
+    try:
+        envelope = _ENVELOPE.decode(value if value is not None else b"")
+    except msgspec.DecodeError:
+        pass
+    else:
+        api, group_id = envelope.api, envelope.group_id
+        if api == "ListGroups":
+            return Route("directory", reply_key=key)
+        if group_id is not None and (api in API_VERSIONS or api == LOAD_GROUP) and len(group_id) <= _SAFE_CHARS:
+            return Route("group", group_id=group_id)
     try:
         body = decode_json(value)
     except BadRequest as exc:
@@ -129,14 +160,14 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     group_id = body.get("group_id")
     if api == LOAD_GROUP and isinstance(group_id, str):
         return Route("group", group_id=group_id)
-    if api not in API_VERSIONS:
+    if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
     else:
         try:
             return Route("group", group_id=readable_group_id(body))
         except BadRequest as exc:
             reason, code = exc.reason, INVALID_GROUP_ID
-    response = dumps(error_response(api, request_id, group_id, code, reason))
+    response = encode(error_response(api, request_id, group_id, code, reason))
     return Route("reject", reason=reason, reply_key=key, response=response)
 
 
@@ -204,22 +235,15 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
             dead_letters.append((index, failed[index]))
             continue
         try:
-            body = decode_json(raw)
-            if body.get("api") == LOAD_GROUP:
-                _load_request(ctx, body)
-                continue
-            request_id = readable_request_id(body)
-            try:
-                req = parse(body)
-                if req.group_id != group_id:
-                    raise BadRequest(f"group_id {req.group_id!r} routed to group {group_id!r}")
-            except BadRequest as exc:
-                if request_id is None:
-                    raise
-                ctx.respond(error_response(body.get("api"), request_id, body.get("group_id"), exc.code, exc.reason))
-                continue
+            req = decode_request(raw)
+            if req.group_id != group_id:
+                raise BadRequest(f"group_id {req.group_id!r} routed to group {group_id!r}",
+                                 body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
         except BadRequest as exc:
-            dead_letters.append((index, exc.reason))
+            try:
+                _refuse(ctx, exc)
+            except BadRequest as unanswerable:
+                dead_letters.append((index, unanswerable.reason))
             continue
         try:
             coordinator.handle(ctx, req)
@@ -241,14 +265,26 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         metadata=encode_metadata(group),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
-        responses=[dumps(r) for r in ctx.responses],
+        responses=[encode(r) for r in ctx.responses],
         records=[r.encode() for r in ctx.records],
         dead_letters=dead_letters,
         next_deadline_ms=coordinator.next_deadline(ctx.group),
         members_expired=ctx.members_expired,
-        states_entered=tuple(r.value["directory"]["group_state"] for r in ctx.records
-                             if r.key["version"] == GROUP_METADATA_KEY_VERSION and r.value is not None),
+        states_entered=tuple(r.value.directory.group_state for r in ctx.records  # type: ignore[union-attr]
+                             if isinstance(r.key, GroupMetadataKey) and r.value is not None),
     )
+
+
+def _refuse(ctx: Context, exc: BadRequest) -> None:
+    """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
+    (a dead letter). An internal LoadGroup request is not refused but loaded."""
+    body = exc.body
+    if body is not None and body.get("api") == LOAD_GROUP:
+        return _load_request(ctx, body)
+    request_id = None if body is None else readable_request_id(body)
+    if request_id is None:
+        raise exc
+    ctx.respond(error_response(body.get("api"), request_id, body.get("group_id"), exc.code, exc.reason))
 
 
 def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms: Sequence[int] | None,
@@ -289,14 +325,27 @@ def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now
     return encode_state(load.load(group_id, records, now_ms, config))
 
 
-_CURRENT = "current"
-"""Stored in place of the persisted group value when it equals the group as it is now (a Stable group), which
-keeps the stored state about a third smaller; decoding rebuilds it."""
-
-
 def encode_state(group: ClassicGroup | None) -> StoredGroup | None:
     metadata = encode_metadata(group)
     return None if metadata is None else StoredGroup(metadata, encode_offsets(group))
+
+
+class _MetadataDoc(msgspec.Struct):
+    v: int
+    group: GroupDoc
+
+
+class _OffsetsDoc(msgspec.Struct):
+    v: int
+    offsets: list[StoredOffset]
+
+
+class _Versioned(msgspec.Struct):
+    v: Any
+
+
+_METADATA = msgspec.json.Decoder(_MetadataDoc)
+_OFFSETS = msgspec.json.Decoder(_OffsetsDoc)
 
 
 def encode_metadata(group: ClassicGroup | None) -> bytes | None:
@@ -304,14 +353,27 @@ def encode_metadata(group: ClassicGroup | None) -> bytes | None:
         return None
     doc = group.to_doc()
     if group.persisted == kafka_group_value(group):
-        doc["persisted"] = _CURRENT
-    return dumps({"v": STATE_SCHEMA_VERSION, "group": doc})
+        doc.persisted = CURRENT
+    return encode(_MetadataDoc(STATE_SCHEMA_VERSION, doc))
 
 
 def encode_offsets(group: ClassicGroup | None) -> bytes | None:
     if group is None or not group.offsets:
         return None
-    return dumps({"v": STATE_SCHEMA_VERSION, "offsets": group.offsets.to_doc()})
+    return encode(_OffsetsDoc(STATE_SCHEMA_VERSION, group.offsets.to_doc()))
+
+
+def _decode(raw: bytes, decoder: msgspec.json.Decoder, what: str) -> Any:
+    """A stored document of this schema version; ValueError naming the version when it is another."""
+    try:
+        return decoder.decode(raw)
+    except msgspec.DecodeError:
+        version = msgspec.json.decode(raw, type=_Versioned).v
+        if version != STATE_SCHEMA_VERSION:
+            raise ValueError(f"stored {what} has schema version {version}, this release reads "
+                             f"{STATE_SCHEMA_VERSION} (older states are upgraded with state.batch.upgrade_state)"
+                             ) from None
+        raise
 
 
 def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None = None) -> ClassicGroup | None:
@@ -319,16 +381,16 @@ def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None 
     else from `stored.offsets`. Older versions go through `upgrade_state` first."""
     if stored is None:
         return None
-    doc = json.loads(stored.metadata)
-    if doc["v"] != STATE_SCHEMA_VERSION:
-        raise ValueError(f"stored state has schema version {doc['v']}, this release reads {STATE_SCHEMA_VERSION}"
+    doc = _decode(stored.metadata, _METADATA, "state")
+    if doc.v != STATE_SCHEMA_VERSION:
+        raise ValueError(f"stored state has schema version {doc.v}, this release reads {STATE_SCHEMA_VERSION}"
                          " (older states are upgraded with state.batch.upgrade_state)")
     if read_offsets is None:
         offsets = Offsets(_offset_values(stored.offsets))
     else:
         offsets = Offsets(read=lambda: _offset_values(read_offsets()))
-    group = ClassicGroup.from_doc(doc["group"], offsets)
-    if group.persisted == _CURRENT:
+    group = ClassicGroup.from_doc(doc.group, offsets)
+    if group.persisted == CURRENT:
         group.persisted = kafka_group_value(group)
     return group
 
@@ -336,10 +398,10 @@ def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None 
 def _offset_values(raw: bytes | None) -> dict:
     if raw is None:
         return {}
-    doc = json.loads(raw)
-    if doc["v"] != STATE_SCHEMA_VERSION:
-        raise ValueError(f"stored offsets have schema version {doc['v']}, this release reads {STATE_SCHEMA_VERSION}")
-    return Offsets.values_from_doc(doc["offsets"])
+    doc = _decode(raw, _OFFSETS, "offsets")
+    if doc.v != STATE_SCHEMA_VERSION:
+        raise ValueError(f"stored offsets have schema version {doc.v}, this release reads {STATE_SCHEMA_VERSION}")
+    return Offsets.values_from_doc(doc.offsets)
 
 
 def upgrade_state(stored: bytes) -> StoredGroup:
@@ -350,5 +412,5 @@ def upgrade_state(stored: bytes) -> StoredGroup:
         raise ValueError(f"upgrade_state reads schema version 1, not {doc['v']}")
     group_doc = doc["group"]
     offsets = group_doc.pop("offsets")
-    return StoredGroup(dumps({"v": STATE_SCHEMA_VERSION, "group": group_doc}),
-                       dumps({"v": STATE_SCHEMA_VERSION, "offsets": offsets}) if offsets else None)
+    return StoredGroup(encode({"v": STATE_SCHEMA_VERSION, "group": group_doc}),
+                       encode({"v": STATE_SCHEMA_VERSION, "offsets": offsets}) if offsets else None)

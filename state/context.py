@@ -12,16 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from schemas.messages import GroupMetadataKey, Response
 from state.config import CoordinatorConfig
 from state.group import ClassicGroup
-from state.records import (
-    GROUP_METADATA_KEY_VERSION,
-    Record,
-    directory_of,
-    group_record,
-    kafka_group_value,
-    offset_value_of,
-)
+from state.records import Record, directory_of, group_record, kafka_group_value, offset_value_of, persisted_of
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
 
 
@@ -31,12 +25,12 @@ class Context:
     group: ClassicGroup | None
     now_ms: int
     config: CoordinatorConfig
-    responses: list[dict] = field(default_factory=list)
+    responses: list[Response] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     members_expired: int = 0
     """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
 
-    def respond(self, response: dict) -> None:
+    def respond(self, response: Response) -> None:
         self.responses.append(response)
 
     def emit(self, record: Record) -> None:
@@ -56,16 +50,15 @@ class Context:
 def replay(group: ClassicGroup | None, record: Record) -> ClassicGroup | None:
     """Apply one record of this group to its in-memory state (a tombstone of the group metadata removes it)."""
     key, value = record.key, record.value
-    if key["version"] == GROUP_METADATA_KEY_VERSION:
+    if isinstance(key, GroupMetadataKey):
         if value is None:
             return None
         assert group is not None, "a group metadata record is written only for a live group"
-        group.persisted = {k: v for k, v in value.items() if k != "directory"}
-        directory = value["directory"]
-        group.directory = [directory["group_state"], directory["protocol_type"]]
+        group.persisted = persisted_of(value)  # type: ignore[arg-type]
+        group.directory = [value.directory.group_state, value.directory.protocol_type]
         return group
     assert group is not None, "an offset record is written only for a live group"
-    tp = (key["topic"], key["partition"])
+    tp = (key.topic, key.partition)
     if value is None:
         group.offsets.pop(tp, None)
     else:

@@ -6,12 +6,13 @@ This is the pure function behind `state.batch.step_group` and the replay tool: (
 
 from __future__ import annotations
 
+from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request
 from state import membership, offsets
 from state.context import Context, sync_directory
 from state.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
 from state.group import ClassicGroup, GroupState
 from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, is_due
-from state.wire import Request, simple_response
+from state.wire import simple_response
 
 
 def fire_timers(ctx: Context) -> None:
@@ -51,19 +52,17 @@ def next_deadline(group: ClassicGroup | None) -> int | None:
 def _describe(ctx: Context, req: Request) -> None:
     group = ctx.group
     if group is None:
-        return ctx.respond(simple_response(req, NONE, group_state=GroupState.DEAD.value, protocol_type="",
-                                           protocol_data="", members=[], authorized_operations=-2147483648))
+        return ctx.respond(simple_response(req, NONE))  # Kafka's answer for no group: Dead, nothing else
     stable = group.state == GroupState.STABLE
-    members = [
-        {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-         "client_host": m.client_host, "member_metadata": m.metadata(group.protocol_name) if stable else "",
-         "member_assignment": m.assignment if stable else ""}
+    members = tuple(
+        DescribedGroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                             m.metadata(group.protocol_name) if stable else "", m.assignment if stable else "")
         for m in group.members.values()
-    ]
+    )
     ctx.respond(simple_response(
         req, NONE, group_state=group.state.value, protocol_type=group.protocol_type or "",
         protocol_data=(group.protocol_name or "") if stable else "", members=members,
-        authorized_operations=-2147483648,
+        authorized_operations=NO_AUTHORIZED_OPERATIONS,
     ))
 
 

@@ -6,12 +6,22 @@ group (state and protocol type, written on every state change); a tombstone remo
 
 from __future__ import annotations
 
-import json
+import msgspec
 
+from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, ListedGroup, ListGroupsRequest
 from state.errors import NONE
 from state.group import GroupState
-from state.records import GROUP_METADATA_KEY_VERSION, dumps
-from state.wire import BadRequest, decode_json, error_response, parse, readable_request_id, simple_response
+from state.records import decode_key
+from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id, simple_response
+
+
+class _Directory(msgspec.Struct):
+    """The part of a group metadata value the directory reads; msgspec skips the rest."""
+
+    directory: GroupDirectoryEntry
+
+
+_DIRECTORY = msgspec.json.Decoder(_Directory)
 
 
 class GroupDirectory:
@@ -21,15 +31,15 @@ class GroupDirectory:
     def apply(self, key: bytes, value: bytes | None) -> None:
         """Take one records-topic record; records that are not group metadata, or unreadable, are ignored."""
         try:
-            k = json.loads(key)
-            if k.get("version") != GROUP_METADATA_KEY_VERSION or not isinstance(k.get("group"), str):
+            k = decode_key(key)
+            if not isinstance(k, GroupMetadataKey):
                 return
             if value is None:
-                self._groups.pop(k["group"], None)
+                self._groups.pop(k.group, None)
                 return
-            directory = json.loads(value)["directory"]
-            self._groups[k["group"]] = (directory["group_state"], directory["protocol_type"])
-        except (ValueError, KeyError, TypeError, AttributeError):
+            directory = _DIRECTORY.decode(value).directory
+            self._groups[k.group] = (directory.group_state, directory.protocol_type)
+        except msgspec.DecodeError:
             return
 
     def count_by_state(self) -> dict[str, int]:
@@ -43,20 +53,18 @@ class GroupDirectory:
         """The ListGroups response: groups sorted by id, filtered by state and type (case-insensitive, KIP-518);
         every group here is `classic`, so a type filter without it matches nothing."""
         try:
-            body = decode_json(raw_request)
+            req = decode_request(raw_request)
+            if not isinstance(req, ListGroupsRequest):
+                raise BadRequest(f"{req.api} is not answered by the group directory", body={"request_id": req.request_id})
         except BadRequest as exc:
-            return dumps(error_response("ListGroups", "", None, exc.code, exc.reason))
-        try:
-            req = parse(body)
-        except BadRequest as exc:
-            return dumps(error_response("ListGroups", readable_request_id(body) or "", None, exc.code, exc.reason))
-        states = {s.lower() for s in req["states_filter"]}
-        types = {t.lower() for t in req["types_filter"]}
+            request_id = "" if exc.body is None else readable_request_id(exc.body) or ""
+            return encode(error_response("ListGroups", request_id, None, exc.code, exc.reason))
+        states = {s.lower() for s in req.states_filter}
+        types = {t.lower() for t in req.types_filter}
         groups = []
         if not types or "classic" in types:
             for group_id in sorted(self._groups):
                 state, protocol_type = self._groups[group_id]
                 if not states or state.lower() in states:
-                    groups.append({"group_id": group_id, "protocol_type": protocol_type, "group_state": state,
-                                   "group_type": "classic"})
-        return dumps(simple_response(req, NONE, groups=groups))
+                    groups.append(ListedGroup(group_id, protocol_type, state))
+        return encode(simple_response(req, NONE, groups=tuple(groups)))

@@ -8,6 +8,15 @@ the group gets there, from whichever request or timer gets it there.
 
 from __future__ import annotations
 
+from schemas.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupRequest,
+    MemberResponse,
+    SyncGroupRequest,
+)
 from state import server_assignment
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from state.context import Context
@@ -28,7 +37,7 @@ from state.errors import (
 from state.group import ClassicGroup, GroupState, Member, Parked
 from state.records import group_record
 from state.timers import JOIN, SYNC, heartbeat_key
-from state.wire import Request, join_response, parked_join_response, simple_response, sync_response
+from state.wire import join_response, parked_join_response, simple_response, sync_response
 
 EMPTY = GroupState.EMPTY
 PREPARING = GroupState.PREPARING_REBALANCE
@@ -38,12 +47,11 @@ STABLE = GroupState.STABLE
 
 # -- JoinGroup ---------------------------------------------------------------------------------------------------
 
-def handle_join(ctx: Context, req: Request) -> None:
-    f = req.fields
-    member_id = f["member_id"]
+def handle_join(ctx: Context, req: JoinGroupRequest) -> None:
+    member_id = req.member_id
     if req.group_id == "":
         return ctx.respond(join_response(req, INVALID_GROUP_ID, member_id=member_id))
-    session = f["session_timeout_ms"]
+    session = req.session_timeout_ms
     if not ctx.config.group_min_session_timeout_ms <= session <= ctx.config.group_max_session_timeout_ms:
         return ctx.respond(join_response(req, INVALID_SESSION_TIMEOUT, member_id=member_id))
     group = ctx.group
@@ -72,12 +80,16 @@ def _accept_joining_member(group: ClassicGroup, member_id: str, max_size: int) -
     return member is not None or len(group.members) < max_size
 
 
-def _join_new_member(ctx: Context, group: ClassicGroup, req: Request) -> None:
-    f = req.fields
-    if not group.supports_protocols(f["protocol_type"], f["protocols"]):
+def _protocols(req: JoinGroupRequest) -> list[tuple[str, str]]:
+    """(name, metadata) of the protocols a JoinGroup offers, as a member keeps them."""
+    return [(p.name, p.metadata) for p in req.protocols]
+
+
+def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest) -> None:
+    if not group.supports_protocols(req.protocol_type, _protocols(req)):
         return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL))
-    instance = f["group_instance_id"]
-    new_id = group.next_member_id(instance if instance is not None else f["client_id"], req.request_id, ctx.now_ms)
+    instance = req.group_instance_id
+    new_id = group.next_member_id(instance if instance is not None else req.client_id, req.request_id, ctx.now_ms)
     if instance is not None:
         existing = group.static_members.get(instance)
         if existing is None:
@@ -91,37 +103,37 @@ def _join_new_member(ctx: Context, group: ClassicGroup, req: Request) -> None:
     elif req.version >= 4:
         # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
         group.pending_members[new_id] = None
-        group.timers[heartbeat_key(new_id)] = ctx.now_ms + f["session_timeout_ms"]
+        group.timers[heartbeat_key(new_id)] = ctx.now_ms + req.session_timeout_ms
         ctx.respond(join_response(req, MEMBER_ID_REQUIRED, member_id=new_id))
     else:
         _add_member_then_rebalance_or_complete(ctx, group, req, new_id)
 
 
-def _join_existing_member(ctx: Context, group: ClassicGroup, req: Request) -> None:
-    f = req.fields
-    member_id = f["member_id"]
-    if not group.supports_protocols(f["protocol_type"], f["protocols"]):
+def _join_existing_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest) -> None:
+    member_id = req.member_id
+    protocols = _protocols(req)
+    if not group.supports_protocols(req.protocol_type, protocols):
         return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
     if member_id in group.pending_members:
-        if f["group_instance_id"] is not None:
+        if req.group_instance_id is not None:
             # Kafka never makes a static member pending; it throws here. We answer instead of failing.
             return ctx.respond(join_response(req, INVALID_REQUEST, member_id=member_id))
         return _add_member_then_rebalance_or_complete(ctx, group, req, member_id)
     try:
-        group.validate_member(member_id, f["group_instance_id"], req.principal)
+        group.validate_member(member_id, req.group_instance_id, req.principal)
     except CoordinatorError as exc:
         return ctx.respond(join_response(req, exc.code, member_id=member_id))
     member = group.members[member_id]
     if group.state == PREPARING:
         _update_member_then_rebalance_or_complete(ctx, group, member, req)
     elif group.state == COMPLETING:
-        if member.matches(f["protocols"]):
+        if member.matches(protocols):
             # The member lost the JoinGroup response: give it the current generation again.
             ctx.respond(_current_generation_join_response(group, req, member_id,
                                                           with_members=group.leader == member_id))
         else:
             _update_member_then_rebalance_or_complete(ctx, group, member, req)
-    elif group.leader == member_id or not member.matches(f["protocols"]):
+    elif group.leader == member_id or not member.matches(protocols):
         # Stable (an Empty group has no members to validate). A leader's JoinGroup always rebalances: it is
         # how a leader asks for a new assignment.
         _update_member_then_rebalance_or_complete(ctx, group, member, req)
@@ -129,45 +141,45 @@ def _join_existing_member(ctx: Context, group: ClassicGroup, req: Request) -> No
         ctx.respond(_current_generation_join_response(group, req, member_id, with_members=False))
 
 
-def _current_generation_join_response(group: ClassicGroup, req: Request, member_id: str, *,
+def _current_generation_join_response(group: ClassicGroup, req: JoinGroupRequest, member_id: str, *,
                                       with_members: bool, leader: str | None = None,
-                                      skip_assignment: bool = False) -> dict:
+                                      skip_assignment: bool = False) -> JoinGroupResponse:
     return join_response(
-        req, NONE, generation=group.generation, protocol_type=group.protocol_type,
+        req, NONE, generation_id=group.generation, protocol_type=group.protocol_type,
         protocol_name=group.protocol_name, leader=(group.leader if leader is None else leader) or "",
         skip_assignment=skip_assignment, member_id=member_id,
-        members=_members_metadata(group) if with_members else [],
+        members=_members_metadata(group) if with_members else (),
     )
 
 
-def _members_metadata(group: ClassicGroup) -> list[dict]:
-    return [
-        {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-         "metadata": m.metadata(group.protocol_name)}
-        for m in group.members.values()
-    ]
+def _members_metadata(group: ClassicGroup) -> tuple[JoinGroupResponseMember, ...]:
+    return tuple(JoinGroupResponseMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+                 for m in group.members.values())
 
 
-def _new_member(req: Request, member_id: str) -> Member:
-    f = req.fields
+def _topic_partitions(req: JoinGroupRequest) -> list[tuple[str, int]]:
+    return [(t.name, t.partitions) for t in req.topic_partitions]
+
+
+def _new_member(req: JoinGroupRequest, member_id: str) -> Member:
     return Member(
-        member_id, f["group_instance_id"], f["client_id"], f["client_host"], f["rebalance_timeout_ms"],
-        f["session_timeout_ms"], f["protocol_type"], list(f["protocols"]),
-        join=Parked(req.request_id, req.version), is_new=True, topic_partitions=list(f["topic_partitions"]),
+        member_id, req.group_instance_id, req.client_id, req.client_host, req.rebalance_timeout_ms,
+        req.session_timeout_ms, req.protocol_type, _protocols(req),
+        join=Parked(req.request_id, req.version), is_new=True, topic_partitions=_topic_partitions(req),
         principal=req.principal,
     )
 
 
-def _update_member(group: ClassicGroup, member: Member, req: Request) -> None:
-    f = req.fields
-    group.set_protocols(member, list(f["protocols"]))
-    member.rebalance_timeout_ms = f["rebalance_timeout_ms"]
-    member.session_timeout_ms = f["session_timeout_ms"]
-    member.topic_partitions = list(f["topic_partitions"])
+def _update_member(group: ClassicGroup, member: Member, req: JoinGroupRequest) -> None:
+    group.set_protocols(member, _protocols(req))
+    member.rebalance_timeout_ms = req.rebalance_timeout_ms
+    member.session_timeout_ms = req.session_timeout_ms
+    member.topic_partitions = _topic_partitions(req)
     group.set_join(member, Parked(req.request_id, req.version))
 
 
-def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: Request, member_id: str) -> None:
+def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: JoinGroupRequest,
+                                           member_id: str) -> None:
     member = _new_member(req, member_id)
     if group.state == PREPARING and group.previous_state == EMPTY:
         # Java: any member added during a rebalance that started from Empty extends the initial delay
@@ -180,12 +192,12 @@ def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, re
 
 
 def _update_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, member: Member,
-                                              req: Request) -> None:
+                                              req: JoinGroupRequest) -> None:
     _update_member(group, member, req)
     _maybe_prepare_rebalance_or_complete_join(ctx, group)
 
 
-def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: Request,
+def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: JoinGroupRequest,
                                                       old_id: str, new_id: str) -> None:
     """KIP-345: a restarted static member takes over its old member id's place, assignment included."""
     current_leader = group.leader
@@ -316,7 +328,7 @@ def complete_join(ctx: Context, group: ClassicGroup) -> None:
     for member in group.members.values():
         if member.join is not None:
             ctx.respond(parked_join_response(
-                group.group_id, member.join.request_id, NONE, generation=group.generation,
+                group.group_id, member.join.request_id, NONE, generation_id=group.generation,
                 protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
                 member_id=member.member_id, members=leader_members if member.member_id == group.leader else [],
             ))
@@ -333,7 +345,7 @@ def _complete_with_server_assignment(ctx: Context, group: ClassicGroup, assignme
         member.assignment = assignment.get(member.member_id, "")
         if member.join is not None:
             ctx.respond(parked_join_response(
-                group.group_id, member.join.request_id, NONE, generation=group.generation,
+                group.group_id, member.join.request_id, NONE, generation_id=group.generation,
                 protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
                 skip_assignment=True, member_id=member.member_id,
             ))
@@ -349,10 +361,8 @@ def _fail_members(ctx: Context, group: ClassicGroup, error: int, message: str) -
     since no member can be given an assignment in this generation."""
     for member in list(group.members.values()):
         if member.join is not None:
-            response = parked_join_response(group.group_id, member.join.request_id, error,
-                                            member_id=member.member_id)
-            response["error_message"] = message
-            ctx.respond(response)
+            ctx.respond(parked_join_response(group.group_id, member.join.request_id, error,
+                                             member_id=member.member_id, error_message=message))
             group.set_join(member, None)
         group.remove(member.member_id)
         group.timers.pop(heartbeat_key(member.member_id), None)
@@ -360,10 +370,9 @@ def _fail_members(ctx: Context, group: ClassicGroup, error: int, message: str) -
 
 # -- SyncGroup ---------------------------------------------------------------------------------------------------
 
-def handle_sync(ctx: Context, req: Request) -> None:
-    f = req.fields
+def handle_sync(ctx: Context, req: SyncGroupRequest) -> None:
     gid, rid = req.group_id, req.request_id
-    if req.version >= 5 and (f["protocol_type"] is None or f["protocol_name"] is None):
+    if req.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
         # KIP-559, checked at Kafka's API layer before anything else.
         return ctx.respond(sync_response(gid, rid, INCONSISTENT_GROUP_PROTOCOL))
     if gid == "":
@@ -371,13 +380,13 @@ def handle_sync(ctx: Context, req: Request) -> None:
     group = ctx.group
     if group is None:
         return ctx.respond(sync_response(gid, rid, UNKNOWN_MEMBER_ID))
-    member_id = f["member_id"]
+    member_id = req.member_id
     try:
-        group.validate_member(member_id, f["group_instance_id"], req.principal)
-        if f["generation_id"] != group.generation:
+        group.validate_member(member_id, req.group_instance_id, req.principal)
+        if req.generation_id != group.generation:
             raise CoordinatorError(ILLEGAL_GENERATION)
-        if _inconsistent(f["protocol_type"], group.protocol_type) or _inconsistent(f["protocol_name"],
-                                                                                   group.protocol_name):
+        if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(req.protocol_name,
+                                                                                  group.protocol_name):
             raise CoordinatorError(INCONSISTENT_GROUP_PROTOCOL)
     except CoordinatorError as exc:
         return ctx.respond(sync_response(gid, rid, exc.code))
@@ -388,7 +397,7 @@ def handle_sync(ctx: Context, req: Request) -> None:
         member.sync = Parked(rid, req.version)
         _remove_pending_sync_member(group, member_id)
         if group.leader == member_id:
-            assignments = dict(f["assignments"])
+            assignments = {a.member_id: a.assignment for a in req.assignments}
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, "")
             _propagate_assignment(ctx, group, NONE)
@@ -441,21 +450,20 @@ def on_sync_timer(ctx: Context, group: ClassicGroup) -> None:
 
 # -- Heartbeat and session expiry --------------------------------------------------------------------------------
 
-def handle_heartbeat(ctx: Context, req: Request) -> None:
-    f = req.fields
+def handle_heartbeat(ctx: Context, req: HeartbeatRequest) -> None:
     if req.group_id == "":
         return ctx.respond(simple_response(req, INVALID_GROUP_ID))
     group = ctx.group
     if group is None:
         return ctx.respond(simple_response(req, UNKNOWN_MEMBER_ID))
     try:
-        group.validate_member(f["member_id"], f["group_instance_id"], req.principal)
-        if f["generation_id"] != group.generation:
+        group.validate_member(req.member_id, req.group_instance_id, req.principal)
+        if req.generation_id != group.generation:
             raise CoordinatorError(ILLEGAL_GENERATION)
     except CoordinatorError as exc:
         return ctx.respond(simple_response(req, exc.code))
     # A validated member means the group is not Empty (Kafka's Empty branch cannot be reached either).
-    member = group.members[f["member_id"]]
+    member = group.members[req.member_id]
     reschedule_heartbeat(ctx, group, member)
     ctx.respond(simple_response(req, REBALANCE_IN_PROGRESS if group.state == PREPARING else NONE))
 
@@ -503,14 +511,14 @@ def _remove_member(ctx: Context, group: ClassicGroup, member_id: str) -> None:
 
 # -- LeaveGroup --------------------------------------------------------------------------------------------------
 
-def handle_leave(ctx: Context, req: Request) -> None:
+def handle_leave(ctx: Context, req: LeaveGroupRequest) -> None:
     if req.group_id == "":
-        return ctx.respond(simple_response(req, INVALID_GROUP_ID, members=[]))
+        return ctx.respond(simple_response(req, INVALID_GROUP_ID))
     group = ctx.group
     results = []
     removed_any = False
-    for entry in req["members"]:
-        member_id, instance = entry["member_id"], entry["group_instance_id"]
+    for entry in req.members:  # type: ignore[union-attr]
+        member_id, instance = entry.member_id, entry.group_instance_id
         error = NONE
         if group is None:
             error = UNKNOWN_MEMBER_ID
@@ -536,7 +544,7 @@ def handle_leave(ctx: Context, req: Request) -> None:
                 removed_any = True
             except CoordinatorError as exc:
                 error = exc.code
-        results.append({"member_id": member_id, "group_instance_id": instance, "error_code": error})
+        results.append(MemberResponse(member_id, instance, error))
     # Java: remove every leaving member first, then rebalance once (a leaving pending member counts too).
     if group is not None and removed_any:
         if group.state in (STABLE, COMPLETING):
@@ -544,6 +552,6 @@ def handle_leave(ctx: Context, req: Request) -> None:
         else:
             maybe_complete_join_phase(ctx, group)
     if req.version <= 2:
-        ctx.respond(simple_response(req, results[0]["error_code"], members=[]))
+        ctx.respond(simple_response(req, results[0].error_code))
     else:
-        ctx.respond(simple_response(req, NONE, members=results))
+        ctx.respond(simple_response(req, NONE, members=tuple(results)))

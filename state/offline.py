@@ -15,8 +15,8 @@ from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
 from state.context import Context
 from state.directory import GroupDirectory
-from state.records import dumps, group_record
-from state.wire import BadRequest, decode_json, error_response, parse, readable_request_id
+from state.records import group_record
+from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id
 
 READ_ONLY_APIS = ("DescribeGroups", "OffsetFetch")
 
@@ -24,20 +24,20 @@ READ_ONLY_APIS = ("DescribeGroups", "OffsetFetch")
 def answer(group_id: str, stored: StoredGroup | None, raw_request: bytes,
            config: CoordinatorConfig | None = None) -> bytes:
     """The response to a DescribeGroups or OffsetFetch request for `group_id`, from its stored state."""
-    body: dict = {}
     try:
-        body = decode_json(raw_request)
-        req = parse(body)
+        req = decode_request(raw_request)
         if req.api not in READ_ONLY_APIS or req.group_id != group_id:
-            raise BadRequest(f"offline: only {', '.join(READ_ONLY_APIS)} for group {group_id!r}")
+            raise BadRequest(f"offline: only {', '.join(READ_ONLY_APIS)} for group {group_id!r}",
+                             body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
     except BadRequest as exc:
-        return dumps(error_response(body.get("api"), readable_request_id(body) or "", body.get("group_id"),
-                                    exc.code, exc.reason))
+        body = exc.body or {}
+        return encode(error_response(body.get("api"), readable_request_id(body) or "", body.get("group_id"),
+                                     exc.code, exc.reason))
     group = decode_state(stored)
     ctx = Context(group_id, group, group.clock_ms if group is not None else 0, config or CoordinatorConfig())
     coordinator.handle(ctx, req)
     (response,) = ctx.responses
-    return dumps(response)
+    return encode(response)
 
 
 def list_groups(groups: Iterable[tuple[str, StoredGroup]], raw_request: bytes) -> bytes:

@@ -8,6 +8,17 @@ from __future__ import annotations
 
 from typing import Callable
 
+from schemas.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
 from state.context import Context
 from state.errors import (
     GROUP_ID_NOT_FOUND,
@@ -24,12 +35,11 @@ from state.group import ClassicGroup, GroupState, OffsetValue
 from state.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
-from state.wire import Request, simple_response
+from state.wire import simple_response
 
 
-def handle_commit(ctx: Context, req: Request) -> None:
-    f = req.fields
-    generation = f["generation_id"]
+def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
+    generation: int = req.generation_id_or_member_epoch  # type: ignore[assignment]
     error = NONE
     group = ctx.group
     try:
@@ -40,31 +50,31 @@ def handle_commit(ctx: Context, req: Request) -> None:
             # A commit without group management (admin tools, assign()) creates a "simple" group.
             group = ctx.create_group()
         else:
-            _validate_commit(group, f["member_id"], f["group_instance_id"], generation, req.principal)
+            _validate_commit(group, req.member_id, req.group_instance_id, generation, req.principal)
     except CoordinatorError as exc:
         error = exc.code
     topics = []
-    for topic in f["topics"]:
+    for topic in req.topics:
         partitions = []
-        for p in topic["partitions"]:
+        for p in topic.partitions:
             code = error
-            metadata = p["committed_metadata"] or ""
+            metadata = p.committed_metadata or ""
             if code == NONE and _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
                 code = OFFSET_METADATA_TOO_LARGE
             if code == NONE:
-                commit_ts = p["commit_timestamp"] if req.version == 1 and p["commit_timestamp"] >= 0 else ctx.now_ms
-                expire = f["retention_time_ms"]
-                ctx.emit(offset_record(ctx.group_id, topic["name"], p["partition_index"], OffsetValue(
-                    p["committed_offset"], p["committed_leader_epoch"], metadata, commit_ts,
+                commit_ts = p.commit_timestamp if req.version == 1 and p.commit_timestamp >= 0 else ctx.now_ms
+                expire = req.retention_time_ms
+                ctx.emit(offset_record(ctx.group_id, topic.name, p.partition_index, OffsetValue(
+                    p.committed_offset, p.committed_leader_epoch, metadata, commit_ts,
                     ctx.now_ms + expire if expire >= 0 else None,
                 )))
-            partitions.append({"partition_index": p["partition_index"], "error_code": code})
-        topics.append({"name": topic["name"], "partitions": partitions})
+            partitions.append(OffsetCommitResponsePartition(p.partition_index, code))
+        topics.append(OffsetCommitResponseTopic(topic.name, tuple(partitions)))
     if error == NONE and group is not None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
-        member = group.members.get(f["member_id"])
+        member = group.members.get(req.member_id)
         if member is not None:
             reschedule_heartbeat(ctx, group, member)
-    ctx.respond(simple_response(req, error, topics=topics))
+    ctx.respond(simple_response(req, error, topics=tuple(topics)))
 
 
 def _java_length(text: str) -> int:
@@ -85,56 +95,53 @@ def _validate_commit(group: ClassicGroup, member_id: str, instance: str | None, 
         raise CoordinatorError(REBALANCE_IN_PROGRESS)
 
 
-def handle_fetch(ctx: Context, req: Request) -> None:
+def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:
     """Any state, no member checks (classic groups); unknown partitions answer offset -1."""
     offsets = ctx.group.offsets if ctx.group is not None else {}
-    requested = req["topics"]
     topics = []
-    if requested is None:
+    if req.topics is None:
         by_topic: dict[str, list] = {}
         for (topic, partition), value in sorted(offsets.items()):
             by_topic.setdefault(topic, []).append(_fetched(partition, value))
-        topics = [{"name": t, "partitions": parts} for t, parts in by_topic.items()]
+        topics = [OffsetFetchResponseTopic(t, tuple(parts)) for t, parts in by_topic.items()]
     else:
-        for topic in requested:
-            parts = [_fetched(p, offsets.get((topic["name"], p))) for p in topic["partition_indexes"]]
-            topics.append({"name": topic["name"], "partitions": parts})
-    ctx.respond(simple_response(req, NONE, topics=topics))
+        for topic in req.topics:
+            parts = tuple(_fetched(p, offsets.get((topic.name, p))) for p in topic.partition_indexes)
+            topics.append(OffsetFetchResponseTopic(topic.name, parts))
+    ctx.respond(simple_response(req, NONE, topics=tuple(topics)))
 
 
-def _fetched(partition: int, value: OffsetValue | None) -> dict:
+def _fetched(partition: int, value: OffsetValue | None) -> OffsetFetchResponsePartition:
     if value is None:
-        return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
-                "error_code": NONE}
-    return {"partition_index": partition, "committed_offset": value.offset,
-            "committed_leader_epoch": value.leader_epoch, "metadata": value.metadata, "error_code": NONE}
+        return OffsetFetchResponsePartition(partition, -1, -1, "", NONE)
+    return OffsetFetchResponsePartition(partition, value.offset, value.leader_epoch, value.metadata, NONE)
 
 
-def handle_delete(ctx: Context, req: Request) -> None:
+def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
     """KIP-496: offsets of topics a live consumer group still subscribes to are kept (86)."""
     if req.group_id == "":
-        return ctx.respond(simple_response(req, INVALID_GROUP_ID, topics=[]))
+        return ctx.respond(simple_response(req, INVALID_GROUP_ID))
     group = ctx.group
     if group is None:
-        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND, topics=[]))
+        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
     live = group.state != GroupState.EMPTY
     if live and group.protocol_type != "consumer":
-        return ctx.respond(simple_response(req, NON_EMPTY_GROUP, topics=[]))
+        return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
     topics = []
-    for topic in req["topics"]:
-        name = topic["name"]
+    for topic in req.topics:
+        name = topic.name
         partitions = []
-        for p in topic["partitions"]:
-            index = p["partition_index"]
+        for p in topic.partitions:
+            index = p.partition_index
             if live and group.is_subscribed_to(name):
                 code = GROUP_SUBSCRIBED_TO_TOPIC
             else:
                 code = NONE
                 if (name, index) in group.offsets:
                     ctx.emit(offset_tombstone(ctx.group_id, name, index))
-            partitions.append({"partition_index": index, "error_code": code})
-        topics.append({"name": name, "partitions": partitions})
-    ctx.respond(simple_response(req, NONE, topics=topics))
+            partitions.append(OffsetDeleteResponsePartition(index, code))
+        topics.append(OffsetDeleteResponseTopic(name, tuple(partitions)))
+    ctx.respond(simple_response(req, NONE, topics=tuple(topics)))
 
 
 def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:

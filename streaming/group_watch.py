@@ -11,18 +11,22 @@ batch that made the change has committed its output.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import msgspec
+
+from schemas.messages import GroupMetadataKey, GroupMetadataRecord
 from state.directory import GroupDirectory
 from state.group import GroupState
-from state.records import GROUP_METADATA_KEY_VERSION
+from state.records import decode_key
 
 GENERATION_WRITTEN = frozenset({GroupState.STABLE.value, GroupState.EMPTY.value})
 """States whose group record carries the group's current generation: Kafka's storeGroup writes the group when a
 rebalance completes (Stable) or ends with no members (Empty); the records of other state changes repeat the group as
 it was last stored, so their `generation` is the previous one."""
+
+_GROUP = msgspec.json.Decoder(GroupMetadataRecord)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,21 +63,20 @@ class GroupWatch:
         Records that are not group metadata, or unreadable, change nothing (as for ListGroups)."""
         self.directory.apply(key, value)
         try:
-            k = json.loads(key)
-            if not isinstance(k, dict) or k.get("version") != GROUP_METADATA_KEY_VERSION:
+            k = decode_key(key)
+            if not isinstance(k, GroupMetadataKey):
                 return None
-            group_id = k["group"]
             if value is None:
-                return GroupChange(group_id, None) if self._states.pop(group_id, None) is not None else None
-            group = json.loads(value)
-            state = group["directory"]["group_state"]
-            if self._states.get(group_id) == state:
-                return None
-            self._states[group_id] = state
-            generation = group.get("generation") if state in GENERATION_WRITTEN else None
-            return GroupChange(group_id, state, int(group["directory"].get("member_count", 0)), generation)
-        except (ValueError, KeyError, TypeError, AttributeError):
+                return GroupChange(k.group, None) if self._states.pop(k.group, None) is not None else None
+            group = _GROUP.decode(value)
+        except msgspec.DecodeError:
             return None
+        state = group.directory.group_state
+        if self._states.get(k.group) == state:
+            return None
+        self._states[k.group] = state
+        generation = group.generation if state in GENERATION_WRITTEN else None
+        return GroupChange(k.group, state, group.directory.member_count, generation)
 
     def poll(self) -> list[GroupChange]:
         """Read the records topic up to its end; the changes since the last poll, in the order they were written

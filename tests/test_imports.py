@@ -8,7 +8,7 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ("state", "assignors", "streaming", "client", "admin", "gateway", "bench", "deploy")
+PACKAGES = ("schemas", "state", "assignors", "streaming", "client", "admin", "gateway", "bench", "deploy")
 
 
 def modules() -> list[str]:

@@ -22,7 +22,7 @@ def test_zip_holds_the_job_and_its_pure_python_dependencies_reproducibly(tmp_pat
     first, second = tmp_path / "a.zip", tmp_path / "b.zip"
     assert package.build(first) == package.build(second)
     names = zipfile.ZipFile(first).namelist()
-    for needed in ("state/batch.py", "assignors/__init__.py", "streaming/query.py", "kafka/__init__.py",
+    for needed in ("schemas/messages.py", "state/batch.py", "assignors/__init__.py", "streaming/query.py", "kafka/__init__.py",
                    "conf/coordinator.properties", "conf/spark-defaults.conf"):
         assert needed in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]

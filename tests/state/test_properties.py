@@ -168,7 +168,7 @@ class Driver:
             assert group.leader is None
         if group.state == GroupState.STABLE:
             assert all(m.assignment for m in group.members.values()), "Stable member without assignment"
-            persisted = {m["member_id"]: m["assignment"] for m in group.persisted["members"]}
+            persisted = {m.member_id: m.assignment for m in group.persisted.members}
             assert persisted == {m.member_id: m.assignment for m in group.members.values()}
         assert group.state != GroupState.EMPTY or not group.members
         assert group.num_awaiting_join() == sum(m.join is not None for m in group.members.values())

@@ -137,6 +137,7 @@ class TestRoute:
             (b'{"api":"Produce","request_id":"x","group_id":"g"}', True, Errors.INVALID_REQUEST),
             (b'{"api":"Heartbeat","request_id":"x"}', True, Errors.INVALID_GROUP_ID),
             (b'{"api":"Heartbeat","request_id":"x","group_id":7}', True, Errors.INVALID_GROUP_ID),
+            (b'{"api":[1],"request_id":"x","group_id":"g"}', True, Errors.INVALID_REQUEST),
             (None, False, None),
         ],
     )

@@ -9,7 +9,9 @@ from typing import Iterator
 
 import pytest
 
-from state.records import dumps, group_key, offset_key
+from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, GroupMetadataRecord, OffsetCommitKey
+from state.records import encode_key
+from state.wire import encode
 from streaming.console import MAX_CHANGE_LINES, Console, Window, change_lines, summary_line
 from streaming.group_watch import GroupChange, GroupWatch
 from streaming.prometheus import PrometheusMetrics
@@ -18,9 +20,8 @@ from tests.support.metrics import samples
 
 def group_record(state: str, members: int, generation: int) -> bytes:
     """A group metadata value as the core writes it: Kafka's GroupMetadataValue plus the directory part."""
-    return dumps({"protocol_type": "consumer", "generation": generation, "protocol": "range", "leader": None,
-                  "current_state_timestamp": 0, "members": [],
-                  "directory": {"group_state": state, "protocol_type": "consumer", "member_count": members}})
+    return encode(GroupMetadataRecord("consumer", generation, "range", None, 0, (),
+                                      GroupDirectoryEntry(state, "consumer", members)))
 
 
 def batch(batch_id: int = 0, requests: int = 6, duration_ms: int = 250, dead_letters: int = 0,
@@ -38,7 +39,7 @@ def batch(batch_id: int = 0, requests: int = 6, duration_ms: int = 250, dead_let
 class TestGroupStateChanges:
     def test_a_rebalance_reads_as_the_states_the_group_went_through(self):
         watch = GroupWatch()
-        key = dumps(group_key("billing"))
+        key = encode_key(GroupMetadataKey("billing"))
         changes = [watch.apply(key, group_record(state, members, generation)) for state, members, generation in [
             ("Empty", 0, 0), ("PreparingRebalance", 1, 0), ("CompletingRebalance", 3, 0), ("Stable", 3, 1)]]
         assert [change.line() for change in changes] == [
@@ -50,15 +51,15 @@ class TestGroupStateChanges:
 
     def test_records_that_keep_the_state_are_not_changes(self):
         watch = GroupWatch()
-        key = dumps(group_key("billing"))
+        key = encode_key(GroupMetadataKey("billing"))
         assert watch.apply(key, group_record("Stable", 3, 4)) is not None
         assert watch.apply(key, group_record("Stable", 3, 4)) is None  # e.g. a static member replaced in place
-        assert watch.apply(dumps(offset_key("billing", "orders", 0)), dumps({"offset": 42})) is None
+        assert watch.apply(encode_key(OffsetCommitKey("billing", "orders", 0)), b'{"offset": 42}') is None
         assert watch.apply(b"not json", b"{") is None
 
     def test_a_deleted_group_is_a_change_and_leaves_the_counts(self):
         watch = GroupWatch()
-        key = dumps(group_key("old"))
+        key = encode_key(GroupMetadataKey("old"))
         watch.apply(key, group_record("Empty", 0, 2))
         assert watch.count_by_state()["Empty"] == 1
         assert watch.apply(key, None) == GroupChange("old", None)

@@ -15,7 +15,9 @@ import pytest
 from kafka import KafkaProducer
 from pyspark.sql import Row
 
-from state.records import dumps, group_key
+from schemas.messages import GroupMetadataKey
+from state.records import encode_key
+from state.wire import encode
 from streaming.group_watch import GroupWatch
 from streaming.metrics import CoordinatorMetrics
 from streaming.query import stop_between_batches
@@ -58,8 +60,8 @@ def test_groups_by_state_follow_the_records_topic(broker):
     producer = KafkaProducer(bootstrap_servers=broker)
     for group_id, state in [("a", "Stable"), ("b", "Stable"), ("c", "PreparingRebalance"), ("a", "Empty")]:
         value = {"directory": {"group_state": state, "protocol_type": "consumer"}}
-        producer.send(topic, key=dumps(group_key(group_id)), value=dumps(value), partition=0)
-    producer.send(topic, key=dumps(group_key("b")), value=None, partition=0)  # b was deleted
+        producer.send(topic, key=encode_key(GroupMetadataKey(group_id)), value=encode(value), partition=0)
+    producer.send(topic, key=encode_key(GroupMetadataKey("b")), value=None, partition=0)  # b was deleted
     producer.flush()
     producer.close()
     out = io.StringIO()

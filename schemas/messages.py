@@ -1,0 +1,483 @@
+"""Every request, response and record of the coordinator, declared once as typed, immutable msgspec Structs.
+
+The core decodes requests straight into these classes (`state.wire`), builds its responses and records from them
+and encodes them with msgspec; the client builds its requests from them; the gateway and the client take their
+versions from `API_VERSIONS`; the JSON Schemas in this folder are generated from them (`python -m schemas`, and
+`tests/schemas` fails when a file is stale).
+
+Field names, types and version ranges are Kafka's: the control JSON is Kafka's `<Api>Request`/`<Api>Response` in
+snake_case (docs/wire-format.md), and `tests/schemas/test_kafka_definitions.py` checks every class against Kafka's
+own message definitions (as kafka-python ships them). What is ours is marked `Extension`: the envelope (`api`,
+`api_version`, `request_id`, `group_id`, `principal`), JoinGroup's `client_id`/`client_host`/`topic_partitions`,
+`error_message`, and the records topic (docs/records.md). Where Kafka names several groups in one message
+(DescribeGroups, DeleteGroups, OffsetFetch v8+), a control message names one, at its top level.
+
+One class serves every version of an API, as one control message does: a field a version lacks keeps its default.
+`Versions` says which versions have a field; `ignored=True` marks the fields whose value the coordinator drops at
+a version that lacks them (`state.wire`), as Kafka never reads them there.
+
+A version bump is one edit: the API's entry in `API_VERSIONS` (then `python -m schemas`).
+"""
+
+from typing import Annotated, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+API_VERSIONS: dict[str, tuple[int, int]] = {
+    "JoinGroup": (0, 9),
+    "SyncGroup": (0, 5),
+    "Heartbeat": (0, 4),
+    "LeaveGroup": (0, 5),
+    "OffsetCommit": (0, 9),
+    "OffsetFetch": (0, 9),
+    "OffsetDelete": (0, 0),
+    "DescribeGroups": (0, 5),
+    "ListGroups": (0, 5),
+    "DeleteGroups": (0, 2),
+}
+"""The versions the coordinator answers, per API; a request without `api_version` is taken at the latest."""
+
+
+class Versions:
+    """Kafka's `versions` of a field ("5+", "2-4", "1"); `ignored`: the core drops a value sent at another version."""
+
+    __slots__ = ("low", "high", "ignored")
+
+    def __init__(self, spec: str, ignored: bool = False) -> None:
+        low, _, high = spec.partition("-")
+        self.low = int(low.rstrip("+"))
+        self.high = 32767 if spec.endswith("+") else int(high or low)
+        self.ignored = ignored
+
+    def __contains__(self, version: int) -> bool:
+        return self.low <= version <= self.high
+
+    def __str__(self) -> str:
+        if self.high == 32767:
+            return f"v{self.low}+"
+        return f"v{self.low}" if self.low == self.high else f"v{self.low}-{self.high}"
+
+
+class Extension:
+    """A field that is ours, not Kafka's (see the module docstring); `why` goes into the JSON Schema."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+MAX_STRING_BYTES = 32767
+"""Kafka strings are int16-length-prefixed."""
+MAX_BYTES_FIELD = 1_048_576
+"""Largest decoded byte field (`metadata`, `assignment`) we accept: Kafka's default max message size."""
+BASE64 = r"^(?:(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?|(?:[A-Za-z0-9+/]{4})+=+)(?!\n)$"
+"""Exactly the texts `base64.b64decode(text, validate=True)` accepts (its strict mode), in a form both Python
+and JSON Schema read."""
+
+Int16 = Annotated[int, Meta(ge=-(2**15), le=2**15 - 1)]
+Int32 = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
+Bytes = Annotated[str, Meta(pattern=BASE64, max_length=MAX_BYTES_FIELD * 4 // 3 + 4,
+                            extra_json_schema={"contentEncoding": "base64"})]
+"""Kafka's `bytes`, as base64 text: the core stores and forwards these bytes without decoding them."""
+GroupStateName = Literal["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"]
+"""Kafka's classic group states; Dead only in DescribeGroups' answer for a group that does not exist."""
+NO_AUTHORIZED_OPERATIONS = -2147483648
+"""Kafka's INT32_MIN: authorized operations not requested (we have no ACLs)."""
+
+
+class Message(Struct, frozen=True):
+    """A nested struct of a message (Kafka's named struct types)."""
+
+
+# -- requests ----------------------------------------------------------------------------------------------------
+
+class Request(Struct, frozen=True, kw_only=True, tag_field="api"):
+    """The envelope every control request carries (`api` is the tag: the class)."""
+
+    request_id: Annotated[str, Extension("chosen by the client, echoed in the response")]
+    api_version: Annotated[int | UnsetType, Extension("Kafka's version of the API; default the latest")] = UNSET
+    principal: Annotated[str | None, Extension(
+        "the principal the gateway authenticated (User:name); a member acts only for the principal that joined it"
+    )] = None
+
+    @property
+    def api(self) -> str:
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
+    @property
+    def version(self) -> int:
+        """The version this request is handled at (set by `state.wire` when it was not given)."""
+        return self.api_version  # type: ignore[return-value]
+
+
+class GroupRequest(Request, frozen=True, kw_only=True):
+    group_id: str
+
+
+class JoinGroupRequestProtocol(Message, frozen=True):
+    name: str
+    metadata: Annotated[Bytes, Meta(description="ConsumerProtocolSubscription bytes for protocol_type consumer")]
+
+
+class TopicPartitionCount(Message, frozen=True):
+    name: str
+    partitions: Annotated[Int32, Meta(description="partition count")]
+
+
+class JoinGroupRequest(GroupRequest, frozen=True, kw_only=True, tag="JoinGroup"):
+    session_timeout_ms: Int32
+    rebalance_timeout_ms: Annotated[Int32, Versions("1+"), Meta(description="v0 uses session_timeout_ms")] = -1
+    member_id: Annotated[str, Meta(description='"" for a new member')]
+    group_instance_id: Annotated[str | None, Versions("5+", ignored=True),
+                                 Meta(description="static membership (KIP-345)")] = None
+    protocol_type: str
+    protocols: tuple[JoinGroupRequestProtocol, ...]
+    reason: Annotated[str | None, Versions("8+"), Meta(description="logged only")] = None
+    client_id: Annotated[str, Extension(
+        "Kafka's request header client id; prefix of generated member ids")] = ""
+    client_host: Annotated[str, Extension("shown by DescribeGroups")] = ""
+    topic_partitions: Annotated[tuple[TopicPartitionCount, ...], Extension(
+        "the member's view of partition counts, for server:<assignor> protocols")] = ()
+
+
+class SyncGroupRequestAssignment(Message, frozen=True):
+    member_id: str
+    assignment: Bytes
+
+
+class SyncGroupRequest(GroupRequest, frozen=True, kw_only=True, tag="SyncGroup"):
+    generation_id: Int32
+    member_id: str
+    group_instance_id: Annotated[str | None, Versions("3+", ignored=True)] = None
+    protocol_type: Annotated[str | None, Versions("5+"), Meta(description="required from v5")] = None
+    protocol_name: Annotated[str | None, Versions("5+"), Meta(description="required from v5")] = None
+    assignments: tuple[SyncGroupRequestAssignment, ...]
+
+
+class HeartbeatRequest(GroupRequest, frozen=True, kw_only=True, tag="Heartbeat"):
+    generation_id: Int32
+    member_id: str
+    group_instance_id: Annotated[str | None, Versions("3+", ignored=True)] = None
+
+
+class MemberIdentity(Message, frozen=True):
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+class LeaveGroupRequest(GroupRequest, frozen=True, kw_only=True, tag="LeaveGroup"):
+    """v0-2 name one member (`member_id`), v3+ a batch (`members`); `state.wire` turns the first into the second."""
+
+    member_id: Annotated[str | UnsetType, Versions("0-2")] = UNSET
+    members: Annotated[tuple[MemberIdentity, ...] | UnsetType, Versions("3+")] = UNSET
+
+
+class OffsetCommitRequestPartition(Message, frozen=True):
+    partition_index: Int32
+    committed_offset: Int64
+    committed_leader_epoch: Annotated[Int32, Versions("6+")] = -1
+    commit_timestamp: Annotated[Int64, Versions("1")] = -1
+    committed_metadata: str | None = None
+
+
+class OffsetCommitRequestTopic(Message, frozen=True):
+    name: str
+    partitions: tuple[OffsetCommitRequestPartition, ...]
+
+
+class OffsetCommitRequest(GroupRequest, frozen=True, kw_only=True, tag="OffsetCommit"):
+    """`generation_id_or_member_epoch` (Kafka's name from v9) or its older name `generation_id`; `state.wire`
+    resolves the two into the first (default -1: a commit without group management)."""
+
+    generation_id_or_member_epoch: Annotated[Int32 | UnsetType, Versions("1+"), Meta(
+        description="-1 (default) for commits without group management")] = UNSET
+    generation_id: Annotated[Int32 | UnsetType, Extension("alias of generation_id_or_member_epoch")] = UNSET
+    member_id: Annotated[str, Versions("1+")] = ""
+    group_instance_id: Annotated[str | None, Versions("7+")] = None
+    retention_time_ms: Annotated[Int64, Versions("2-4", ignored=True)] = -1
+    topics: tuple[OffsetCommitRequestTopic, ...]
+
+
+class OffsetFetchRequestTopic(Message, frozen=True):
+    name: str
+    partition_indexes: tuple[Int32, ...]
+
+
+class OffsetFetchRequest(GroupRequest, frozen=True, kw_only=True, tag="OffsetFetch"):
+    topics: Annotated[tuple[OffsetFetchRequestTopic, ...] | None, Meta(
+        description="null (v2+, default): every committed partition")] = None
+    require_stable: Annotated[bool, Versions("7+")] = False
+    member_id: Annotated[str | None, Versions("9+")] = None
+    member_epoch: Annotated[Int32, Versions("9+")] = -1
+
+
+class OffsetDeleteRequestPartition(Message, frozen=True):
+    partition_index: Int32
+
+
+class OffsetDeleteRequestTopic(Message, frozen=True):
+    name: str
+    partitions: tuple[OffsetDeleteRequestPartition, ...]
+
+
+class OffsetDeleteRequest(GroupRequest, frozen=True, kw_only=True, tag="OffsetDelete"):
+    topics: tuple[OffsetDeleteRequestTopic, ...]
+
+
+class DescribeGroupsRequest(GroupRequest, frozen=True, kw_only=True, tag="DescribeGroups"):
+    include_authorized_operations: Annotated[bool, Versions("3+")] = False
+
+
+class ListGroupsRequest(Request, frozen=True, kw_only=True, tag="ListGroups"):
+    states_filter: Annotated[tuple[str, ...], Versions("4+")] = ()
+    types_filter: Annotated[tuple[str, ...], Versions("5+")] = ()
+
+    @property
+    def group_id(self) -> str:
+        """ListGroups names no group."""
+        return ""
+
+
+class DeleteGroupsRequest(GroupRequest, frozen=True, kw_only=True, tag="DeleteGroups"):
+    pass
+
+
+REQUESTS: dict[str, type[Request]] = {cls.__struct_config__.tag: cls for cls in (  # type: ignore[misc]
+    JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest,
+    OffsetFetchRequest, OffsetDeleteRequest, DescribeGroupsRequest, ListGroupsRequest, DeleteGroupsRequest,
+)}
+"""By `api`, in `API_VERSIONS` order."""
+
+# -- responses ---------------------------------------------------------------------------------------------------
+# Every response carries every field of the latest version; the defaults are what an error response carries.
+# `error_message` (ours) is last and left out unless set.
+
+ErrorMessage = Annotated[str | UnsetType, Extension("why a request could not be handled")]
+
+
+class Response(Struct, frozen=True, kw_only=True, tag_field="api"):
+    request_id: str
+
+    @property
+    def api(self) -> str:
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
+
+class GroupResponse(Response, frozen=True, kw_only=True):
+    group_id: str
+    throttle_time_ms: Int32 = 0
+    error_code: Int16
+
+
+class JoinGroupResponseMember(Message, frozen=True):
+    member_id: str
+    group_instance_id: str | None
+    metadata: Bytes
+
+
+class JoinGroupResponse(GroupResponse, frozen=True, kw_only=True, tag="JoinGroup"):
+    generation_id: Int32 = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    member_id: str = ""
+    members: tuple[JoinGroupResponseMember, ...] = ()
+    error_message: ErrorMessage = UNSET
+
+
+class SyncGroupResponse(GroupResponse, frozen=True, kw_only=True, tag="SyncGroup"):
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: Bytes = ""
+    error_message: ErrorMessage = UNSET
+
+
+class HeartbeatResponse(GroupResponse, frozen=True, kw_only=True, tag="Heartbeat"):
+    error_message: ErrorMessage = UNSET
+
+
+class MemberResponse(Message, frozen=True):
+    member_id: str
+    group_instance_id: str | None
+    error_code: Int16
+
+
+class LeaveGroupResponse(GroupResponse, frozen=True, kw_only=True, tag="LeaveGroup"):
+    members: tuple[MemberResponse, ...] = ()
+    error_message: ErrorMessage = UNSET
+
+
+class OffsetCommitResponsePartition(Message, frozen=True):
+    partition_index: Int32
+    error_code: Int16
+
+
+class OffsetCommitResponseTopic(Message, frozen=True):
+    name: str
+    partitions: tuple[OffsetCommitResponsePartition, ...]
+
+
+class OffsetCommitResponse(GroupResponse, frozen=True, kw_only=True, tag="OffsetCommit"):
+    """`error_code` at the top is ours: the request-level error, also repeated on every partition."""
+
+    topics: tuple[OffsetCommitResponseTopic, ...] = ()
+    error_message: ErrorMessage = UNSET
+
+
+class OffsetFetchResponsePartition(Message, frozen=True):
+    partition_index: Int32
+    committed_offset: Int64
+    committed_leader_epoch: Int32
+    metadata: str
+    error_code: Int16
+
+
+class OffsetFetchResponseTopic(Message, frozen=True):
+    name: str
+    partitions: tuple[OffsetFetchResponsePartition, ...]
+
+
+class OffsetFetchResponse(GroupResponse, frozen=True, kw_only=True, tag="OffsetFetch"):
+    topics: tuple[OffsetFetchResponseTopic, ...] = ()
+    error_message: ErrorMessage = UNSET
+
+
+class OffsetDeleteResponsePartition(Message, frozen=True):
+    partition_index: Int32
+    error_code: Int16
+
+
+class OffsetDeleteResponseTopic(Message, frozen=True):
+    name: str
+    partitions: tuple[OffsetDeleteResponsePartition, ...]
+
+
+class OffsetDeleteResponse(GroupResponse, frozen=True, kw_only=True, tag="OffsetDelete"):
+    topics: tuple[OffsetDeleteResponseTopic, ...] = ()
+    error_message: ErrorMessage = UNSET
+
+
+class DescribedGroupMember(Message, frozen=True):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    member_metadata: Bytes
+    member_assignment: Bytes
+
+
+class DescribeGroupsResponse(GroupResponse, frozen=True, kw_only=True, tag="DescribeGroups"):
+    group_state: GroupStateName = "Dead"
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: tuple[DescribedGroupMember, ...] = ()
+    authorized_operations: Int32 = NO_AUTHORIZED_OPERATIONS
+    error_message: ErrorMessage = UNSET
+
+
+class ListedGroup(Message, frozen=True):
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: Literal["classic"] = "classic"
+
+
+class ListGroupsResponse(Response, frozen=True, kw_only=True, tag="ListGroups"):
+    throttle_time_ms: Int32 = 0
+    error_code: Int16
+    groups: tuple[ListedGroup, ...] = ()
+    error_message: ErrorMessage = UNSET
+
+
+class DeleteGroupsResponse(GroupResponse, frozen=True, kw_only=True, tag="DeleteGroups"):
+    error_message: ErrorMessage = UNSET
+
+
+class ErrorResponse(Struct, frozen=True, kw_only=True):
+    """The answer to a request whose `api` is unknown."""
+
+    api: str | None
+    request_id: str
+    group_id: str | None
+    error_code: Int16
+    error_message: str
+
+
+RESPONSES: dict[str, type[Response]] = {cls.__struct_config__.tag: cls for cls in (  # type: ignore[misc]
+    JoinGroupResponse, SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, OffsetCommitResponse,
+    OffsetFetchResponse, OffsetDeleteResponse, DescribeGroupsResponse, ListGroupsResponse, DeleteGroupsResponse,
+)}
+
+# -- records (the records topic: docs/records.md) ----------------------------------------------------------------
+# Keys follow Kafka's `__consumer_offsets`: the key's `version` is the record type. A None value is a tombstone.
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+
+
+class OffsetCommitKey(Struct, frozen=True, tag_field="version", tag=OFFSET_COMMIT_KEY_VERSION):
+    group: str
+    topic: str
+    partition: Int32
+
+
+class GroupMetadataKey(Struct, frozen=True, tag_field="version", tag=GROUP_METADATA_KEY_VERSION):
+    group: str
+
+
+RecordKey = OffsetCommitKey | GroupMetadataKey
+
+
+class OffsetCommitValue(Struct, frozen=True):
+    offset: Int64
+    leader_epoch: Int32
+    metadata: str
+    commit_timestamp: Int64
+    expire_timestamp: Int64 | None
+
+
+class MemberMetadata(Message, frozen=True):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: Int32
+    session_timeout: Int32
+    subscription: Bytes
+    assignment: Bytes
+    principal: Annotated[str | UnsetType, Extension(
+        "the principal that joined the member (absent when none)")] = UNSET
+
+
+class GroupDirectoryEntry(Message, frozen=True):
+    group_state: Literal["Empty", "PreparingRebalance", "CompletingRebalance", "Stable"]
+    protocol_type: str
+    member_count: Int32
+
+
+class GroupMetadataValue(Struct, frozen=True):
+    """Kafka's GroupMetadataValue: the group as last persisted (`ClassicGroup.persisted`)."""
+
+    protocol_type: str
+    generation: Int32
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: Int64
+    members: tuple[MemberMetadata, ...]
+
+
+class GroupMetadataRecord(GroupMetadataValue, frozen=True):
+    """The value of a group metadata record: Kafka's GroupMetadataValue as last persisted, plus `directory`."""
+
+    directory: Annotated[GroupDirectoryEntry, Extension("the group now, for ListGroups; ignored when loading")]
+
+
+RECORDS: dict[str, type[Struct]] = {
+    "GroupMetadataKey": GroupMetadataKey, "GroupMetadataValue": GroupMetadataRecord,
+    "OffsetCommitKey": OffsetCommitKey, "OffsetCommitValue": OffsetCommitValue,
+}
+"""The records topic's keys and values by their schema names (a group metadata value always has `directory`)."""
