@@ -56,7 +56,7 @@ def _value(generation, members, state="Stable"):
     return json.dumps({
         "protocol_type": "consumer", "generation": generation, "protocol": "range", "leader": "m1",
         "current_state_timestamp": 0,
-        "members": [{"member_id": m, "group_instance_id": None, "client_id": "c", "client_host": "/h",
+        "members": [{"member_id": m, "group_instance_id": None, "client_id": "c", "client_host": "/h", "rebalance_timeout": 300000, "session_timeout": 45000,
                      "subscription": "", "assignment": base64.b64encode(cp.encode_assignment(
                          cp.Assignment(cp.group_partitions(parts)))).decode()} for m, parts in members],
         "directory": {"group_state": state, "protocol_type": "consumer", "member_count": len(members)},
