@@ -380,14 +380,15 @@ def _job_pids() -> list[int]:
 class OursPeer:
     """A coordinator query (`operator`) on its own topics of a shared broker, with its groups formed."""
 
-    def __init__(self, spark, broker, operator: str, groups: int, trigger_ms: int, workdir: Path) -> None:
+    def __init__(self, spark, broker, operator: str, groups: int, trigger_ms: int, workdir: Path,
+                 overrides: dict[str, str]) -> None:
         self.spark, self.operator, self.groups = spark, operator, groups
-        short = "".join(c for c in operator if c.isupper()).lower()  # tWS / aIPWS
+        short = {"transformWithState": "tws", "applyInPandasWithState": "aipws"}[operator]
         self.props = job_config.load(overrides={
             "bootstrap.servers": broker.bootstrap_servers, "checkpoint.location": str(workdir / f"checkpoint-{short}"),
             "group.initial.rebalance.delay.ms": "0", "trigger.interval.ms": str(trigger_ms), "state.operator": operator,
             **{f"topic.{name}": f"bench-{short}-{name.replace('.', '-')}"
-               for name in ("requests", "responses", "records", "dead.letters", "timers")}})
+               for name in ("requests", "responses", "records", "dead.letters", "timers")}, **overrides})
         ensure_topics({"bootstrap_servers": broker.bootstrap_servers}, self.props)
         self.query_name = f"bench-{short}"
         self.query = start_query(spark, self.props, query_name=self.query_name)
@@ -583,7 +584,7 @@ def _turns(names: list[str], rounds: int) -> list[list[str]]:
 def run(groups: int = 1000, burst: int = 50_000, seconds: float = 30.0, rate: float | None = None,
         rounds: int = 3, trigger_ms: int = 100, operators: tuple[str, ...] = OPERATORS, tansu: bool = True,
         echo: bool = True, floor_seconds: float = 10.0, idle_seconds: float = 15.0,
-        log=lambda message: None) -> dict:
+        overrides: dict[str, str] | None = None, log=lambda message: None) -> dict:
     """Every peer set up at once, then measured in turns: `rounds` rounds of one burst each, then `rounds` rounds
     of `seconds / rounds` at the fixed rate each (and the floor query), each round in another order. Ratios are
     taken round by round (sustained) or over the pooled samples (latency), so a machine whose speed drifts
@@ -598,7 +599,7 @@ def run(groups: int = 1000, burst: int = 50_000, seconds: float = 30.0, rate: fl
                                "spark.sql.streaming.numRecentProgressUpdates": "10000"})
         formed = {}
         for operator in operators:
-            peers[operator] = OursPeer(spark, broker, operator, groups, trigger_ms, workdir)
+            peers[operator] = OursPeer(spark, broker, operator, groups, trigger_ms, workdir, overrides or {})
             formed[operator] = round(peers[operator].form(), 1)
             log(f"{operator}: {groups} groups formed in {formed[operator]} s")
         if tansu:
@@ -695,10 +696,12 @@ def main() -> None:
                         help="the state operator(s) to measure (default: both, the default first)")
     parser.add_argument("--skip-tansu", action="store_true")
     parser.add_argument("--skip-echo", action="store_true")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a coordinator property for our queries (e.g. kafka.client=kafka-python)")
     args = parser.parse_args()
     operators = tuple(args.operator or OPERATORS)
     result = run(args.groups, args.burst, args.seconds, args.rate, args.rounds, args.trigger_ms, operators,
-                 not args.skip_tansu, not args.skip_echo,
+                 not args.skip_tansu, not args.skip_echo, overrides=job_config.parse_assignments(args.set),
                  log=lambda message: print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True))
     print(json.dumps(result, indent=2))
     print("load average: " + " / ".join(f"{when} " + ", ".join(f"{v:.2f}" for v in avg)
