@@ -71,6 +71,9 @@ class GroupStore(Protocol):
     def due(self, now_ms: int) -> Iterable[str]:
         """Groups that may have a deadline due (the caller checks each against `Held.deadline`)."""
 
+    def prefetch(self, group_ids: Sequence[str]) -> None:
+        """The groups `read` is about to be asked for, in that order (a store may read them all at once)."""
+
     def read(self, group_id: str) -> Held | None: ...
 
     def write(self, group_id: str, held: Held | None, step: GroupStep, now_ms: int) -> None:
@@ -140,7 +143,9 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
         else:  # a timer row only makes Spark call the bucket
             called.timer_rows += 1
     out: list[tuple] = []
-    for group_id in sorted(by_group.keys() | set(store.due(now_ms))):
+    group_ids = sorted(by_group.keys() | set(store.due(now_ms)))
+    store.prefetch(group_ids)
+    for group_id in group_ids:
         group_rows = by_group.get(group_id, [])
         held = store.read(group_id)
         if not group_rows and (held is None or held.deadline is None or not is_due(held.deadline, now_ms)):

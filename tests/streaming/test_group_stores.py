@@ -28,6 +28,11 @@ class MapState:
         self.calls += 1
         return self.values.get(key)
 
+    def getValues(self, keys: list[tuple]) -> list[tuple | None]:
+        """`streaming.state_pipe.PipelinedMap`'s: one exchange for many keys."""
+        self.calls += 1
+        return [self.values.get(key) for key in keys]
+
     def updateValue(self, key: tuple, value: tuple) -> None:
         self.calls += 1
         self.values[key] = value
@@ -145,6 +150,15 @@ def test_a_heartbeat_costs_one_read_and_one_write_of_its_group_row():
     # The schedule read, then the group row read and written; the offsets row is not touched.
     assert bucket.calls() - before == 3
     assert bucket.offsets.calls == 2  # the commit's read and write only
+
+
+def test_the_rows_of_every_group_a_call_steps_are_read_in_one_exchange():
+    bucket = RowBucket()
+    members = {group_id: stable_member(bucket, group_id, 10_000) for group_id in ("a", "b", "c", "d")}
+    before = bucket.groups.calls
+    call(bucket, inputs(*(p.heartbeat(g, m["member_id"], m["generation_id"]) for g, m in members.items()), at_ms=20),
+         now_ms=20)
+    assert bucket.groups.calls - before == 1 + len(members)  # one read for all, then each group's write
 
 
 def test_an_early_entry_files_its_group_again_at_its_real_deadline():
