@@ -42,6 +42,13 @@ SCHEDULE_SLOT = -1
 """Where `deadlines` keeps the schedule: a map entry rather than a value state of its own, which spares a state
 variable and Spark's warning on every read of an empty value state."""
 
+OFFSETS_HINTS: dict[str, bool] = {}
+"""group_id -> whether its last step in this worker process read its offsets row: a call reads the offsets of the
+groups whose hint says so (or that have none) ahead, with their group rows, instead of one round trip each in the
+middle of the step. Only a guess about the next step, never state: a wrong one costs a read not needed, or the round
+trip it would have saved. Kept across calls (`spark.python.worker.reuse`), emptied when it reaches `MAX_HINTS`."""
+MAX_HINTS = 1 << 17
+
 INITIAL_STATE_COLUMNS = ["kind", "bucket", "group_id", "metadata", "offsets", "deadline"]
 """Rows of an initial state (a checkpoint being upgraded, `streaming.upgrade`): one per group."""
 
@@ -88,20 +95,25 @@ class GroupRows(StatefulProcessor):
 class RowStore:
     """`streaming.stateful.GroupStore` over one bucket's state variables (`MapState`s), for one call."""
 
-    def __init__(self, groups, offsets, deadlines, drain: Callable[[], None] | None = None) -> None:
+    def __init__(self, groups, offsets, deadlines, drain: Callable[[], None] | None = None,
+                 hints: dict[str, bool] | None = None) -> None:
         self._groups = groups
         self._offsets = offsets
         self._index = DeadlineIndex(_IndexState(deadlines))
         self._registered: dict[str, int | None] = {}
         self._read: dict[str, tuple | None] = {}
+        self._offsets_read: dict[str, tuple | None] = {}
+        self._offsets_used: set[str] = set()
         self._drain = drain
+        self._hints = OFFSETS_HINTS if hints is None else hints
 
     def prefetch(self, group_ids: Sequence[str]) -> None:
-        """Read the rows of the groups about to be stepped, in one exchange where the maps pipeline."""
-        keys = [(group_id,) for group_id in group_ids]
-        get_many = getattr(self._groups, "getValues", None)
-        rows = get_many(keys) if get_many is not None else [self._groups.getValue(key) for key in keys]
+        """Read the rows of the groups about to be stepped, and the offsets of those whose last step read them
+        (`OFFSETS_HINTS`), each map in one exchange where the maps pipeline."""
+        rows = _get_many(self._groups, group_ids)
         self._read.update(zip(group_ids, rows))
+        guessed = [g for g, row in zip(group_ids, rows) if row is not None and self._hints.get(g, True)]
+        self._offsets_read.update(zip(guessed, _get_many(self._offsets, guessed)))
 
     def earliest(self) -> int | None:
         return self._index.earliest()
@@ -117,10 +129,17 @@ class RowStore:
         return Held(StoredGroup(bytes(metadata)), deadline, read_offsets=lambda: self._read_offsets(group_id))
 
     def _read_offsets(self, group_id: str) -> bytes | None:
-        row = self._offsets.getValue((group_id,))
+        self._offsets_used.add(group_id)
+        if group_id in self._offsets_read:
+            row = self._offsets_read.pop(group_id)
+        else:
+            row = self._offsets.getValue((group_id,))
         return None if row is None else bytes(row[0])
 
     def write(self, group_id: str, held: Held | None, step: GroupStep, now_ms: int) -> None:
+        if len(self._hints) >= MAX_HINTS:
+            self._hints.clear()
+        self._hints[group_id] = group_id in self._offsets_used
         if step.metadata is None:
             self._groups.removeKey((group_id,))
             self._offsets.removeKey((group_id,))
@@ -159,6 +178,15 @@ class RowStore:
         self._index.flush()
         if self._drain is not None:
             self._drain()
+
+
+def _get_many(state, group_ids: Sequence[str]) -> list[tuple | None]:
+    """The values of `group_ids` in a map: in one exchange where it pipelines (`PipelinedMap.getValues`)."""
+    if not group_ids:
+        return []
+    keys = [(group_id,) for group_id in group_ids]
+    get_many = getattr(state, "getValues", None)
+    return get_many(keys) if get_many is not None else [state.getValue(key) for key in keys]
 
 
 class _IndexState:
