@@ -76,7 +76,7 @@ class GroupRows(StatefulProcessor):
         inputs = sorted_inputs(Input(r.partition, r.offset, r.key, r.value, r.reply_key, r.reason, r.response,
                                      r.timestamp, r.group_id, r.resumed) for r in rows)
         values = call(kind, bucket, inputs, timerValues.getCurrentProcessingTimeInMs(), self.config,
-                      self.records_source, self.output, self._store)
+                      self.records_source, self.output, self._store, flush=False)
         yield Row(**dict(zip(SUMMARY_COLUMNS, values)))
 
     def handleInitialState(self, key: Any, initialState: Row, timerValues) -> None:
@@ -89,7 +89,10 @@ class GroupRows(StatefulProcessor):
         store.finish()
 
     def close(self) -> None:
-        pass
+        """The end of the task (PySpark calls it once per partition and batch): wait for the output of every call
+        of the task at once, instead of once per bucket; a failure fails the task, so the batch cannot commit
+        without its output."""
+        self.output.flush()
 
 
 class RowStore:

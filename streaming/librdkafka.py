@@ -159,26 +159,33 @@ def log_start(config: Mapping[str, object], topic: str, partition: int) -> int:
     return low
 
 
+_failures: list[KafkaError] = []
+"""Delivery errors of the records produced since the last `flush`, in this process."""
+
+
+def _delivered(error, _message) -> None:
+    if error is not None:
+        _failures.append(error)
+
+
 def produce(config: Mapping[str, object], records: Sequence[tuple]) -> None:
-    """Produce `(topic, key, value, headers)` records and return when every one is acknowledged; raise otherwise."""
+    """Hand `(topic, key, value, headers)` records to the producer (sent in the background); `flush` waits."""
     producer = cached_producer(config)
-    failures: list[KafkaError] = []
-
-    def delivered(error, _message) -> None:
-        if error is not None:
-            failures.append(error)
-
     for topic, key, value, headers in records:
         while True:
             try:
-                producer.produce(topic, value, key, headers=headers, on_delivery=delivered)
+                producer.produce(topic, value, key, headers=headers, on_delivery=_delivered)
                 break
             except BufferError:  # the local queue is full: serve delivery reports and retry
                 producer.poll(0.01)
-    remaining = producer.flush(120)
+
+
+def flush(config: Mapping[str, object]) -> None:
+    """Return when every record produced since the last flush is acknowledged; raise if one was not."""
+    remaining = cached_producer(config).flush(120)
+    failures = list(_failures)
+    _failures.clear()
     if remaining:
         raise RuntimeError(f"producing to Kafka failed: {remaining} records not acknowledged within 120 s")
     if failures:
         raise RuntimeError(f"producing to Kafka failed: {failures[0]}")
-
-

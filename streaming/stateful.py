@@ -49,7 +49,11 @@ class Input:
 
 
 class Output(Protocol):
-    def send(self, rows: Sequence[tuple]) -> None: ...
+    def send(self, rows: Sequence[tuple]) -> None:
+        """Hand rows to the producer (`streaming.sink.KafkaOutput`)."""
+
+    def flush(self) -> None:
+        """Wait until every row sent is acknowledged; raise if one was not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +109,12 @@ def sorted_inputs(rows: Iterable[Input]) -> list[Input]:
 
 
 def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: CoordinatorConfig,
-         records_source: dict[str, Any], output: Output, open_store: Callable[[], GroupStore]) -> list:
+         records_source: dict[str, Any], output: Output, open_store: Callable[[], GroupStore],
+         flush: bool = True) -> list:
     """One state call, whatever the operator: the output produced, and the summary row's values returned.
+
+    `flush=False` leaves the output unacknowledged when the call returns: the operator then flushes once per task,
+    before the task ends (`streaming.group_rows.GroupRows.close`), so that a batch never commits without it.
 
     `open_store` gives the bucket's `GroupStore` (only `group` calls open it). The bucket's earliest deadline goes
     to the timers topic when the call changed it, and on the first batch after a restart, whose source starts
@@ -128,6 +136,8 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
         out = _rejects(rows)
     computed = time.perf_counter()
     output.send(out)
+    if flush:
+        output.flush()
     called.call_us = int((computed - started) * 1e6)
     called.produce_us = int((time.perf_counter() - computed) * 1e6)
     return summary(kind, bucket, out, called)

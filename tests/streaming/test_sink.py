@@ -39,6 +39,7 @@ def test_keyed_records_land_where_kafkas_default_partitioner_puts_them_and_dead_
     rows.append(("dead_letter", None, b"not json", "unparseable", 1, 42))
     output.send(rows)
     output.send(rows[:3])  # again: the same keys, now from the cache, go to the same partitions
+    output.flush()
 
     landed = read_all(broker, responses, 3, len(keys) + 3)
     # where the client library (Kafka's default partitioner) looks for its group's responses
