@@ -65,6 +65,9 @@ class BlobStore:
     def due(self, now_ms: int) -> list[str]:
         return [g for g, (_, deadline) in self._groups.items() if deadline is not None and is_due(deadline, now_ms)]
 
+    def prefetch(self, group_ids) -> None:
+        pass  # the whole bucket is one row, read already
+
     def read(self, group_id: str) -> Held | None:
         held = self._groups.get(group_id)
         return None if held is None else Held(*held)

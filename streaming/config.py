@@ -2,7 +2,8 @@
 overridden by a user file and then by command-line flags.
 
 One properties map carries everything; the core picks its own keys with `CoordinatorConfig.from_properties`, and
-`kafka.*` keys go to kafka-python untouched (see `streaming.kafka_clients.client_config`).
+`kafka.*` keys are client settings with kafka-python's names (see `streaming.kafka_clients.client_config`), except
+`kafka.client`, which picks the library of the hot path (`streaming.kafka_clients.chosen_client`).
 """
 
 from __future__ import annotations

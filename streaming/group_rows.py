@@ -12,8 +12,9 @@ reads and writes only the groups it steps, never the rest of the bucket:
 - `deadlines`: slot -> groups filed there, and at slot -1 the bucket's schedule of slots
   (`streaming.deadline_index`, which finds the due groups without reading the others).
 
-Every state call is a round trip to the JVM (about 0.1 ms here), so a heartbeat costs two: its group read and
-written. Time is the batch's processing time (`timeMode="ProcessingTime"`, recorded in the offset log, so a
+Every state call is a request to the JVM, answered before the next (about 0.1 ms idle, far more on busy cores), so
+the processor pipelines them (`streaming.state_pipe`): the rows of every group a call steps are read in one
+exchange before the first step, and writes are not waited for until the call ends. Time is the batch's processing time (`timeMode="ProcessingTime"`, recorded in the offset log, so a
 replayed batch sees the same); no Spark timer is ever registered, and the query runs no batch without input
 (`spark.sql.streaming.noDataMicroBatches.enabled=false`): deadlines come back as the source's timer rows
 (`streaming.timer_schedule`).
@@ -21,7 +22,7 @@ replayed batch sees the same); no Spark timer is ever registered, and the query 
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
@@ -30,6 +31,7 @@ from state.batch import GroupStep, StoredGroup
 from state.config import CoordinatorConfig
 from streaming.deadline_index import DeadlineIndex, registration
 from streaming.sink import SUMMARY_COLUMNS
+from streaming.state_pipe import PipelinedMap, StatePipe
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 
 GROUPS = ("groups", "group_id STRING", "metadata BINARY, deadline LONG, registered LONG")
@@ -39,6 +41,13 @@ DEADLINES = ("deadlines", "slot LONG", "entries BINARY")
 SCHEDULE_SLOT = -1
 """Where `deadlines` keeps the schedule: a map entry rather than a value state of its own, which spares a state
 variable and Spark's warning on every read of an empty value state."""
+
+OFFSETS_HINTS: dict[str, bool] = {}
+"""group_id -> whether its last step in this worker process read its offsets row: a call reads the offsets of the
+groups whose hint says so (or that have none) ahead, with their group rows, instead of one round trip each in the
+middle of the step. Only a guess about the next step, never state: a wrong one costs a read not needed, or the round
+trip it would have saved. Kept across calls (`spark.python.worker.reuse`), emptied when it reaches `MAX_HINTS`."""
+MAX_HINTS = 1 << 17
 
 INITIAL_STATE_COLUMNS = ["kind", "bucket", "group_id", "metadata", "offsets", "deadline"]
 """Rows of an initial state (a checkpoint being upgraded, `streaming.upgrade`): one per group."""
@@ -53,21 +62,26 @@ class GroupRows(StatefulProcessor):
         self.output = output
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.groups = handle.getMapState(*GROUPS)
-        self.offsets = handle.getMapState(*OFFSETS)
-        self.deadlines = handle.getMapState(*DEADLINES)
+        self.pipe = StatePipe.of(handle)
+        maps = [handle.getMapState(*variable) for variable in (GROUPS, OFFSETS, DEADLINES)]
+        if self.pipe is not None:
+            maps = [PipelinedMap(state, self.pipe) for state in maps]
+        self.groups, self.offsets, self.deadlines = maps
+
+    def _store(self) -> "RowStore":
+        return RowStore(self.groups, self.offsets, self.deadlines, None if self.pipe is None else self.pipe.drain)
 
     def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues) -> Iterator[Row]:
         kind, bucket = key[0], int(key[1])
         inputs = sorted_inputs(Input(r.partition, r.offset, r.key, r.value, r.reply_key, r.reason, r.response,
                                      r.timestamp, r.group_id, r.resumed) for r in rows)
         values = call(kind, bucket, inputs, timerValues.getCurrentProcessingTimeInMs(), self.config,
-                      self.records_source, self.output, lambda: RowStore(self.groups, self.offsets, self.deadlines))
+                      self.records_source, self.output, self._store, flush=False)
         yield Row(**dict(zip(SUMMARY_COLUMNS, values)))
 
     def handleInitialState(self, key: Any, initialState: Row, timerValues) -> None:
         """One group of a checkpoint being upgraded: stored as a step would store it."""
-        store = RowStore(self.groups, self.offsets, self.deadlines)
+        store = self._store()
         group_id = initialState.group_id
         store.put(group_id, StoredGroup(bytes(initialState.metadata),
                                         None if initialState.offsets is None else bytes(initialState.offsets)),
@@ -75,17 +89,34 @@ class GroupRows(StatefulProcessor):
         store.finish()
 
     def close(self) -> None:
-        pass
+        """The end of the task (PySpark calls it once per partition and batch): wait for the output of every call
+        of the task at once, instead of once per bucket; a failure fails the task, so the batch cannot commit
+        without its output."""
+        self.output.flush()
 
 
 class RowStore:
     """`streaming.stateful.GroupStore` over one bucket's state variables (`MapState`s), for one call."""
 
-    def __init__(self, groups, offsets, deadlines) -> None:
+    def __init__(self, groups, offsets, deadlines, drain: Callable[[], None] | None = None,
+                 hints: dict[str, bool] | None = None) -> None:
         self._groups = groups
         self._offsets = offsets
         self._index = DeadlineIndex(_IndexState(deadlines))
         self._registered: dict[str, int | None] = {}
+        self._read: dict[str, tuple | None] = {}
+        self._offsets_read: dict[str, tuple | None] = {}
+        self._offsets_used: set[str] = set()
+        self._drain = drain
+        self._hints = OFFSETS_HINTS if hints is None else hints
+
+    def prefetch(self, group_ids: Sequence[str]) -> None:
+        """Read the rows of the groups about to be stepped, and the offsets of those whose last step read them
+        (`OFFSETS_HINTS`), each map in one exchange where the maps pipeline."""
+        rows = _get_many(self._groups, group_ids)
+        self._read.update(zip(group_ids, rows))
+        guessed = [g for g, row in zip(group_ids, rows) if row is not None and self._hints.get(g, True)]
+        self._offsets_read.update(zip(guessed, _get_many(self._offsets, guessed)))
 
     def earliest(self) -> int | None:
         return self._index.earliest()
@@ -94,17 +125,24 @@ class RowStore:
         return list(dict.fromkeys(group_id for group_id, _ in self._index.pop_due(now_ms)))
 
     def read(self, group_id: str) -> Held | None:
-        row = self._groups.getValue((group_id,))
+        row = self._read.pop(group_id) if group_id in self._read else self._groups.getValue((group_id,))
         if row is None:
             return None
         metadata, deadline, self._registered[group_id] = row
         return Held(StoredGroup(bytes(metadata)), deadline, read_offsets=lambda: self._read_offsets(group_id))
 
     def _read_offsets(self, group_id: str) -> bytes | None:
-        row = self._offsets.getValue((group_id,))
+        self._offsets_used.add(group_id)
+        if group_id in self._offsets_read:
+            row = self._offsets_read.pop(group_id)
+        else:
+            row = self._offsets.getValue((group_id,))
         return None if row is None else bytes(row[0])
 
     def write(self, group_id: str, held: Held | None, step: GroupStep, now_ms: int) -> None:
+        if len(self._hints) >= MAX_HINTS:
+            self._hints.clear()
+        self._hints[group_id] = group_id in self._offsets_used
         if step.metadata is None:
             self._groups.removeKey((group_id,))
             self._offsets.removeKey((group_id,))
@@ -141,6 +179,17 @@ class RowStore:
 
     def finish(self) -> None:
         self._index.flush()
+        if self._drain is not None:
+            self._drain()
+
+
+def _get_many(state, group_ids: Sequence[str]) -> list[tuple | None]:
+    """The values of `group_ids` in a map: in one exchange where it pipelines (`PipelinedMap.getValues`)."""
+    if not group_ids:
+        return []
+    keys = [(group_id,) for group_id in group_ids]
+    get_many = getattr(state, "getValues", None)
+    return get_many(keys) if get_many is not None else [state.getValue(key) for key in keys]
 
 
 class _IndexState:

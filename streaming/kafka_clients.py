@@ -1,4 +1,5 @@
-"""kafka-python clients for the job: configuration pass-through, per-process caches, and high watermarks.
+"""kafka-python clients for the job: configuration pass-through, per-process caches, high watermarks, and which
+client library the job's hot path uses (`kafka.client`: librdkafka through `streaming.librdkafka`, or kafka-python).
 
 Spark pickles readers and writers and re-creates them in Python workers, so no socket may live in them. Clients
 are created lazily and cached per process: with `spark.python.worker.reuse=true` a worker keeps its consumer and
@@ -22,11 +23,39 @@ passes `kafka.*` options to its clients: `kafka.security.protocol=SASL_SSL`, `ka
 `kafka.sasl.plain.username=...`, `kafka.ssl.cafile=...`."""
 
 
+CLIENT_KEY = "kafka.client"
+"""Not a client setting: which library reads the requests and produces the state task's output. `auto` (the
+default): librdkafka (confluent-kafka) when it is installed and every `kafka.*` setting has a librdkafka
+equivalent, else kafka-python; `confluent`: librdkafka or an error; `kafka-python`: kafka-python."""
+CLIENTS = ("auto", "confluent", "kafka-python")
+
+
+def chosen_client(options: Mapping[str, str]) -> str:
+    """`confluent` or `kafka-python`, as `kafka.client` in `options` (Spark options or properties) resolves."""
+    choice = next((str(v).strip() for k, v in options.items() if k.lower() == CLIENT_KEY), "") or "auto"
+    if choice not in CLIENTS:
+        raise ValueError(f"{CLIENT_KEY} must be one of {', '.join(CLIENTS)}, got {choice!r}")
+    if choice == "kafka-python":
+        return choice
+    try:
+        from streaming.librdkafka import confluent_config, mappable
+    except ImportError:
+        if choice == "confluent":
+            raise ValueError(f"{CLIENT_KEY}=confluent but confluent-kafka is not installed "
+                             "(pip install confluent-kafka)") from None
+        return "kafka-python"
+    config = client_config(options)
+    if choice == "auto" and mappable(config):
+        return "kafka-python"
+    confluent_config(config)  # refuses what librdkafka cannot take, naming it
+    return "confluent"
+
+
 def client_config(options: Mapping[str, str]) -> dict[str, object]:
     """kafka-python keyword arguments from the `kafka.*` keys (`state.properties.kafka_python_settings` of them
-    without the prefix); other keys are not kafka-python's."""
+    without the prefix); other keys are not kafka-python's, nor is `kafka.client` (`chosen_client`)."""
     config = kafka_python_settings({key[len(KAFKA_PREFIX):]: value for key, value in options.items()
-                                    if key.lower().startswith(KAFKA_PREFIX)})
+                                    if key.lower().startswith(KAFKA_PREFIX) and key.lower() != CLIENT_KEY})
     if "bootstrap_servers" not in config:
         raise ValueError("kafka.bootstrap.servers is required")
     return config

@@ -33,7 +33,7 @@ from streaming.buckets import DEFAULT_BUCKETS
 from streaming.class_archive import with_class_archive
 from streaming.config import Topics, kafka_options, with_driver_logging
 from streaming.jvm_stderr import jvm_stderr_filtered
-from streaming.kafka_clients import client_config
+from streaming.kafka_clients import chosen_client, client_config
 from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.source import KafkaSource
 from streaming.stateful import INPUT_COLUMNS
@@ -148,7 +148,8 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                 .load())
     records_source = {"topic": topics.records, "config": client_config(kafka)}
     output = KafkaOutput(client_config(kafka), {"response": topics.responses, "record": topics.records,
-                                                "dead_letter": topics.dead_letters, "deadline": topics.timers})
+                                                "dead_letter": topics.dead_letters, "deadline": topics.timers},
+                         chosen_client(kafka))
     config = CoordinatorConfig.from_properties(props)
     grouped = requests.select(*INPUT_COLUMNS).groupBy("kind", "bucket")
     if operator == "transformWithState":

@@ -44,30 +44,67 @@ produce and flush its output: with Spark's `addBatch` they split a batch into re
 
 @dataclass(frozen=True)
 class KafkaOutput:
-    """Where the state task produces. Picklable (it is shipped to the workers); the producer itself is created
-    lazily and cached per worker process (`streaming.kafka_clients.cached_producer`)."""
+    """Where the state task produces, with which client (`streaming.kafka_clients.chosen_client`). Picklable (it is
+    shipped to the workers); the producer itself is created lazily and cached per worker process.
+
+    `send` hands records to the producer, which sends them in the background (a response leaves within its linger
+    time); `flush` waits until every record sent since the last flush is acknowledged, and raises if one failed. The
+    state task flushes before it ends, so no batch commits with output unacknowledged."""
 
     client_config: dict[str, object]
     topics: dict[str, str]  # sink name -> topic
+    client: str = "kafka-python"
 
     def send(self, rows: Sequence[tuple]) -> None:
         if not rows:
             return
-        producer = cached_producer(self.client_config)
-        partitions = {topic: len(producer.partitions_for(topic)) for topic in self.topics.values()}
-        futures = []
-        for sink, key, value, reason, partition, offset in rows:
-            topic, key = self.topics[sink], _bytes(key)
-            headers = None
-            if sink == "dead_letter":
-                headers = [("reason", (reason or "").encode()), ("source.partition", str(partition).encode()),
-                           ("source.offset", str(offset).encode())]
-            to = None if key is None else _key_hash(key) % partitions[topic]
-            futures.append(producer.send(topic, key=key, value=_bytes(value), headers=headers, partition=to))
-        producer.flush()
-        for future in futures:
-            if future.failed():
-                raise RuntimeError(f"producing to Kafka failed: {future.exception!r}") from future.exception
+        records = [(self.topics[sink], _bytes(key), _bytes(value), _headers(sink, reason, partition, offset))
+                   for sink, key, value, reason, partition, offset in rows]
+        if self.client == "confluent":
+            from streaming import librdkafka
+
+            librdkafka.produce(self.client_config, records)
+        else:
+            _produce_kafka_python(self.client_config, records)
+
+    def flush(self) -> None:
+        if self.client == "confluent":
+            from streaming import librdkafka
+
+            librdkafka.flush(self.client_config)
+        else:
+            _flush_kafka_python(self.client_config)
+
+
+def _headers(sink: str, reason: str | None, partition: int | None, offset: int | None) -> list | None:
+    """A dead letter carries why and where it came from."""
+    if sink != "dead_letter":
+        return None
+    return [("reason", (reason or "").encode()), ("source.partition", str(partition).encode()),
+            ("source.offset", str(offset).encode())]
+
+
+_unacknowledged: list = []
+"""kafka-python's futures of the records sent since the last flush, in this process."""
+
+
+def _produce_kafka_python(config: dict[str, object], records: Sequence[tuple]) -> None:
+    """Send `(topic, key, value, headers)` records. Keyed records go where Kafka's default partitioner puts them
+    (`_key_hash`)."""
+    producer = cached_producer(config)
+    partitions = {topic: len(producer.partitions_for(topic)) for topic in {r[0] for r in records}}
+    _unacknowledged.extend(producer.send(topic, key=key, value=value, headers=headers,
+                                         partition=None if key is None else _key_hash(key) % partitions[topic])
+                           for topic, key, value, headers in records)
+
+
+def _flush_kafka_python(config: dict[str, object]) -> None:
+    cached_producer(config).flush()
+    futures = list(_unacknowledged)
+    _unacknowledged.clear()
+    for future in futures:
+        if future.failed():
+            raise RuntimeError(f"producing to Kafka failed: {future.exception!r}") from future.exception
 
 
 @functools.lru_cache(maxsize=1 << 16)

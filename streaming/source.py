@@ -46,7 +46,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from state.batch import route
 from streaming.buckets import bucket_of
-from streaming.kafka_clients import cached_consumer, client_config, high_watermarks
+from streaming.kafka_clients import cached_consumer, chosen_client, client_config, high_watermarks
 from streaming.timer_schedule import TimerSchedule
 from streaming.worker_heap import freeze_survivors
 
@@ -115,6 +115,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         options = lower_keys(options)
         self.topic = options["subscribe"]
         self.client_config = client_config(options)
+        self.client = chosen_client(options)
         self.starting_offsets = options.get("startingoffsets", "earliest")
         cap = options.get("maxoffsetspertrigger")
         self.max_offsets_per_trigger = int(cap) if cap else None
@@ -240,7 +241,7 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
         freeze_survivors()
-        rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms)
+        rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms, self.client)
         if self.route:
             resumed = partition.resumed
             routed_rows = (routed(row, self.buckets, resumed) for row in rows)
@@ -273,12 +274,42 @@ def cap_rows(available: Mapping[int, int], max_rows: int | None) -> dict[int, in
     return take
 
 
-def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool,
-               poll_timeout_ms: int) -> Iterator[tuple]:
-    """Yield `(partition, offset, timestamp, key, value)` for offsets in `[start, end)`.
+def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool, poll_timeout_ms: int,
+               client: str = "kafka-python") -> Iterator[tuple]:
+    """Yield `(partition, offset, timestamp, key, value)` for offsets in `[start, end)`, with `client`
+    (`streaming.kafka_clients.chosen_client`).
 
     Offsets can have holes (transaction markers, compaction); only records deleted by retention count as data loss:
     with `failOnDataLoss` the task fails, otherwise reading resumes at the log start."""
+    if client == "confluent":
+        return _read_range_librdkafka(config, part, fail_on_data_loss, poll_timeout_ms)
+    return _read_range_kafka_python(config, part, fail_on_data_loss, poll_timeout_ms)
+
+
+def _data_loss(where: str, start: int, fail_on_data_loss: bool) -> None:
+    if fail_on_data_loss:
+        raise RuntimeError(f"{where} offsets from {start} are gone (deleted by retention?); set failOnDataLoss=false "
+                           "to skip them")
+    log.warning("%s: offsets from %d are gone; resuming at the log start", where, start)
+
+
+def _read_range_librdkafka(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool,
+                           poll_timeout_ms: int) -> Iterator[tuple]:
+    from streaming import librdkafka
+
+    start = part.start
+    while True:
+        try:
+            yield from librdkafka.read_range(config, part.topic, part.partition, start, part.end,
+                                             poll_timeout_ms / 1000)
+            return
+        except librdkafka.OffsetOutOfRange:
+            _data_loss(f"{part.topic}-{part.partition}", start, fail_on_data_loss)
+            start = librdkafka.log_start(config, part.topic, part.partition)
+
+
+def _read_range_kafka_python(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool,
+                             poll_timeout_ms: int) -> Iterator[tuple]:
     consumer = cached_consumer("read", config, max_poll_records=5000)
     tp = TopicPartition(part.topic, part.partition)
     consumer.assign([tp])
@@ -288,11 +319,7 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
         try:
             batch = consumer.poll(timeout_ms=200)
         except OffsetOutOfRangeError:
-            if fail_on_data_loss:
-                raise RuntimeError(
-                    f"{tp} offsets from {part.start} are gone (deleted by retention?); set failOnDataLoss=false "
-                    "to skip them") from None
-            log.warning("%s: offsets from %d are gone; resuming at the log start", tp, part.start)
+            _data_loss(str(tp), part.start, fail_on_data_loss)
             consumer.seek_to_beginning(tp)
             continue
         for record in batch.get(tp, ()):

@@ -49,7 +49,11 @@ class Input:
 
 
 class Output(Protocol):
-    def send(self, rows: Sequence[tuple]) -> None: ...
+    def send(self, rows: Sequence[tuple]) -> None:
+        """Hand rows to the producer (`streaming.sink.KafkaOutput`)."""
+
+    def flush(self) -> None:
+        """Wait until every row sent is acknowledged; raise if one was not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,9 @@ class GroupStore(Protocol):
 
     def due(self, now_ms: int) -> Iterable[str]:
         """Groups that may have a deadline due (the caller checks each against `Held.deadline`)."""
+
+    def prefetch(self, group_ids: Sequence[str]) -> None:
+        """The groups `read` is about to be asked for, in that order (a store may read them all at once)."""
 
     def read(self, group_id: str) -> Held | None: ...
 
@@ -102,8 +109,12 @@ def sorted_inputs(rows: Iterable[Input]) -> list[Input]:
 
 
 def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: CoordinatorConfig,
-         records_source: dict[str, Any], output: Output, open_store: Callable[[], GroupStore]) -> list:
+         records_source: dict[str, Any], output: Output, open_store: Callable[[], GroupStore],
+         flush: bool = True) -> list:
     """One state call, whatever the operator: the output produced, and the summary row's values returned.
+
+    `flush=False` leaves the output unacknowledged when the call returns: the operator then flushes once per task,
+    before the task ends (`streaming.group_rows.GroupRows.close`), so that a batch never commits without it.
 
     `open_store` gives the bucket's `GroupStore` (only `group` calls open it). The bucket's earliest deadline goes
     to the timers topic when the call changed it, and on the first batch after a restart, whose source starts
@@ -125,6 +136,8 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
         out = _rejects(rows)
     computed = time.perf_counter()
     output.send(out)
+    if flush:
+        output.flush()
     stats.call_us = int((computed - started) * 1e6)
     stats.produce_us = int((time.perf_counter() - computed) * 1e6)
     return summary(kind, bucket, out, stats)
@@ -140,7 +153,9 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
         else:  # a timer row only makes Spark call the bucket
             stats.timer_rows += 1
     out: list[tuple] = []
-    for group_id in sorted(by_group.keys() | set(store.due(now_ms))):
+    group_ids = sorted(by_group.keys() | set(store.due(now_ms)))
+    store.prefetch(group_ids)
+    for group_id in group_ids:
         group_rows = by_group.get(group_id, [])
         held = store.read(group_id)
         if not group_rows and (held is None or held.deadline is None or not is_due(held.deadline, now_ms)):

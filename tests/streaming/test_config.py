@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from streaming import config
-from streaming.kafka_clients import client_config
+from streaming.kafka_clients import chosen_client, client_config
+from streaming.librdkafka import confluent_config
 
 
 def test_defaults_then_user_file_then_flags(tmp_path):
@@ -49,3 +50,37 @@ def test_flags_must_be_key_value():
     assert config.parse_assignments(["a.b=1", "c= 2 "]) == {"a.b": "1", "c": "2"}
     with pytest.raises(ValueError):
         config.parse_assignments(["novalue"])
+
+
+SECURED = {"bootstrap.servers": "h:9092", "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+           "kafka.sasl.plain.username": "coordinator", "kafka.sasl.plain.password": "secret",
+           "kafka.ssl.cafile": "/etc/kafka/ca.pem", "kafka.ssl.check.hostname": "false"}
+
+
+def test_kafka_client_is_not_a_kafka_python_setting():
+    options = config.kafka_options({**SECURED, "kafka.client": "kafka-python"})
+    assert "client" not in client_config(options)
+    assert chosen_client(options) == "kafka-python"
+
+
+def test_kafka_python_security_settings_map_to_librdkafkas_names():
+    assert chosen_client(config.kafka_options(SECURED)) == "confluent"  # auto, with confluent-kafka installed
+    assert confluent_config(client_config(config.kafka_options(SECURED))) == {
+        "bootstrap.servers": "h:9092", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "coordinator", "sasl.password": "secret", "ssl.ca.location": "/etc/kafka/ca.pem",
+        "ssl.endpoint.identification.algorithm": "none"}
+    # kafka-python's default mechanism, which librdkafka's (GSSAPI) is not
+    plain = {"bootstrap_servers": "h:9092", "security_protocol": "SASL_PLAINTEXT"}
+    assert confluent_config(plain)["sasl.mechanism"] == "PLAIN"
+
+
+def test_a_setting_librdkafka_cannot_take_falls_back_to_kafka_python_or_is_refused_by_name():
+    options = config.kafka_options({**SECURED, "kafka.sasl.kerberos.domain.name": "example.com"})
+    assert chosen_client(options) == "kafka-python"
+    with pytest.raises(ValueError, match=r"kafka\.sasl\.kerberos\.domain\.name.*kafka\.client=kafka-python"):
+        chosen_client({**options, "kafka.client": "confluent"})
+
+
+def test_an_unknown_kafka_client_is_refused():
+    with pytest.raises(ValueError, match="kafka.client must be one of auto, confluent, kafka-python"):
+        chosen_client({"kafka.bootstrap.servers": "h:9092", "kafka.client": "java"})

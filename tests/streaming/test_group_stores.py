@@ -29,6 +29,11 @@ class MapState:
         self.calls += 1
         return self.values.get(key)
 
+    def getValues(self, keys: list[tuple]) -> list[tuple | None]:
+        """`streaming.state_pipe.PipelinedMap`'s: one exchange for many keys."""
+        self.calls += 1
+        return [self.values.get(key) for key in keys]
+
     def updateValue(self, key: tuple, value: tuple) -> None:
         self.calls += 1
         self.values[key] = value
@@ -62,9 +67,10 @@ class GroupState:
 class RowBucket:
     def __init__(self) -> None:
         self.groups, self.offsets, self.deadlines = MapState(), MapState(), MapState()
+        self.hints: dict[str, bool] = {}
 
     def open(self) -> RowStore:
-        return RowStore(self.groups, self.offsets, self.deadlines)
+        return RowStore(self.groups, self.offsets, self.deadlines, hints=self.hints)
 
     def calls(self) -> int:
         return self.groups.calls + self.offsets.calls + self.deadlines.calls
@@ -140,12 +146,28 @@ def test_groups_of_a_bucket_are_stepped_only_when_they_have_requests_or_are_due(
 def test_a_heartbeat_costs_one_read_and_one_write_of_its_group_row():
     bucket = RowBucket()
     joined = stable_member(bucket, "g", 10_000)
-    call(bucket, inputs(p.commit("g", joined["member_id"], joined["generation_id"], {("t", 0): 5})), now_ms=10)
-    before = bucket.calls()
-    call(bucket, inputs(p.heartbeat("g", joined["member_id"], joined["generation_id"]), at_ms=20), now_ms=20)
+    commit = p.commit("g", joined["member_id"], joined["generation_id"], {("t", 0): 5})
+    heartbeat = p.heartbeat("g", joined["member_id"], joined["generation_id"])
+    call(bucket, inputs(commit, at_ms=10), now_ms=10)
+    offsets_before = bucket.offsets.calls
+    call(bucket, inputs(commit, at_ms=20), now_ms=20)
+    # The commit's offsets were read ahead with the group rows (its last step read them), then written.
+    assert bucket.offsets.calls - offsets_before == 2
+    call(bucket, inputs(heartbeat, at_ms=30), now_ms=30)  # read ahead again: the group's last step used them
+    before, offsets_before = bucket.calls(), bucket.offsets.calls
+    call(bucket, inputs(heartbeat, at_ms=40), now_ms=40)
     # The schedule read, then the group row read and written; the offsets row is not touched.
     assert bucket.calls() - before == 3
-    assert bucket.offsets.calls == 2  # the commit's read and write only
+    assert bucket.offsets.calls == offsets_before
+
+
+def test_the_rows_of_every_group_a_call_steps_are_read_in_one_exchange():
+    bucket = RowBucket()
+    members = {group_id: stable_member(bucket, group_id, 10_000) for group_id in ("a", "b", "c", "d")}
+    before = bucket.groups.calls
+    call(bucket, inputs(*(p.heartbeat(g, m["member_id"], m["generation_id"]) for g, m in members.items()), at_ms=20),
+         now_ms=20)
+    assert bucket.groups.calls - before == 1 + len(members)  # one read for all, then each group's write
 
 
 def test_an_early_entry_files_its_group_again_at_its_real_deadline():

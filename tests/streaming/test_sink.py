@@ -26,17 +26,20 @@ def read_all(broker: str, topic: str, partitions: int, expected: int) -> list:
     return records
 
 
-def test_keyed_records_land_where_kafkas_default_partitioner_puts_them_and_dead_letters_keep_their_origin(broker):
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_keyed_records_land_where_kafkas_default_partitioner_puts_them_and_dead_letters_keep_their_origin(broker,
+                                                                                                      client):
     responses, dead = f"responses-{uuid.uuid4().hex[:8]}", f"dead-{uuid.uuid4().hex[:8]}"
     admin = KafkaAdminClient(bootstrap_servers=broker)
     admin.create_topics([NewTopic(responses, 3, 1), NewTopic(dead, 1, 1)])
     admin.close()
-    output = KafkaOutput({"bootstrap_servers": broker}, {"response": responses, "dead_letter": dead})
+    output = KafkaOutput({"bootstrap_servers": broker}, {"response": responses, "dead_letter": dead}, client)
     keys = [f"group-{i}".encode() for i in range(30)]
     rows = [("response", key, b"answer", None, None, None) for key in keys]
     rows.append(("dead_letter", None, b"not json", "unparseable", 1, 42))
     output.send(rows)
     output.send(rows[:3])  # again: the same keys, now from the cache, go to the same partitions
+    output.flush()
 
     landed = read_all(broker, responses, 3, len(keys) + 3)
     # where the client library (Kafka's default partitioner) looks for its group's responses

@@ -30,6 +30,12 @@ def topic(broker) -> str:
     return new_topic(broker, "source", 2)
 
 
+@pytest.fixture(params=["confluent", "kafka-python"])
+def client(request) -> str:
+    """`kafka.client`: the reading tests run with each client library."""
+    return request.param
+
+
 def publish_deadlines(broker: str, timers: str, deadlines: dict[int, int | None]) -> None:
     """As the state calls publish their buckets' earliest deadlines (`streaming.stateful.call`)."""
     producer = KafkaProducer(bootstrap_servers=broker)
@@ -48,8 +54,9 @@ def produce(broker: str, topic: str, per_partition: int) -> None:
     producer.close()
 
 
-def reader(broker: str, topic: str, **options: str) -> KafkaStreamReader:
-    return KafkaStreamReader({"kafka.bootstrap.servers": broker, "subscribe": topic, **options})
+def reader(broker: str, topic: str, client: str = "auto", **options: str) -> KafkaStreamReader:
+    return KafkaStreamReader({"kafka.bootstrap.servers": broker, "kafka.client": client, "subscribe": topic,
+                              **options})
 
 
 def rows_of(batches) -> list[dict]:
@@ -61,9 +68,9 @@ def read_all(r: KafkaStreamReader, start: dict, end: dict) -> list[dict]:
     return [row for part in r.partitions(start, end) for row in rows_of(r.read(part))]
 
 
-def test_offsets_plan_and_read_every_record_once(broker, topic):
+def test_offsets_plan_and_read_every_record_once(broker, topic, client):
     produce(broker, topic, 5)
-    r = reader(broker, topic)
+    r = reader(broker, topic, client)
     start = r.initialOffset()
     assert start == {topic: {"0": 0, "1": 0}, "tick": 0}
     end = r.latestOffset(start, ReadAllAvailable())
@@ -74,9 +81,9 @@ def test_offsets_plan_and_read_every_record_once(broker, topic):
     assert r.partitions(end, end) == []
 
 
-def test_read_is_the_same_on_replay(broker, topic):
+def test_read_is_the_same_on_replay(broker, topic, client):
     produce(broker, topic, 4)
-    r = reader(broker, topic)
+    r = reader(broker, topic, client)
     part = KafkaRange(topic, 1, 1, 3)
     assert rows_of(r.read(part)) == rows_of(r.read(part))
     assert [row["offset"] for row in rows_of(r.read(part))] == [1, 2]
@@ -110,13 +117,13 @@ def test_new_partitions_are_picked_up_from_their_start(broker, topic):
     assert sorted(row["value"] for row in read_all(r, start, end)) == [b"1-0", b"1-1"]
 
 
-def test_routing_adds_the_cores_decision(broker, topic):
+def test_routing_adds_the_cores_decision(broker, topic, client):
     producer = KafkaProducer(bootstrap_servers=broker)
     producer.send(topic, key=b"g", value=b'{"api":"Heartbeat","request_id":"r1","group_id":"g","member_id":"m",'
                                          b'"generation_id":1}', partition=0)
     producer.send(topic, key=b"x", value=b"not json", partition=0)
     producer.flush()
-    r = reader(broker, topic, route="true", buckets="8")
+    r = reader(broker, topic, client, route="true", buckets="8")
     rows = rows_of(r.read(KafkaRange(topic, 0, 0, 2)))
     assert [(row["kind"], row["group_id"]) for row in rows] == [("group", "g"), ("reject", "")]
     assert rows[1]["reason"]
@@ -214,9 +221,9 @@ def test_a_log_that_ends_before_the_checkpoint_is_data_loss(broker, topic):
         reader(broker, topic).latestOffset(checkpointed, ReadAllAvailable())
 
 
-def test_without_fail_on_data_loss_the_partition_restarts_from_its_log_start(broker, topic):
+def test_without_fail_on_data_loss_the_partition_restarts_from_its_log_start(broker, topic, client):
     produce(broker, topic, 2)
-    r = reader(broker, topic, failOnDataLoss="false")
+    r = reader(broker, topic, client, failOnDataLoss="false")
     start = {topic: {"0": 7, "1": 2}, "tick": 0}
     restarted = r.latestOffset(start, ReadAllAvailable())
     assert restarted == {topic: {"0": 0, "1": 2}, "tick": 0}

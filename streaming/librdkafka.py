@@ -1,0 +1,191 @@
+"""The job's hot-path Kafka reads and writes through librdkafka (confluent-kafka), when it is the chosen client.
+
+`kafka.client` (`streaming.kafka_clients.chosen_client`) picks it: the source's `read_range` and the state task's
+producer (`streaming.sink.KafkaOutput`) then run here instead of on kafka-python. librdkafka parses record batches
+and builds produce requests in C: `bench.transport_bench` measured it 3-4x kafka-python per record.
+
+Settings: the job's `kafka.*` keys are kafka-python's names (`client_config` makes them keyword arguments);
+`confluent_config` maps them to librdkafka's and refuses, naming it, any that has no librdkafka equivalent.
+
+tansu specifics handled here: a consumer's fetch is held at the broker for its full wait when there is no data,
+and a new assignment waits for the fetch in flight, so the reader's wait is short and it unassigns when its range
+is read (no fetch runs between tasks).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Iterator, Mapping, Sequence
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+_SAME = object()
+_NAMES: dict[str, object] = {
+    "bootstrap_servers": "bootstrap.servers",
+    "client_id": "client.id",
+    "security_protocol": "security.protocol",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_plain_username": "sasl.username",
+    "sasl_plain_password": "sasl.password",
+    "sasl_kerberos_service_name": "sasl.kerberos.service.name",
+    "ssl_cafile": "ssl.ca.location",
+    "ssl_certfile": "ssl.certificate.location",
+    "ssl_keyfile": "ssl.key.location",
+    "ssl_password": "ssl.key.password",
+    "ssl_crlfile": "ssl.crl.location",
+    "ssl_ciphers": "ssl.cipher.suites",
+    "ssl_check_hostname": lambda value: ("ssl.endpoint.identification.algorithm",
+                                         "https" if str(value).lower() == "true" else "none"),
+    "metadata_max_age_ms": "metadata.max.age.ms",
+    "connections_max_idle_ms": "connections.max.idle.ms",
+    "reconnect_backoff_ms": "reconnect.backoff.ms",
+    "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
+    "retry_backoff_ms": "retry.backoff.ms",
+    "request_timeout_ms": "socket.timeout.ms",
+    "receive_buffer_bytes": "socket.receive.buffer.bytes",
+    "send_buffer_bytes": "socket.send.buffer.bytes",
+}
+"""kafka-python's setting -> librdkafka's (a name, or a function of the value giving (name, value))."""
+
+
+def mappable(config: Mapping[str, object]) -> list[str]:
+    """The settings of `config` (kafka-python's names) that librdkafka has no equivalent for."""
+    return sorted(name for name in config if name not in _NAMES)
+
+
+def confluent_config(config: Mapping[str, object]) -> dict[str, object]:
+    """librdkafka's settings for `config` (kafka-python keyword arguments, as `client_config` makes them)."""
+    missing = mappable(config)
+    if missing:
+        raise ValueError(
+            f"kafka.client=confluent: no librdkafka equivalent for {', '.join('kafka.' + m.replace('_', '.') for m in missing)}; "
+            "remove it, or set kafka.client=kafka-python")
+    out: dict[str, object] = {}
+    for name, value in config.items():
+        target = _NAMES[name]
+        if callable(target):
+            key, value = target(value)
+        else:
+            key = target
+        out[key] = value if isinstance(value, (int, float, bool)) else str(value)
+    if out.get("security.protocol") in ("SASL_PLAINTEXT", "SASL_SSL") and "sasl.mechanism" not in out:
+        out["sasl.mechanism"] = "PLAIN"  # kafka-python's default, not librdkafka's (GSSAPI)
+    return out
+
+
+log = logging.getLogger(__name__)
+"""librdkafka's own log lines (a broker gone, a connection refused) come here rather than to stderr."""
+_lock = threading.Lock()
+_consumers: dict[tuple, Consumer] = {}
+_producers: dict[tuple, Producer] = {}
+
+
+def _key(purpose: str, config: Mapping[str, object]) -> tuple:
+    return (purpose, tuple(sorted((k, str(v)) for k, v in config.items())))
+
+
+def cached_consumer(purpose: str, config: Mapping[str, object]) -> Consumer:
+    """One consumer per purpose and configuration in this process; assignment is manual, nothing is committed."""
+    key = _key(purpose, config)
+    with _lock:
+        consumer = _consumers.get(key)
+        if consumer is None:
+            consumer = _consumers[key] = Consumer({
+                **confluent_config(config), "logger": log, "group.id": f"spark-group-coordinator-{purpose}",
+                "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error",
+                # tansu holds a fetch for its full wait when there is no data, and a new assignment waits for it
+                "fetch.wait.max.ms": 10, "enable.partition.eof": True})
+        return consumer
+
+
+def cached_producer(config: Mapping[str, object]) -> Producer:
+    """One producer per configuration in this process. `murmur2_random` is Kafka's (and kafka-python's) default
+    partitioner for keyed records, so a key lands where it did with kafka-python."""
+    key = _key("producer", config)
+    with _lock:
+        producer = _producers.get(key)
+        if producer is None:
+            producer = _producers[key] = Producer({
+                **confluent_config(config), "logger": log, "acks": 1, "linger.ms": 5, "batch.size": 256 * 1024,
+                "partitioner": "murmur2_random", "queue.buffering.max.messages": 1_000_000})
+        return producer
+
+
+class OffsetOutOfRange(Exception):
+    pass
+
+
+def read_range(config: Mapping[str, object], topic: str, partition: int, start: int, end: int,
+               timeout_s: float) -> Iterator[tuple]:
+    """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see `streaming.source.read_range`,
+    which handles `OffsetOutOfRange`)."""
+    consumer = cached_consumer("read", config)
+    consumer.assign([TopicPartition(topic, partition, start)])
+    try:
+        yield from _consume(consumer, topic, partition, end, timeout_s)
+    finally:
+        consumer.unassign()
+
+
+def _consume(consumer: Consumer, topic: str, partition: int, end: int, timeout_s: float) -> Iterator[tuple]:
+    deadline = time.monotonic() + timeout_s
+    position = -1
+    while position + 1 < end:
+        for message in consumer.consume(10000, 0.2):
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    if message.offset() >= end:  # the log ends at `end` with offsets that are no records
+                        return
+                    continue
+                if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
+                    raise OffsetOutOfRange(str(error))
+                if error.fatal() or not error.retriable():
+                    raise RuntimeError(f"{topic}-{partition}: {error}")
+                continue
+            position = message.offset()
+            if position >= end:
+                return
+            yield (partition, position, message.timestamp()[1], message.key(), message.value())
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}-{partition}: offsets up to {end} not readable within {timeout_s} s")
+
+
+def log_start(config: Mapping[str, object], topic: str, partition: int) -> int:
+    """The partition's log start offset."""
+    low, _ = cached_consumer("read", config).get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+    return low
+
+
+_failures: list[KafkaError] = []
+"""Delivery errors of the records produced since the last `flush`, in this process."""
+
+
+def _delivered(error, _message) -> None:
+    if error is not None:
+        _failures.append(error)
+
+
+def produce(config: Mapping[str, object], records: Sequence[tuple]) -> None:
+    """Hand `(topic, key, value, headers)` records to the producer (sent in the background); `flush` waits."""
+    producer = cached_producer(config)
+    for topic, key, value, headers in records:
+        while True:
+            try:
+                producer.produce(topic, value, key, headers=headers, on_delivery=_delivered)
+                break
+            except BufferError:  # the local queue is full: serve delivery reports and retry
+                producer.poll(0.01)
+
+
+def flush(config: Mapping[str, object]) -> None:
+    """Return when every record produced since the last flush is acknowledged; raise if one was not."""
+    remaining = cached_producer(config).flush(120)
+    failures = list(_failures)
+    _failures.clear()
+    if remaining:
+        raise RuntimeError(f"producing to Kafka failed: {remaining} records not acknowledged within 120 s")
+    if failures:
+        raise RuntimeError(f"producing to Kafka failed: {failures[0]}")
