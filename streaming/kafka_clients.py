@@ -38,14 +38,14 @@ def chosen_client(options: Mapping[str, str]) -> str:
     if choice == "kafka-python":
         return choice
     try:
-        from streaming.librdkafka import confluent_config, mappable
+        from streaming.librdkafka import confluent_config, unmappable
     except ImportError:
         if choice == "confluent":
             raise ValueError(f"{CLIENT_KEY}=confluent but confluent-kafka is not installed "
                              "(pip install confluent-kafka)") from None
         return "kafka-python"
     config = client_config(options)
-    if choice == "auto" and mappable(config):
+    if choice == "auto" and unmappable(config):
         return "kafka-python"
     confluent_config(config)  # refuses what librdkafka cannot take, naming it
     return "confluent"

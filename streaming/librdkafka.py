@@ -50,17 +50,18 @@ _NAMES: dict[str, object] = {
 """kafka-python's setting -> librdkafka's (a name, or a function of the value giving (name, value))."""
 
 
-def mappable(config: Mapping[str, object]) -> list[str]:
+def unmappable(config: Mapping[str, object]) -> list[str]:
     """The settings of `config` (kafka-python's names) that librdkafka has no equivalent for."""
     return sorted(name for name in config if name not in _NAMES)
 
 
 def confluent_config(config: Mapping[str, object]) -> dict[str, object]:
     """librdkafka's settings for `config` (kafka-python keyword arguments, as `client_config` makes them)."""
-    missing = mappable(config)
+    missing = unmappable(config)
     if missing:
         raise ValueError(
-            f"kafka.client=confluent: no librdkafka equivalent for {', '.join('kafka.' + m.replace('_', '.') for m in missing)}; "
+            "kafka.client=confluent: no librdkafka equivalent for "
+            f"{', '.join('kafka.' + m.replace('_', '.') for m in missing)}; "
             "remove it, or set kafka.client=kafka-python")
     out: dict[str, object] = {}
     for name, value in config.items():
