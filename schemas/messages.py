@@ -476,6 +476,24 @@ class GroupMetadataRecord(GroupMetadataValue, frozen=True):
     directory: Annotated[GroupDirectoryEntry, Extension("the group now, for ListGroups; ignored when loading")]
 
 
+class LoadedRecord(Struct, frozen=True):
+    """One records-topic record as a LoadGroup carries it: the key's and the value's JSON text (None: tombstone)."""
+
+    key: str
+    value: str | None
+
+
+class LoadGroup(Struct, frozen=True, kw_only=True):
+    """Internal request, written by a rebuild (`coordinator run --rebuild-from-records`), never by clients: a
+    group's records-topic records, which the core loads the group from unless it already has state (then the
+    checkpoint is newer than the records and the request is ignored). It has no response."""
+
+    api: Literal["LoadGroup"] = "LoadGroup"
+    request_id: str = ""
+    group_id: str
+    records: tuple[LoadedRecord, ...]
+
+
 RECORDS: dict[str, type[Struct]] = {
     "GroupMetadataKey": GroupMetadataKey, "GroupMetadataValue": GroupMetadataRecord,
     "OffsetCommitKey": OffsetCommitKey, "OffsetCommitValue": OffsetCommitValue,

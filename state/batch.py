@@ -52,7 +52,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 import msgspec
 
-from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey
+from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup
 from state import coordinator, load
 from state.config import CoordinatorConfig
 from state.context import Context
@@ -303,21 +303,17 @@ def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms
 
 
 LOAD_GROUP = "LoadGroup"
-"""Internal request, written by the shell's rebuild (`coordinator run --rebuild-from-records`), never by clients:
-`{"api": "LoadGroup", "group_id": g, "records": [{"key": <record key JSON>, "value": <record value JSON | null>}]}`
-carries a group's records-topic records; the group is loaded from them as `load_group` does, unless it already
-has state (then the checkpoint is newer than the records and the request is ignored). It has no response."""
+"""The internal request `schemas.messages.LoadGroup` (a rebuild's), routed like a group request."""
 
 
 def _load_request(ctx: Context, body: dict) -> None:
-    records = body.get("records")
-    if not isinstance(records, list) or not all(
-            isinstance(r, dict) and isinstance(r.get("key"), str) and isinstance(r.get("value"), (str, type(None)))
-            for r in records):
-        raise BadRequest("LoadGroup: records must be a list of {key: string, value: string | null}")
+    try:
+        load_group_request = msgspec.convert(body, LoadGroup)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"LoadGroup: {exc}") from None
     if ctx.group is None:
-        ctx.group = load.load(ctx.group_id, [(r["key"].encode(), None if r["value"] is None else r["value"].encode())
-                                             for r in records], ctx.now_ms, ctx.config)
+        ctx.group = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
+                                             for r in load_group_request.records], ctx.now_ms, ctx.config)
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,

@@ -18,8 +18,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Mapping
 
+import msgspec
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from schemas.messages import LoadedRecord, LoadGroup
+from state.records import decode_key
+from state.wire import encode
 from streaming.kafka_clients import high_watermarks
 
 log = logging.getLogger("coordinator.rebuild")
@@ -60,18 +64,17 @@ def latest_records(client: Mapping[str, object], topic: str) -> dict[bytes, byte
 
 def load_requests(latest: Mapping[bytes, bytes | None]) -> dict[str, bytes]:
     """group_id -> its LoadGroup request, for every group that still has a live record."""
-    by_group: dict[str, list[dict]] = defaultdict(list)
+    by_group: dict[str, list[LoadedRecord]] = defaultdict(list)
     for key, value in sorted(latest.items()):
         if value is None:
             continue  # compaction would have removed the key's earlier values and, later, the tombstone
         try:
-            group_id = json.loads(key)["group"]
-        except (ValueError, KeyError, TypeError):
+            group_id = decode_key(key).group
+        except msgspec.DecodeError:
             log.warning("records topic key %r is not a coordinator record; skipped", key[:200])
             continue
-        by_group[group_id].append({"key": key.decode(), "value": value.decode()})
-    return {g: json.dumps({"api": "LoadGroup", "request_id": f"rebuild:{g}", "group_id": g, "records": recs},
-                          separators=(",", ":")).encode()
+        by_group[group_id].append(LoadedRecord(key.decode(), value.decode()))
+    return {g: encode(LoadGroup(request_id=f"rebuild:{g}", group_id=g, records=tuple(recs)))
             for g, recs in sorted(by_group.items())}
 
 
