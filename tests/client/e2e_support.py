@@ -23,6 +23,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from client import protocol
 from client.consumer import GroupConsumer
 from client.transport import KafkaTransport
+from tests.support.listener import Recorder
 
 SESSION_MS = 10_000
 CONSUMER_OPTS = dict(
@@ -88,14 +89,14 @@ def produce(bootstrap: str, topic: str, partitions: int, count: int, tag: str) -
     return values
 
 
-class Worker:
+class Worker(Recorder):
     """One application: a GroupConsumer polled in a thread, remembering (generation, value) of each record
     and every rebalance callback (it is its own listener)."""
 
     def __init__(self, run, topic: str, group: str, name: str, **opts) -> None:
         self.name = name
+        super().__init__()
         self.seen: list[tuple[int, str]] = []
-        self.events: list[tuple[str, frozenset]] = []
         self.error: BaseException | None = None
         self.consumer = GroupConsumer(
             bootstrap_servers=run.bootstrap, group_id=group, client_id=name,
@@ -105,15 +106,6 @@ class Worker:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
-
-    def on_partitions_revoked(self, revoked):
-        self.events.append(("revoked", frozenset(revoked)))
-
-    def on_partitions_assigned(self, assigned):
-        self.events.append(("assigned", frozenset(assigned)))
-
-    def on_partitions_lost(self, lost):
-        self.events.append(("lost", frozenset(lost)))
 
     def _loop(self) -> None:
         try:

@@ -12,28 +12,10 @@ import pytest
 from client.errors import CommitFailedError, FencedInstanceError
 from client.member import GroupMember, MemberConfig, MemberState
 from state.config import CoordinatorConfig
+from tests.support.listener import Recorder
 from tests.support.loopback import LoopbackCoordinator
 
 FAST = CoordinatorConfig(group_initial_rebalance_delay_ms=50, group_min_session_timeout_ms=100)
-
-
-class Recorder:
-    """A rebalance listener that keeps every callback, in order."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, frozenset]] = []
-
-    def on_partitions_revoked(self, revoked):
-        self.events.append(("revoked", frozenset(revoked)))
-
-    def on_partitions_assigned(self, assigned):
-        self.events.append(("assigned", frozenset(assigned)))
-
-    def on_partitions_lost(self, lost):
-        self.events.append(("lost", frozenset(lost)))
-
-    def of(self, kind: str) -> list[frozenset]:
-        return [p for k, p in self.events if k == kind]
 
 
 class Loop:
