@@ -15,7 +15,7 @@ import pytest
 from kafka import KafkaProducer
 from pyspark.sql import Row
 
-from schemas.messages import GroupMetadataKey
+from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, GroupMetadataRecord
 from state.records import encode_key
 from state.wire import encode
 from streaming.group_watch import GroupWatch
@@ -59,7 +59,7 @@ def test_groups_by_state_follow_the_records_topic(broker):
     topic = f"records-{uuid.uuid4().hex[:8]}"
     producer = KafkaProducer(bootstrap_servers=broker)
     for group_id, state in [("a", "Stable"), ("b", "Stable"), ("c", "PreparingRebalance"), ("a", "Empty")]:
-        value = {"directory": {"group_state": state, "protocol_type": "consumer"}}
+        value = GroupMetadataRecord("consumer", 1, None, None, 0, (), GroupDirectoryEntry(state, "consumer", 0))
         producer.send(topic, key=encode_key(GroupMetadataKey(group_id)), value=encode(value), partition=0)
     producer.send(topic, key=encode_key(GroupMetadataKey("b")), value=None, partition=0)  # b was deleted
     producer.flush()
