@@ -35,7 +35,7 @@ from gateway.control import GROUP_APIS, GroupApi, control_requests, from_json, t
 from gateway.frames import FrameError, framed, read_frame, request_prefix
 from gateway.sasl import MECHANISM
 from gateway.upstream import Upstream
-from state.errors import Errors
+from state.api import Errors
 
 if TYPE_CHECKING:
     from gateway.server import Gateway

@@ -32,7 +32,7 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
 from kafka.protocol.schemas.fields.codecs import BitField
 
 from schemas.messages import API_VERSIONS as COORDINATOR_VERSIONS
-from state.wire import error_response
+from state.api import error_response
 
 Json = dict[str, Any]
 INT32_MIN = -(1 << 31)

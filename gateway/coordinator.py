@@ -16,7 +16,7 @@ from typing import Any
 
 from client.transport import KafkaTransport
 from gateway.control import Json, unanswered
-from state.errors import Errors
+from state.api import Errors
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from state.batch import GroupStep, StoredGroup
-from state.config import CoordinatorConfig
-from state.timers import is_due
+from state.api import CoordinatorConfig, GroupStep, StoredGroup, is_due
 from streaming.sink import SUMMARY_COLUMNS
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 

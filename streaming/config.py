@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from state.config import CoordinatorConfig
-from state.properties import read_properties
+from state.api import CoordinatorConfig, read_properties
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 DEFAULT_PROPERTIES = CONF_DIR / "coordinator.properties"

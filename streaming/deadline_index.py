@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, Protocol
 
-from state.timers import is_due
+from state.api import is_due
 
 SLOT_MS = 1_000
 """Width of a slot: deadlines in one slot are read together when the first of them comes due."""

@@ -19,7 +19,7 @@ _directories: dict[str, tuple[Any, dict[int, int]]] = {}
 
 def current_directory(source: dict[str, Any]):
     """The directory for `source` = {"topic": records topic, "config": kafka-python settings}, caught up."""
-    from state.directory import GroupDirectory
+    from state.api import GroupDirectory
 
     topic, config = source["topic"], source["config"]
     with _lock:

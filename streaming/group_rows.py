@@ -27,8 +27,7 @@ from typing import Any, Callable, Iterator, Sequence
 from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
-from state.batch import GroupStep, StoredGroup
-from state.config import CoordinatorConfig
+from state.api import CoordinatorConfig, GroupStep, StoredGroup
 from streaming.deadline_index import DeadlineIndex, registration
 from streaming.sink import SUMMARY_COLUMNS
 from streaming.state_pipe import PipelinedMap, StatePipe

@@ -17,9 +17,7 @@ from typing import Any, Mapping
 import msgspec
 
 from schemas.messages import GroupMetadataKey, GroupMetadataRecord
-from state.directory import GroupDirectory
-from state.group import GroupState
-from state.records import decode_key
+from state.api import GroupDirectory, GroupState, decode_key
 
 GENERATION_WRITTEN = frozenset({GroupState.STABLE.value, GroupState.EMPTY.value})
 """States whose group record carries the group's current generation: Kafka's storeGroup writes the group when a

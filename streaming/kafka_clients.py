@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from state.properties import kafka_python_settings
+from state.api import kafka_python_settings
 
 KAFKA_PREFIX = "kafka."
 """Options and properties under this prefix go to kafka-python (dots become underscores), as the JVM connector

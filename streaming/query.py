@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
-from state.config import CoordinatorConfig
+from state.api import CoordinatorConfig
 from streaming.buckets import DEFAULT_BUCKETS
 from streaming.class_archive import with_class_archive
 from streaming.config import Topics, kafka_options, with_driver_logging
@@ -92,7 +92,7 @@ def warm_up(spark: SparkSession) -> None:
 
     def import_in_worker(batches):
         import kafka  # noqa: F401
-        import state.batch  # noqa: F401
+        import state.api  # noqa: F401
         import streaming.stateful  # noqa: F401
         from streaming.worker_heap import freeze_survivors
 

@@ -22,8 +22,7 @@ import msgspec
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from schemas.messages import LoadedRecord, LoadGroup
-from state.records import decode_key
-from state.wire import encode
+from state.api import decode_key, encode
 from streaming.kafka_clients import high_watermarks
 
 log = logging.getLogger("coordinator.rebuild")

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from kafka.partitioner.default import murmur2
 
-from state.group import GroupState
+from state.api import GroupState
 from streaming.kafka_clients import cached_producer
 
 GROUP_STATES = tuple(s.value for s in GroupState)

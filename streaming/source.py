@@ -44,7 +44,7 @@ from kafka.errors import OffsetOutOfRangeError
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
-from state.batch import route
+from state.api import route
 from streaming.buckets import bucket_of
 from streaming.kafka_clients import cached_consumer, chosen_client, client_config, high_watermarks
 from streaming.timer_schedule import TimerSchedule

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from state.batch import StoredGroup
+from state.api import StoredGroup
 from streaming.checkpoint import OPERATOR_NAMES, CheckpointError, inspect
 
 if TYPE_CHECKING:

@@ -22,9 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from state.batch import GroupStep, OffsetsReader, StoredGroup, step_group
-from state.config import CoordinatorConfig
-from state.timers import is_due
+from state.api import CoordinatorConfig, GroupStep, OffsetsReader, StoredGroup, is_due, step_group
 from streaming.sink import GROUP_STATES, SUMMARY_COLUMNS
 from streaming.worker_heap import freeze_survivors
 

@@ -23,7 +23,7 @@ from typing import Mapping
 
 from kafka import TopicPartition
 
-from state.timers import is_due
+from state.api import is_due
 from streaming.kafka_clients import cached_consumer, catch_up, high_watermarks
 
 log = logging.getLogger(__name__)

@@ -92,7 +92,7 @@ _RELEASE_0_1_HEADER = struct.Struct(">IIq")  # group_id length, stored document 
 
 
 def _unpack_release_0_1(packed: bytes) -> dict:
-    from state.batch import upgrade_state
+    from state.api import upgrade_state
 
     groups = {}
     at = 0

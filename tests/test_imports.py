@@ -4,7 +4,9 @@ only in the integration test that happens to start the process importing it."""
 from __future__ import annotations
 
 import importlib
+import re
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +25,15 @@ def modules() -> list[str]:
 @pytest.mark.parametrize("name", modules())
 def test_the_module_imports(name):
     importlib.import_module(name)
+
+
+SHELLS = ("streaming", "gateway")
+
+
+@pytest.mark.parametrize("name", [m for m in modules() if m.split(".")[0] in SHELLS])
+def test_the_shells_use_the_core_through_its_public_face(name):
+    """`streaming/` and `gateway/` import `state.api` and no other module of the core."""
+    module = importlib.import_module(name)
+    source = Path(module.__file__).read_text()
+    imported = set(re.findall(r"^\s*(?:from|import) (state\.\w+)", source, flags=re.M))
+    assert imported <= {"state.api"}, f"{name} imports {sorted(imported - {'state.api'})}"
