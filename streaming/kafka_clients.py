@@ -83,12 +83,13 @@ def cached_consumer(purpose: str, config: Mapping[str, object], **overrides: obj
 
 
 def cached_producer(config: Mapping[str, object]) -> KafkaProducer:
-    """One producer per configuration in this process; `linger_ms` batches a task's rows into few requests."""
+    """One producer per configuration in this process; `linger_ms` batches a task's rows into few requests, and
+    kafka-python's default idempotence (with `acks=all`) keeps a partition's records in order across retries."""
     key = _cache_key("producer", config)
     with _lock:
         producer = _producers.get(key)
         if producer is None:
-            settings = {"linger_ms": 5, "acks": 1, "batch_size": 256 * 1024, **config}
+            settings = {"linger_ms": 5, "batch_size": 256 * 1024, **config}
             producer = _producers[key] = KafkaProducer(**settings)
         return producer
 

@@ -103,13 +103,15 @@ def cached_consumer(purpose: str, config: Mapping[str, object]) -> Consumer:
 
 def cached_producer(config: Mapping[str, object]) -> Producer:
     """One producer per configuration in this process. `murmur2_random` is Kafka's (and kafka-python's) default
-    partitioner for keyed records, so a key lands where it did with kafka-python."""
+    partitioner for keyed records, so a key lands where it did with kafka-python. Idempotent (as kafka-python's is
+    by default): retries neither duplicate nor reorder a partition's records."""
     key = _key("producer", config)
     with _lock:
         producer = _producers.get(key)
         if producer is None:
             producer = _producers[key] = Producer({
-                **confluent_config(config), "logger": log, "acks": 1, "linger.ms": 5, "batch.size": 256 * 1024,
+                **confluent_config(config), "logger": log, "enable.idempotence": True, "linger.ms": 5,
+                "batch.size": 256 * 1024,
                 "partitioner": "murmur2_random", "queue.buffering.max.messages": 1_000_000})
         return producer
 

@@ -8,8 +8,11 @@ state operator has finished (measured: about 0.8 s of a 2 s micro-batch). Output
 (key = group_id), `record` -> records topic (value None = tombstone), `dead_letter` -> dead-letter topic (original
 key and bytes, the reason and source position in headers).
 
-At-least-once: `send` returns only when every record is acknowledged, and raises otherwise, so the task fails and
-Spark retries it, before the batch can commit. A batch replayed after a crash is produced again; the core is
+At-least-once: `flush` returns only when every record handed to `send` is acknowledged, and raises otherwise, so
+the task fails and Spark retries it, before the batch can commit (`applyInPandasWithState` flushes after each
+call, `transformWithState` once at the end of its task). The producer is idempotent, so a retried send can neither
+duplicate nor reorder a partition's records: the records topic is compacted, and its latest value per key must be
+the one written last. A batch replayed after a crash is produced again; the core is
 deterministic and Spark replays the batch with the same input, state and timestamp, so the second copy is
 byte-identical and clients drop it by `request_id`.
 
