@@ -12,8 +12,8 @@
 # --config      coordinator properties over conf/coordinator.properties (shipped with --files as well).
 # --properties-file  Spark settings over conf/spark-defaults.conf + deploy/spark/cluster-defaults.conf.
 # --driver-host the address executors use to reach this driver (default: 127.0.0.1, for a loopback cluster).
-# COORDINATOR_PYTHON  Python for the driver and executors (default .venv/bin/python); executors need pandas,
-#   pyarrow, numpy and protobuf at the pinned versions (docs/operations.md). SPARK_HOME picks spark-submit (default .venv's).
+# COORDINATOR_PYTHON  Python for the driver and executors (default .venv/bin/python); executors need the native
+#   packages at the pinned versions (docs/operations.md, "Native dependencies"). SPARK_HOME picks spark-submit (default .venv's).
 # SPARK_SUBMIT_ARGS   extra spark-submit arguments, word-split.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
