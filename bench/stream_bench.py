@@ -232,8 +232,6 @@ def _fixed_rate(client: "JobClient", members: list[tuple[str, str, int]], rate: 
         due = start + k / rate
         time.sleep(max(0.0, due - time.monotonic()))  # one clock read: the time may pass `due` in between
         ids.append(client.send(_load_request(*members[k % len(members)], k)))
-        if k % 50 == 0:
-            client.producer.flush()
         k += 1
     sent_for = time.monotonic() - start
     client.wait(ids)
