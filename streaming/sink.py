@@ -42,7 +42,8 @@ SUMMARY_SCHEMA = "kind STRING, bucket INT, deadline LONG, " + ", ".join(f"{c} LO
 pending deadline (None: no timer); `timer_rows` is 1 when the source's timer row called the bucket (Spark counts it
 as an input row); `groups_to_<state>` count the group metadata records that put a group in that
 state; `call_us` is the call's own time (reading its rows, the core, the state row) and `produce_us` the time to
-produce and flush its output: with Spark's `addBatch` they split a batch into read + shuffle, state and sink."""
+hand its output to the producer, and with `applyInPandasWithState` to flush it (`transformWithState` flushes once
+per task, in `GroupRows.close`, outside any call): with Spark's `addBatch` they split a batch into read + shuffle, state and sink."""
 
 
 @dataclass(frozen=True)
