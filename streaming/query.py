@@ -6,9 +6,9 @@ produces its output (`streaming.sink.KafkaOutput`), deadlines come back through 
 (`streaming.timer_schedule`), and the summary rows only feed the metrics (`observe`), so the sink is Spark's
 `noop`: no Python writer.
 
-The operator is `state.operator`: `transformWithState` (the default; a state row per group, `streaming.group_rows`)
-or `applyInPandasWithState` (the design card's; a state row per bucket, `streaming.bucket_blobs`). Both run the
-same core through `streaming.stateful`.
+The operator is `state.operator`: `transformWithState` (the default; a state row per group,
+`streaming.group_stores.group_rows`) or `applyInPandasWithState` (the design card's; a state row per bucket,
+`streaming.group_stores.bucket_blobs`). Both run the same core through `streaming.stateful`.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
 
     `rehearsal`: the same plan with a state function that reads its input and does nothing else (see `rehearse`).
     `initial_state`: groups for the first batch of a new checkpoint (`streaming.upgrade`), rows of
-    `streaming.group_rows.INITIAL_STATE_COLUMNS`; the default operator only.
+    `streaming.group_stores.group_rows.INITIAL_STATE_COLUMNS`; the default operator only.
     """
     topics = Topics.from_properties(props)
     kafka = kafka_options(props)
@@ -153,14 +153,14 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     config = CoordinatorConfig.from_properties(props)
     grouped = requests.select(*INPUT_COLUMNS).groupBy("kind", "bucket")
     if operator == "transformWithState":
-        from streaming.group_rows import GroupRows, ReadOnlyRows
+        from streaming.group_stores.group_rows import GroupRows, ReadOnlyRows
 
         processor = ReadOnlyRows() if rehearsal else GroupRows(config, records_source, output)
         initial = None if initial_state is None else initial_state.groupBy("kind", "bucket")
         summary = grouped.transformWithState(processor, SUMMARY_SCHEMA, "Append", "ProcessingTime",
                                              initialState=initial)
     else:
-        from streaming.bucket_blobs import STATE_SCHEMA, bucket_function
+        from streaming.group_stores.bucket_blobs import STATE_SCHEMA, bucket_function
 
         if initial_state is not None:
             raise ValueError("an initial state needs state.operator=transformWithState")

@@ -8,11 +8,12 @@ use bucket 0 and never carry state.
 Per `group` call (`step_bucket`): order the rows by (partition, offset), split them by group_id, and call
 `step_group` (with the batch's processing time as `now_ms`, each record's timestamp as its arrival time, and the
 rows' `resumed`: the first new batch after a restart) for every group that has requests or whose deadline is due.
-How a bucket's groups are stored is the operator's (`GroupStore`): a row per group (`streaming.group_rows`,
-`transformWithState`, the default) or one row per bucket (`streaming.bucket_blobs`, `applyInPandasWithState`).
-The call produces its output itself (`streaming.sink.KafkaOutput`: a response leaves as soon as its bucket is
-done), including the bucket's earliest deadline for the timers topic when it changed, from which the source calls
-the bucket again (`streaming.timer_schedule`). It returns one summary row (`SUMMARY_SCHEMA`) for the metrics.
+How a bucket's groups are stored is the operator's (`GroupStore`): a row per group (`streaming.group_stores.group_rows`,
+`transformWithState`, the default) or one row per bucket (`streaming.group_stores.bucket_blobs`,
+`applyInPandasWithState`). The call produces its output itself (`streaming.sink.KafkaOutput`: a response leaves as soon
+as its bucket is done), including the bucket's earliest deadline for the timers topic when it changed, from which the
+source calls the bucket again (`streaming.timer_schedule`). It returns one summary row (`SUMMARY_SCHEMA`) for the
+metrics.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
     """One state call, whatever the operator: the output produced, and the summary row's values returned.
 
     `flush=False` leaves the output unacknowledged when the call returns: the operator then flushes once per task,
-    before the task ends (`streaming.group_rows.GroupRows.close`), so that a batch never commits without it.
+    before the task ends (`streaming.group_stores.group_rows.GroupRows.close`), so that a batch never commits without
+    it.
 
     `open_store` gives the bucket's `GroupStore` (only `group` calls open it). The bucket's earliest deadline goes
     to the timers topic when the call changed it, and on the first batch after a restart, whose source starts

@@ -30,7 +30,7 @@ def stored_groups(spark: SparkSession, location: str, group_ids: Iterable[str] |
         return {g: StoredGroup(bytes(m), None if offsets_of.get(g) is None else bytes(offsets_of[g]))
                 for g, m in sorted(by_group.items())}
     if checkpoint.operator_name == OPERATOR_NAMES["applyInPandasWithState"]:
-        from streaming.bucket_blobs import ENVELOPE_VERSION, unpack_groups
+        from streaming.group_stores.bucket_blobs import ENVELOPE_VERSION, unpack_groups
 
         rows = (spark.read.format("statestore").option("batchId", checkpoint.batch).load(location)
                 .select("value.groupState.version", "value.groupState.groups"))
