@@ -47,7 +47,7 @@ from client.transport import KafkaTransport
 from gateway.control import GROUP_APIS, control_requests, to_json
 from gateway.process import start_gateway
 from streaming import config as job_config
-from streaming.embedded import start_broker
+from streaming.kafka_io.embedded import start_broker
 from streaming.topics import ensure_topics
 
 PARTITIONS = 6

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
     from gateway.sasl import PlainAuthenticator
     from gateway.server import GatewaySettings
-    from streaming.kafka_clients import client_config
+    from streaming.kafka_io.kafka_clients import client_config
 
     host, _, port = args.listen.rpartition(":")
     host = host.strip("[]") or "0.0.0.0"

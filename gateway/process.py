@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from streaming.embedded import _die_with_parent
+from streaming.kafka_io.embedded import _die_with_parent
 
 READY = "gateway listening: bootstrap.servers="
 

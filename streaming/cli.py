@@ -92,7 +92,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 
     from gateway.process import start_gateway
     from streaming import checkpoint
-    from streaming.embedded import start_broker
+    from streaming.kafka_io.embedded import start_broker
     from streaming.lease import DriverHalt, Lease, LeaseSettings
     from streaming.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
@@ -237,7 +237,7 @@ def _quietly(action) -> None:
 
 
 def _security(props: dict[str, str]) -> dict[str, object]:
-    from streaming.kafka_clients import client_config
+    from streaming.kafka_io.kafka_clients import client_config
 
     settings = client_config(job_config.kafka_options(props))
     settings.pop("bootstrap_servers")

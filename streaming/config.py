@@ -2,8 +2,8 @@
 overridden by a user file and then by command-line flags.
 
 One properties map carries everything; the core picks its own keys with `CoordinatorConfig.from_properties`, and
-`kafka.*` keys are client settings with kafka-python's names (see `streaming.kafka_clients.client_config`), except
-`kafka.client`, which picks the library of the hot path (`streaming.kafka_clients.chosen_client`).
+`kafka.*` keys are client settings with kafka-python's names (see `streaming.kafka_io.kafka_clients.client_config`),
+except `kafka.client`, which picks the library of the hot path (`streaming.kafka_io.kafka_clients.chosen_client`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Topics:
     records: str
     dead_letters: str
     timers: str
-    """Each state bucket's earliest deadline, for the source's timer rows (`streaming.timer_schedule`)."""
+    """Each state bucket's earliest deadline, for the source's timer rows (`streaming.kafka_io.timer_schedule`)."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "Topics":

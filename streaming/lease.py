@@ -43,7 +43,7 @@ from urllib.parse import urlparse
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, ProducerFencedError
 
-from streaming.kafka_clients import high_watermarks
+from streaming.kafka_io.kafka_clients import high_watermarks
 
 log = logging.getLogger(__name__)
 

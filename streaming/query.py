@@ -2,8 +2,8 @@
 responses, records, dead letters and its bucket's earliest deadline itself) -> one summary row per bucket -> `noop`.
 
 One stage boundary only (the shuffle by (kind, bucket)): routing runs inside the source's `read`, the state task
-produces its output (`streaming.sink.KafkaOutput`), deadlines come back through the timers topic
-(`streaming.timer_schedule`), and the summary rows only feed the metrics (`observe`), so the sink is Spark's
+produces its output (`streaming.kafka_io.sink.KafkaOutput`), deadlines come back through the timers topic
+(`streaming.kafka_io.timer_schedule`), and the summary rows only feed the metrics (`observe`), so the sink is Spark's
 `noop`: no Python writer.
 
 The operator is `state.operator`: `transformWithState` (the default; a state row per group,
@@ -33,9 +33,9 @@ from streaming.buckets import DEFAULT_BUCKETS
 from streaming.class_archive import with_class_archive
 from streaming.config import Topics, kafka_options, with_driver_logging
 from streaming.jvm_stderr import jvm_stderr_filtered
-from streaming.kafka_clients import chosen_client, client_config
-from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
-from streaming.source import KafkaSource
+from streaming.kafka_io.kafka_clients import chosen_client, client_config
+from streaming.kafka_io.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
+from streaming.kafka_io.source import KafkaSource
 from streaming.stateful import INPUT_COLUMNS
 
 QUERY_NAME = "group-coordinator"
@@ -136,7 +136,7 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     kafka = kafka_options(props)
     operator = state_operator(props)
     buckets = state_buckets(props)
-    # Deadlines come back as timer rows (`streaming.timer_schedule`): no batch ever runs without input.
+    # Deadlines come back as timer rows (`streaming.kafka_io.timer_schedule`): no batch ever runs without input.
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     requests = (spark.readStream.format(KafkaSource.name()).options(**kafka)
                 .option("subscribe", topics.requests).option("route", "true")

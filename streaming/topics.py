@@ -11,7 +11,7 @@ from kafka.errors import TopicAlreadyExistsError
 
 from streaming import lease
 from streaming.config import Topics
-from streaming.kafka_clients import admin_client
+from streaming.kafka_io.kafka_clients import admin_client
 
 log = logging.getLogger(__name__)
 

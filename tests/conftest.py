@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def broker() -> Iterator[str]:
     """Bootstrap servers of a session-wide tansu broker."""
-    from streaming.embedded import start_broker
+    from streaming.kafka_io.embedded import start_broker
 
     embedded = start_broker()
     try:

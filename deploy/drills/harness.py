@@ -196,7 +196,7 @@ class Broker:
     """A tansu broker for a drill (the job's own embedded-broker code), restartable on the same port."""
 
     def __init__(self) -> None:
-        from streaming.embedded import start_broker
+        from streaming.kafka_io.embedded import start_broker
 
         self._start = start_broker
         self.embedded = start_broker()

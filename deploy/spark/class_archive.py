@@ -27,7 +27,7 @@ log = logging.getLogger("class-archive")
 def train(archive: Path, timeout_s: float = 120.0) -> None:
     """Run the job's start, a group's life and a query restart in a JVM that dumps its classes to `archive`."""
     from streaming import config as job_config
-    from streaming.embedded import start_broker
+    from streaming.kafka_io.embedded import start_broker
     from streaming.query import spark_session, start_query
     from streaming.topics import ensure_topics
 

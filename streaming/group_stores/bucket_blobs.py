@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from state.api import CoordinatorConfig, GroupStep, StoredGroup, is_due
-from streaming.sink import SUMMARY_COLUMNS
+from streaming.kafka_io.sink import SUMMARY_COLUMNS
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 
 STATE_SCHEMA = "version INT, buckets INT, groups BINARY"

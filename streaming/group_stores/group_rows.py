@@ -17,7 +17,7 @@ the processor pipelines them (`streaming.group_stores.state_pipe`): the rows of 
 exchange before the first step, and writes are not waited for until the call ends. Time is the batch's processing time (`timeMode="ProcessingTime"`, recorded in the offset log, so a
 replayed batch sees the same); no Spark timer is ever registered, and the query runs no batch without input
 (`spark.sql.streaming.noDataMicroBatches.enabled=false`): deadlines come back as the source's timer rows
-(`streaming.timer_schedule`).
+(`streaming.kafka_io.timer_schedule`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from state.api import CoordinatorConfig, GroupStep, StoredGroup
 from streaming.group_stores.deadline_index import DeadlineIndex, registration
-from streaming.sink import SUMMARY_COLUMNS
+from streaming.kafka_io.sink import SUMMARY_COLUMNS
 from streaming.group_stores.state_pipe import PipelinedMap, StatePipe
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from streaming import config
-from streaming.kafka_clients import chosen_client, client_config
-from streaming.librdkafka import confluent_config
+from streaming.kafka_io.kafka_clients import chosen_client, client_config
+from streaming.kafka_io.librdkafka import confluent_config
 
 
 def test_defaults_then_user_file_then_flags(tmp_path):

@@ -25,7 +25,7 @@ from kafka.admin import KafkaAdminClient
 
 from state.errors import Errors
 from streaming import config as job_config
-from streaming.kafka_clients import high_watermarks
+from streaming.kafka_io.kafka_clients import high_watermarks
 from streaming.lease import EXIT_LEASE_LOST, HELD, LeaseRecord, LeaseSettings, checkpoint_key
 from streaming.topics import ensure_topics
 from tests.support.coordinator import files_not_sparks

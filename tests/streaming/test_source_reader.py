@@ -11,7 +11,7 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from streaming.source import KafkaRange, KafkaStreamReader, cap_rows
+from streaming.kafka_io.source import KafkaRange, KafkaStreamReader, cap_rows
 from streaming.buckets import bucket_of
 
 pytestmark = pytest.mark.broker

@@ -1,5 +1,6 @@
 """kafka-python clients for the job: configuration pass-through, per-process caches, high watermarks, and which
-client library the job's hot path uses (`kafka.client`: librdkafka through `streaming.librdkafka`, or kafka-python).
+client library the job's hot path uses (`kafka.client`: librdkafka through `streaming.kafka_io.librdkafka`, or
+kafka-python).
 
 Spark pickles readers and writers and re-creates them in Python workers, so no socket may live in them. Clients
 are created lazily and cached per process: with `spark.python.worker.reuse=true` a worker keeps its consumer and
@@ -38,7 +39,7 @@ def chosen_client(options: Mapping[str, str]) -> str:
     if choice == "kafka-python":
         return choice
     try:
-        from streaming.librdkafka import confluent_config, unmappable
+        from streaming.kafka_io.librdkafka import confluent_config, unmappable
     except ImportError:
         if choice == "confluent":
             raise ValueError(f"{CLIENT_KEY}=confluent but confluent-kafka is not installed "
