@@ -117,7 +117,7 @@ OPERATORS = ("transformWithState", "applyInPandasWithState")
 
 def state_operator(props: Mapping[str, str]) -> str:
     """`state.operator`: which Spark operator keeps the groups (see the module's docstring). Fixed once a
-    checkpoint exists (`streaming.checkpoint` refuses another)."""
+    checkpoint exists (`streaming.recovery.checkpoint` refuses another)."""
     operator = props.get("state.operator") or OPERATORS[0]
     if operator not in OPERATORS:
         raise ValueError(f"state.operator must be one of {', '.join(OPERATORS)}, got {operator!r}")
@@ -129,7 +129,7 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     """Start the coordinator on the topics, checkpoint and trigger in `props` (see conf/coordinator.properties).
 
     `rehearsal`: the same plan with a state function that reads its input and does nothing else (see `rehearse`).
-    `initial_state`: groups for the first batch of a new checkpoint (`streaming.upgrade`), rows of
+    `initial_state`: groups for the first batch of a new checkpoint (`streaming.recovery.upgrade`), rows of
     `streaming.group_stores.group_rows.INITIAL_STATE_COLUMNS`; the default operator only.
     """
     topics = Topics.from_properties(props)

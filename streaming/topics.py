@@ -9,7 +9,7 @@ from typing import Mapping
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from streaming import lease
+from streaming.recovery import lease
 from streaming.config import Topics
 from streaming.kafka_io.kafka_clients import admin_client
 

@@ -49,7 +49,7 @@ trip it would have saved. Kept across calls (`spark.python.worker.reuse`), empti
 MAX_HINTS = 1 << 17
 
 INITIAL_STATE_COLUMNS = ["kind", "bucket", "group_id", "metadata", "offsets", "deadline"]
-"""Rows of an initial state (a checkpoint being upgraded, `streaming.upgrade`): one per group."""
+"""Rows of an initial state (a checkpoint being upgraded, `streaming.recovery.upgrade`): one per group."""
 
 
 class GroupRows(StatefulProcessor):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from state.api import StoredGroup
-from streaming.checkpoint import OPERATOR_NAMES, CheckpointError, inspect
+from streaming.recovery.checkpoint import OPERATOR_NAMES, CheckpointError, inspect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

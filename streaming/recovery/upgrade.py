@@ -23,7 +23,7 @@ from typing import Iterator, Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from streaming.checkpoint import CheckpointError, inspect
+from streaming.recovery.checkpoint import CheckpointError, inspect
 
 log = logging.getLogger("coordinator.upgrade")
 
