@@ -94,7 +94,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     from streaming.recovery import checkpoint
     from streaming.kafka_io.embedded import start_broker
     from streaming.recovery.lease import DriverHalt, Lease, LeaseSettings
-    from streaming.metrics import CoordinatorMetrics
+    from streaming.monitoring.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
     from streaming.topics import ensure_topics
 
