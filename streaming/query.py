@@ -30,9 +30,9 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from state.api import CoordinatorConfig
 from streaming.buckets import DEFAULT_BUCKETS
-from streaming.class_archive import with_class_archive
+from streaming.spark_runtime.class_archive import with_class_archive
 from streaming.config import Topics, kafka_options, with_driver_logging
-from streaming.jvm_stderr import jvm_stderr_filtered
+from streaming.spark_runtime.jvm_stderr import jvm_stderr_filtered
 from streaming.kafka_io.kafka_clients import chosen_client, client_config
 from streaming.kafka_io.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.kafka_io.source import KafkaSource
@@ -45,7 +45,7 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     """The session with `conf` applied and the source registered; its Python workers start in the background.
 
     Under spark-submit the launcher's settings win: `conf` only fills gaps. Otherwise the driver JVM also gets the
-    class archive, if one was made for it (`streaming.class_archive`), and the job's log4j configuration
+    class archive, if one was made for it (`streaming.spark_runtime.class_archive`), and the job's log4j configuration
     (`streaming.config.with_driver_logging`).
 
     The warm-up (`warm_up`) runs while the source is registered and the first query starts (`start_query` waits
@@ -64,7 +64,7 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     for key, value in with_class_archive(with_driver_logging(conf)).items():
         if launched is None or not launched.contains(key):
             builder = builder.config(key, value)
-    # A JVM this process starts prints two start-up notices no setting turns off (streaming.jvm_stderr).
+    # A JVM this process starts prints two start-up notices no setting turns off (streaming.spark_runtime.jvm_stderr).
     with jvm_stderr_filtered() if launched is None else nullcontext():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -94,7 +94,7 @@ def warm_up(spark: SparkSession) -> None:
         import kafka  # noqa: F401
         import state.api  # noqa: F401
         import streaming.stateful  # noqa: F401
-        from streaming.worker_heap import freeze_survivors
+        from streaming.spark_runtime.worker_heap import freeze_survivors
 
         freeze_survivors()
         yield from batches

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from state.api import CoordinatorConfig, GroupStep, OffsetsReader, StoredGroup, is_due, step_group
 from streaming.kafka_io.sink import GROUP_STATES, SUMMARY_COLUMNS
-from streaming.worker_heap import freeze_survivors
+from streaming.spark_runtime.worker_heap import freeze_survivors
 
 INPUT_COLUMNS = ["kind", "bucket", "group_id", "partition", "offset", "key", "value", "reply_key", "reason",
                  "response", "timestamp", "resumed"]

@@ -1,4 +1,5 @@
-"""Make the driver JVM's class-data-sharing archive (see `streaming/class_archive.py`) by running the job once.
+"""Make the driver JVM's class-data-sharing archive (see `streaming/spark_runtime/class_archive.py`) by running the job
+once.
 
     python -m deploy.spark.class_archive [--force]
 
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from streaming.class_archive import DRIVER_OPTIONS, archive_path
+from streaming.spark_runtime.class_archive import DRIVER_OPTIONS, archive_path
 
 log = logging.getLogger("class-archive")
 

@@ -48,7 +48,7 @@ from state.api import route
 from streaming.buckets import bucket_of
 from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, client_config, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
-from streaming.worker_heap import freeze_survivors
+from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
 
