@@ -29,7 +29,7 @@ class CheckpointTransport:
         SparkSession, or a local one started for it."""
         from pyspark.sql import SparkSession
 
-        from streaming.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
+        from common.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
         from streaming.query import spark_session
         from streaming.group_stores.state_reader import stored_groups
 

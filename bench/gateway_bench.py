@@ -46,9 +46,9 @@ from bench.stream_bench import RawConnection, percentiles
 from client.transport import KafkaTransport
 from gateway.control import GROUP_APIS, control_requests, to_json
 from gateway.process import start_gateway
-from streaming import config as job_config
+from common import config as job_config
 from streaming.kafka_io.embedded import start_broker
-from streaming.topics import ensure_topics
+from common.topics import ensure_topics
 
 PARTITIONS = 6
 RECORD = 1024

@@ -54,10 +54,10 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
                                            JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
                                            SyncGroupRequest, SyncGroupResponse)
 
-from streaming import config as job_config
+from common import config as job_config
 from streaming.kafka_io.embedded import start_broker
 from streaming.query import OPERATORS, spark_session, start_query, stop_between_batches
-from streaming.topics import ensure_topics
+from common.topics import ensure_topics
 
 SUBSCRIPTION = bytes.fromhex("0003000000010006") + b"orders" + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x00" + \
     b"\xff\xff\xff\xff"

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from streaming import config as job_config
-from streaming import logs
+from common import config as job_config
+from common import logs
 from streaming.recovery.checkpoint import CheckpointError
 
 log = logging.getLogger("coordinator")
@@ -96,7 +96,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     from streaming.recovery.lease import DriverHalt, Lease, LeaseSettings
     from streaming.monitoring.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
-    from streaming.topics import ensure_topics
+    from common.topics import ensure_topics
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     broker = None
@@ -187,7 +187,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 def upgrade(props: dict[str, str], spark_conf: dict[str, str], old_checkpoint: str) -> int:
     """`coordinator upgrade`: see `streaming.recovery.upgrade`."""
     from streaming.query import spark_session
-    from streaming.topics import ensure_topics
+    from common.topics import ensure_topics
     from streaming.recovery.upgrade import upgrade as upgrade_checkpoint
 
     ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
@@ -237,9 +237,7 @@ def _quietly(action) -> None:
 
 
 def _security(props: dict[str, str]) -> dict[str, object]:
-    from streaming.kafka_io.kafka_clients import client_config
-
-    settings = client_config(job_config.kafka_options(props))
+    settings = job_config.client_config(job_config.kafka_options(props))
     settings.pop("bootstrap_servers")
     return settings
 

@@ -31,9 +31,9 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from state.api import CoordinatorConfig
 from streaming.buckets import DEFAULT_BUCKETS
 from streaming.spark_runtime.class_archive import with_class_archive
-from streaming.config import Topics, kafka_options, with_driver_logging
+from common.config import Topics, client_config, kafka_options, with_driver_logging
 from streaming.spark_runtime.jvm_stderr import jvm_stderr_filtered
-from streaming.kafka_io.kafka_clients import chosen_client, client_config
+from streaming.kafka_io.kafka_clients import chosen_client
 from streaming.kafka_io.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.kafka_io.source import KafkaSource
 from streaming.stateful import INPUT_COLUMNS
@@ -46,7 +46,7 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
 
     Under spark-submit the launcher's settings win: `conf` only fills gaps. Otherwise the driver JVM also gets the
     class archive, if one was made for it (`streaming.spark_runtime.class_archive`), and the job's log4j configuration
-    (`streaming.config.with_driver_logging`).
+    (`common.config.with_driver_logging`).
 
     The warm-up (`warm_up`) runs while the source is registered and the first query starts (`start_query` waits
     for it): each of those steps mostly waits for some Python process to start, so they overlap well.

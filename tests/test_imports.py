@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ("schemas", "state", "assignors", "streaming", "client", "admin", "gateway", "bench", "deploy")
+PACKAGES = ("schemas", "state", "assignors", "common", "streaming", "client", "admin", "gateway", "bench", "deploy")
 
 
 def modules() -> list[str]:

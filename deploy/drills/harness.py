@@ -40,7 +40,7 @@ def topic_names(prefix: str) -> dict[str, str]:
 def job_properties(bootstrap: str, checkpoint: Path, prefix: str | None = None,
                    overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """The job's full property set for a drill: its defaults, the drill's settings, fresh topic names."""
-    from streaming import config as job_config
+    from common import config as job_config
 
     prefix = prefix or f"drill-{uuid.uuid4().hex[:8]}"
     return job_config.load(overrides={**DRILL_PROPERTIES, **topic_names(prefix), "bootstrap.servers": bootstrap,
@@ -48,7 +48,7 @@ def job_properties(bootstrap: str, checkpoint: Path, prefix: str | None = None,
 
 
 def create_topics(props: Mapping[str, str]) -> None:
-    from streaming.topics import ensure_topics
+    from common.topics import ensure_topics
 
     ensure_topics({"bootstrap_servers": props["bootstrap.servers"]}, props)
 
@@ -56,7 +56,7 @@ def create_topics(props: Mapping[str, str]) -> None:
 def delete_topics(props: Mapping[str, str]) -> None:
     from kafka import KafkaAdminClient
 
-    from streaming.config import Topics
+    from common.config import Topics
 
     topics = Topics.from_properties(props)
     admin = KafkaAdminClient(bootstrap_servers=props["bootstrap.servers"])
@@ -232,7 +232,7 @@ class Environment:
 
     @property
     def topics(self):
-        from streaming.config import Topics
+        from common.config import Topics
 
         return Topics.from_properties(self.props)
 

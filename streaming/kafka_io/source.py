@@ -46,7 +46,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from state.api import route
 from streaming.buckets import bucket_of
-from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, client_config, high_watermarks
+from common.config import client_config
+from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
 from streaming.spark_runtime.worker_heap import freeze_survivors
 

@@ -32,9 +32,9 @@ from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateRespon
 
 from state.errors import Errors
 from gateway.process import GatewayProcess, start_gateway
-from streaming import config as job_config
+from common import config as job_config
 from streaming.kafka_io.embedded import start_broker
-from streaming.topics import ensure_topics
+from common.topics import ensure_topics
 from tests.gateway.raw import Connection, address, login
 
 pytestmark = pytest.mark.broker

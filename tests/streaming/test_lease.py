@@ -25,10 +25,10 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from state.errors import Errors
-from streaming import config as job_config
+from common import config as job_config
 from streaming.kafka_io.kafka_clients import high_watermarks
 from streaming.recovery.lease import EXIT_LEASE_LOST, HELD, LeaseRecord, LeaseSettings, checkpoint_key
-from streaming.topics import ensure_topics
+from common.topics import ensure_topics
 from tests.support.coordinator import files_not_sparks
 
 ROOT = Path(__file__).resolve().parents[2]
