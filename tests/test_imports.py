@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ("schemas", "state", "assignors", "common", "streaming", "client", "admin", "gateway", "bench", "deploy")
+PACKAGES = ("schemas", "state", "assignors", "common", "streaming", "client", "admin", "gateway", "coordinator",
+            "bench", "deploy")
 
 
 def modules() -> list[str]:

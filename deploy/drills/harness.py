@@ -1,7 +1,7 @@
 """What every drill needs: a broker, the job's topics, the job as a separate process that can be kill -9'd, and a
 view of its checkpoint.
 
-The job runs as `python -m streaming.cli run ...` (local mode by default, or any `--master` through `--conf`) in its
+The job runs as `python -m coordinator.cli run ...` (local mode by default, or any `--master` through `--conf`) in its
 own process group, so `kill()` is a real driver crash: SIGKILL to the Python driver, its JVM and its Python workers
 at once, by the process-group id this harness started. Nothing is ever stopped by name.
 """
@@ -82,7 +82,7 @@ class JobProcess:
     extra_args: list[str] = field(default_factory=list)
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "streaming.cli", "run", "--metrics-log", str(self.metrics_path), *self.extra_args]
+        cmd = [self.python, "-m", "coordinator.cli", "run", "--metrics-log", str(self.metrics_path), *self.extra_args]
         for key, value in self.props.items():
             if key != "metrics.log":
                 cmd += ["--set", f"{key}={value}"]
@@ -251,7 +251,7 @@ class Environment:
 
 def cli_supports(*args: str, needle: str) -> bool:
     """Whether `coordinator <args> --help` mentions `needle` (drills adapt to what this build offers)."""
-    proc = subprocess.run([sys.executable, "-m", "streaming.cli", *args, "--help"], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "coordinator.cli", *args, "--help"], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     return proc.returncode == 0 and needle in proc.stdout
 

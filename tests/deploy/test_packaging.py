@@ -23,8 +23,8 @@ def test_zip_holds_the_job_and_its_pure_python_dependencies_reproducibly(tmp_pat
     assert package.build(first) == package.build(second)
     names = zipfile.ZipFile(first).namelist()
     for needed in ("schemas/messages.py", "state/batch.py", "assignors/__init__.py", "common/config.py",
-                   "streaming/query.py", "kafka/__init__.py", "conf/coordinator.properties",
-                   "conf/spark-defaults.conf"):
+                   "streaming/query.py", "coordinator/cli.py", "kafka/__init__.py",
+                   "conf/coordinator.properties", "conf/spark-defaults.conf"):
         assert needed in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert not [n for n in names if n.startswith(("tests/", "client/", "admin/", "deploy/"))]

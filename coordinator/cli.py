@@ -1,4 +1,5 @@
-"""`coordinator run`: the job's console script (also the spark-submit entry, via streaming/submit.py).
+"""`coordinator run`, `upgrade` and `gateway`: the console script (also the spark-submit entry, via
+coordinator/submit.py).
 
 Configuration: conf/coordinator.properties and conf/spark-defaults.conf, then --config / --spark-defaults files,
 then flags. With no bootstrap servers it runs on the embedded default: a tansu broker on a free loopback port, a fresh
