@@ -30,8 +30,8 @@ class CheckpointTransport:
         from pyspark.sql import SparkSession
 
         from common.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
-        from streaming.query import spark_session
         from streaming.group_stores.state_reader import stored_groups
+        from streaming.query import spark_session
 
         spark = SparkSession.getActiveSession()
         own = spark is None

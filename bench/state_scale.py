@@ -39,13 +39,13 @@ from pathlib import Path
 from bench.core_bench import Group
 from bench.stream_bench import JobClient, percentiles
 from bench.stream_bench import _load_request as request
+from common import config as job_config
+from common.topics import ensure_topics
 from state.batch import StoredGroup, decode_state
 from state.records import group_record, offset_record
-from common import config as job_config
 from streaming.kafka_io.embedded import start_broker
 from streaming.query import OPERATORS, await_warm_up, spark_session, start_query, stop_between_batches
 from streaming.recovery.rebuild import load_requests
-from common.topics import ensure_topics
 
 
 def template_group(members: int, group_id: str = "template") -> tuple[StoredGroup, list[str], int]:

@@ -55,9 +55,9 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
                                            SyncGroupRequest, SyncGroupResponse)
 
 from common import config as job_config
+from common.topics import ensure_topics
 from streaming.kafka_io.embedded import start_broker
 from streaming.query import OPERATORS, spark_session, start_query, stop_between_batches
-from common.topics import ensure_topics
 
 SUBSCRIPTION = bytes.fromhex("0003000000010006") + b"orders" + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x00" + \
     b"\xff\xff\xff\xff"

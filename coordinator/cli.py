@@ -91,13 +91,13 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     """Start everything, block until the query ends or the process is told to stop, then clean up."""
     from pyspark.errors import StreamingQueryException
 
+    from common.topics import ensure_topics
     from gateway.process import start_gateway
-    from streaming.recovery import checkpoint
     from streaming.kafka_io.embedded import start_broker
-    from streaming.recovery.lease import DriverHalt, Lease, LeaseSettings
     from streaming.monitoring.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
-    from common.topics import ensure_topics
+    from streaming.recovery import checkpoint
+    from streaming.recovery.lease import DriverHalt, Lease, LeaseSettings
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     broker = None
@@ -187,8 +187,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 
 def upgrade(props: dict[str, str], spark_conf: dict[str, str], old_checkpoint: str) -> int:
     """`coordinator upgrade`: see `streaming.recovery.upgrade`."""
-    from streaming.query import spark_session
     from common.topics import ensure_topics
+    from streaming.query import spark_session
     from streaming.recovery.upgrade import upgrade as upgrade_checkpoint
 
     ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)

@@ -114,9 +114,9 @@ def upstream_security(kafka_config: dict[str, Any]) -> Any:
 async def _serve(settings: Any, props: dict[str, str]) -> None:
     from kafka.errors import KafkaError
 
+    from common.topics import ensure_topics
     from gateway.coordinator import CoordinatorClient
     from gateway.server import Gateway
-    from common.topics import ensure_topics
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

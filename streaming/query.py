@@ -28,14 +28,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from common.config import Topics, client_config, kafka_options, with_driver_logging
 from state.api import CoordinatorConfig
 from streaming.buckets import DEFAULT_BUCKETS
-from streaming.spark_runtime.class_archive import with_class_archive
-from common.config import Topics, client_config, kafka_options, with_driver_logging
-from streaming.spark_runtime.jvm_stderr import jvm_stderr_filtered
 from streaming.kafka_io.kafka_clients import chosen_client
 from streaming.kafka_io.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.kafka_io.source import KafkaSource
+from streaming.spark_runtime.class_archive import with_class_archive
+from streaming.spark_runtime.jvm_stderr import jvm_stderr_filtered
 from streaming.stateful import INPUT_COLUMNS
 
 QUERY_NAME = "group-coordinator"

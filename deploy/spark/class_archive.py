@@ -28,9 +28,9 @@ log = logging.getLogger("class-archive")
 def train(archive: Path, timeout_s: float = 120.0) -> None:
     """Run the job's start, a group's life and a query restart in a JVM that dumps its classes to `archive`."""
     from common import config as job_config
+    from common.topics import ensure_topics
     from streaming.kafka_io.embedded import start_broker
     from streaming.query import spark_session, start_query
-    from common.topics import ensure_topics
 
     broker = start_broker()
     try:

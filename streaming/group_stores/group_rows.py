@@ -29,8 +29,8 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from state.api import CoordinatorConfig, GroupStep, StoredGroup
 from streaming.group_stores.deadline_index import DeadlineIndex, registration
-from streaming.kafka_io.sink import SUMMARY_COLUMNS
 from streaming.group_stores.state_pipe import PipelinedMap, StatePipe
+from streaming.kafka_io.sink import SUMMARY_COLUMNS
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 
 GROUPS = ("groups", "group_id STRING", "metadata BINARY, deadline LONG, registered LONG")

@@ -44,9 +44,9 @@ from kafka.errors import OffsetOutOfRangeError
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
+from common.config import client_config
 from state.api import route
 from streaming.buckets import bucket_of
-from common.config import client_config
 from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
 from streaming.spark_runtime.worker_heap import freeze_survivors

@@ -75,8 +75,8 @@ def bucket_groups(spark: SparkSession, location: str, batch: int, buckets: int) 
 
 def unpacked(version: int, packed: bytes, buckets: int) -> Iterator[tuple]:
     """The initial-state rows of one bucket row (envelope version 2 of release 0.1.0, or the current one)."""
-    from streaming.group_stores.bucket_blobs import ENVELOPE_VERSION, unpack_groups
     from streaming.buckets import bucket_of
+    from streaming.group_stores.bucket_blobs import ENVELOPE_VERSION, unpack_groups
 
     if version == 2:
         groups = _unpack_release_0_1(packed)

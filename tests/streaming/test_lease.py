@@ -24,11 +24,11 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from state.errors import Errors
 from common import config as job_config
+from common.topics import ensure_topics
+from state.errors import Errors
 from streaming.kafka_io.kafka_clients import high_watermarks
 from streaming.recovery.lease import EXIT_LEASE_LOST, HELD, LeaseRecord, LeaseSettings, checkpoint_key
-from common.topics import ensure_topics
 from tests.support.coordinator import files_not_sparks
 
 ROOT = Path(__file__).resolve().parents[2]

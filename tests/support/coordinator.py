@@ -19,8 +19,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from common import config as job_config
 from common.config import Topics
-from streaming.query import start_query
 from common.topics import ensure_topics
+from streaming.query import start_query
 from tests.support.kafka import ResponseReader, producer, read_topic, send_raw, send_requests
 
 NO_RETENTION_CHECK_MS = str(10**13)
