@@ -51,19 +51,30 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--from", dest="old_checkpoint", required=True, help="the checkpoint to upgrade (only read)")
     upgrade.add_argument("--checkpoint-location", required=True, help="the new checkpoint (must not have batches)")
     upgrade.add_argument("--bootstrap-servers", required=True, help="the Kafka cluster the old checkpoint read")
-    from gateway.cli import add_arguments
-
-    add_arguments(sub.add_parser("gateway", help="the Kafka-protocol gateway: unmodified Kafka clients use the "
-                                                 "coordinator through it (docs/gateway.md)"))
+    gateway = _gateway_cli()
+    if gateway is not None:
+        gateway.add_arguments(sub.add_parser("gateway", help="the Kafka-protocol gateway: unmodified Kafka clients use "
+                                                             "the coordinator through it (docs/gateway.md)"))
     return parser
+
+
+def _gateway_cli():
+    """`gateway.cli` where this installation has the gateway, else None. The cluster's `--py-files` zip
+    (deploy/spark/package.py) ships the job alone, so there `coordinator` has no `gateway` command; an error inside
+    an installed gateway is raised as usual."""
+    try:
+        from gateway import cli
+    except ModuleNotFoundError as exc:
+        if exc.name in ("gateway", "client"):
+            return None
+        raise
+    return cli
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "gateway":
-        from gateway.cli import run as run_gateway
-
-        return run_gateway(args)
+        return _gateway_cli().run(args)
     logs.configure()
     overrides = job_config.parse_assignments(args.props)
     flags = {"bootstrap.servers": args.bootstrap_servers, "checkpoint.location": args.checkpoint_location}
@@ -92,7 +103,6 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     from pyspark.errors import StreamingQueryException
 
     from common.topics import ensure_topics
-    from gateway.process import start_gateway
     from streaming.kafka_io.embedded import start_broker
     from streaming.monitoring.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
@@ -120,6 +130,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         ensure_topics(client, props, check_compaction=broker is None)
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
+            from gateway.process import start_gateway
+
             topics = {k: v for k, v in props.items() if k.startswith("topic.")}
             gateway = start_gateway(broker.bootstrap_servers, topics, log_path=Path("var/gateway.log"))
         # Watching the lease from now on: a live holder shows itself while the session starts.
