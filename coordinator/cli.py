@@ -102,7 +102,6 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     """Start everything, block until the query ends or the process is told to stop, then clean up."""
     from pyspark.errors import StreamingQueryException
 
-    from common.topics import ensure_topics
     from streaming.kafka_io.embedded import start_broker
     from streaming.monitoring.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
@@ -128,7 +127,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             throwaway_checkpoint = tempfile.mkdtemp(prefix="checkpoint-", dir="var")
             props["checkpoint.location"] = throwaway_checkpoint
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
-        ensure_topics(client, props, check_compaction=broker is None)
+        _reach_topics(client, props, check_compaction=broker is None)
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
             from gateway.process import start_gateway
 
@@ -199,16 +198,29 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 
 def upgrade(props: dict[str, str], spark_conf: dict[str, str], old_checkpoint: str) -> int:
     """`coordinator upgrade`: see `streaming.recovery.upgrade`."""
-    from common.topics import ensure_topics
     from streaming.query import spark_session
     from streaming.recovery.upgrade import upgrade as upgrade_checkpoint
 
-    ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
+    _reach_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
     spark = spark_session(spark_conf)
     groups = upgrade_checkpoint(spark, props, old_checkpoint)
     print(f"upgraded: {groups} group(s) from {old_checkpoint} into {props['checkpoint.location']}; run the "
           f"coordinator on it with --checkpoint-location {props['checkpoint.location']}", flush=True)
     return 0
+
+
+def _reach_topics(client: dict[str, object], props: dict[str, str], check_compaction: bool = True) -> None:
+    """The topics created if missing and usable (`common.topics.ensure_topics`), or one line saying that the cluster
+    cannot be reached, as `coordinator gateway` says it, instead of a traceback."""
+    from kafka.errors import KafkaError
+
+    from common.topics import ensure_topics
+
+    try:
+        ensure_topics(client, props, check_compaction=check_compaction)
+    except (KafkaError, RuntimeError, OSError) as exc:
+        raise SystemExit(f"the coordinator cannot reach the cluster's topics at {client['bootstrap_servers']}: "
+                         f"{exc}") from None
 
 
 def _stopped(query) -> bool:

@@ -55,12 +55,14 @@ def test_entry_point_runs_from_the_zip_with_its_default_configuration(tmp_path):
 def test_the_job_runs_from_the_zip_which_ships_no_gateway(tmp_path):
     zip_path = tmp_path / "coordinator-pyfiles.zip"
     package.build(zip_path)
+    # `run` gets as far as the cluster (none listens on port 1): everything before it imports from the zip.
     ran = _from_the_zip(zip_path, tmp_path, "import entry, importlib.util; "
-                        "print('gateway importable:', importlib.util.find_spec('gateway') is not None); "
-                        "entry.main(['run', '--help'])")
-    assert ran.returncode == 0, ran.stderr
-    assert "gateway importable: False" in ran.stdout  # the check itself sees what the image has
-    assert "usage: coordinator run" in ran.stdout
+                        "print('gateway importable:', importlib.util.find_spec('gateway') is not None, flush=True); "
+                        f"entry.main(['run', '--bootstrap-servers', '127.0.0.1:1', '--checkpoint-location', "
+                        f"{str(tmp_path / 'cp')!r}, '--set', 'kafka.bootstrap.timeout.ms=300'])")
+    assert "gateway importable: False" in ran.stdout, ran.stdout + ran.stderr  # the image as the test made it
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert "cannot reach the cluster's topics at 127.0.0.1:1" in ran.stderr
     listed = _from_the_zip(zip_path, tmp_path, "import entry; entry.main(['--help'])")
     assert listed.returncode == 0 and "{run,upgrade}" in listed.stdout, listed.stdout + listed.stderr
 
