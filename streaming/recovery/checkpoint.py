@@ -67,6 +67,18 @@ def inspect(spark: SparkSession, location: str) -> Checkpoint:
     return Checkpoint(location, batch, source_offset, operators[0].operatorName if operators else None)
 
 
+def existing(spark: SparkSession, location: str) -> Checkpoint:
+    """`inspect` of a checkpoint that must be there already (one to read, not one a query is about to start):
+    CheckpointError when nothing is at `location`, or something that is no Spark checkpoint (no `metadata` file, which
+    a query writes when it first starts)."""
+    files = _Files(spark, location)
+    if not files.exists(""):
+        raise CheckpointError(f"checkpoint {location} does not exist")
+    if not files.exists("metadata"):
+        raise CheckpointError(f"{location} is not a Spark checkpoint: it has no metadata file")
+    return inspect(spark, location)
+
+
 def check(spark: SparkSession, props: Mapping[str, str]) -> Checkpoint:
     """The checkpoint of `props`, or CheckpointError when the query as configured cannot run on it."""
     from streaming.query import state_operator
@@ -97,11 +109,14 @@ class _Files:
         self._fs = self._root.getFileSystem(spark._jsc.hadoopConfiguration())
 
     def _path(self, relative: str):
-        return self._jvm.org.apache.hadoop.fs.Path(self._root, relative)
+        return self._jvm.org.apache.hadoop.fs.Path(self._root, relative) if relative else self._root
+
+    def exists(self, relative: str) -> bool:
+        return bool(self._fs.exists(self._path(relative)))
 
     def list(self, relative: str) -> list[str]:
         path = self._path(relative)
-        if not self._fs.exists(path):
+        if not self.exists(relative):
             return []
         return [status.getPath().getName() for status in self._fs.listStatus(path)]
 
