@@ -193,7 +193,8 @@ def summary(kind: str, bucket: int, out: list[tuple], stats: CallStats) -> list:
     row = [kind, bucket, stats.deadline, counts["response"], counts["record"], counts["dead_letter"],
            stats.groups, stats.groups_with_timer, stats.members_expired, stats.timer_rows,
            *(stats.states_entered[s] for s in GROUP_STATES), stats.call_us, stats.produce_us]
-    assert len(row) == len(SUMMARY_COLUMNS)
+    if len(row) != len(SUMMARY_COLUMNS):  # Row(**zip(...)) would silently drop or shift columns
+        raise ValueError(f"a summary row of {len(row)} values for {len(SUMMARY_COLUMNS)} columns")
     return row
 
 

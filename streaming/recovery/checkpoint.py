@@ -48,7 +48,8 @@ class Checkpoint:
     def starting_offsets(self, topic: str) -> str:
         """The `startingOffsets` JSON that continues right after the last committed batch on `topic`, which must
         be the requests topic the checkpoint read."""
-        assert self.source_offset is not None
+        if self.source_offset is None:
+            raise CheckpointError(f"checkpoint {self.location} has no committed batch to continue after")
         if topic not in self.source_offset:
             read = [k for k, v in self.source_offset.items() if isinstance(v, dict)]
             raise CheckpointError(f"checkpoint {self.location} read requests topic {', '.join(read)}, not {topic}")
