@@ -1,7 +1,7 @@
 """`groupcoord-consumer-groups`: Kafka's `kafka-consumer-groups.sh` for groups kept by this project's coordinator.
 
 Options, column names, messages and the Empty-only rule for resets are Kafka's (`ConsumerGroupCommand`,
-ecosystem-conventions.md section 1), so operators and their scripts carry over; the reset specifications and
+`ConsumerGroupCommandOptions`), so operators and their scripts carry over; the reset specifications and
 CSV plans are in `admin.reset`. Added: `--output json` for scripts, and `--history` (with
 `--picture FILE.png|FILE.html`) for a group's generations over time.
 

@@ -2,7 +2,7 @@
 
 The reactions are those of Kafka's Java consumer (`AbstractCoordinator` Join/Sync/Heartbeat response handlers and
 `ConsumerCoordinator.OffsetCommitResponseHandler`). Keeping them in one table, instead of inside the methods that
-send requests (the aiokafka pattern style-anchors.md warns about), lets tests check every cell without a broker,
+send requests (as aiokafka's `_do_commit_offsets` does, which then needs a live broker to test), lets tests check every cell without a broker,
 and lets a reader compare it with Kafka line by line.
 """
 

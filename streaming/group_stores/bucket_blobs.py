@@ -1,4 +1,4 @@
-"""The design card's operator, `state.operator=applyInPandasWithState`: one state row per bucket of groups.
+"""Release 0.1.0's operator, `state.operator=applyInPandasWithState`: one state row per bucket of groups.
 
 `applyInPandasWithState` keeps one state value per key, so a bucket key holds all its groups in one BINARY value
 (`pack_groups`); a call that steps one group rewrites the whole bucket. It needs no deadline index (a call reads
