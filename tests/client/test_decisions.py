@@ -63,6 +63,13 @@ def test_errors_table_is_kafkas():
     assert all(ERRORS[e].name == e.name for e in Errors)
 
 
+def test_every_description_is_whole():
+    """A description is whole, or says with `...` that it was cut short: none stops inside a parenthesis unsaid."""
+    cut = [e.name for e in ERRORS.values()
+           if e.description.count("(") != e.description.count(")") and not e.description.endswith("...")]
+    assert cut == []
+
+
 @pytest.mark.parametrize(
     "codes, acted_on",
     [
