@@ -11,7 +11,7 @@ from state import membership, offsets
 from state.context import Context, sync_directory
 from state.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
 from state.group import ClassicGroup, GroupState
-from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, is_due
+from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
 from state.wire import simple_response
 
 
@@ -46,7 +46,7 @@ def handle(ctx: Context, req: Request) -> None:
 
 
 def next_deadline(group: ClassicGroup | None) -> int | None:
-    return min(group.timers.values(), default=None) if group is not None else None
+    return earliest(group.timers.values()) if group is not None else None
 
 
 def _describe(ctx: Context, req: Request) -> None:

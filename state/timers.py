@@ -1,11 +1,13 @@
 """Timer keys and deadlines, as Kafka's CoordinatorTimer keys: one deadline per key, re-arming replaces it.
 
 All timers of a group live in `ClassicGroup.timers` (key -> deadline in ms); the shell is called back at the
-earliest one. A timer fires when now >= deadline (`is_due`, Java's MockCoordinatorTimer boundary): the one rule
-the core, the shell's deadline index and the source's timer rows all use.
+earliest one (`earliest`). A timer fires when now >= deadline (`is_due`, Java's MockCoordinatorTimer boundary).
+These two rules are the core's; the job asks them through `streaming.bucket_deadlines` only.
 """
 
 from __future__ import annotations
+
+from typing import Iterable
 
 from state.config import CoordinatorConfig
 
@@ -22,6 +24,12 @@ HEARTBEAT_PREFIX = "heartbeat:"
 def is_due(deadline_ms: int, now_ms: int) -> bool:
     """Whether a deadline has come at `now_ms`."""
     return deadline_ms <= now_ms
+
+
+def earliest(deadlines: Iterable[int | None]) -> int | None:
+    """The first of some deadlines, None among them meaning none (and None when there is none): when a group's
+    timers, or a bucket's groups, next come due."""
+    return min((d for d in deadlines if d is not None), default=None)
 
 
 def heartbeat_key(member_id: str) -> str:

@@ -20,7 +20,8 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from state.api import CoordinatorConfig, GroupStep, StoredGroup, is_due
+from state.api import CoordinatorConfig, GroupStep, StoredGroup
+from streaming.bucket_deadlines import earliest, is_due
 from streaming.kafka_io.sink import SUMMARY_COLUMNS
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 
@@ -58,10 +59,10 @@ class BlobStore:
         self._changed = False
 
     def earliest(self) -> int | None:
-        return min((d for _, d in self._groups.values() if d is not None), default=None)
+        return earliest(deadline for _, deadline in self._groups.values())
 
     def due(self, now_ms: int) -> list[str]:
-        return [g for g, (_, deadline) in self._groups.items() if deadline is not None and is_due(deadline, now_ms)]
+        return [g for g, (_, deadline) in self._groups.items() if is_due(deadline, now_ms)]
 
     def prefetch(self, group_ids) -> None:
         pass  # the whole bucket is one row, read already
