@@ -30,7 +30,7 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
-from msgspec import UNSET
+from msgspec import UNSET, structs
 
 from assignors.api import PartitionAssignorError, SubscriptionType
 from schemas.consumer_group import (
@@ -192,7 +192,7 @@ def _leave(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest, 
     leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={},
                       assigned_partitions={t: dict.fromkeys(p, 0) for t, p in member.assigned_partitions.items()})
     return Result((records.current_assignment(group.group_id, leaving),),
-                  replace(response, member_id=member.member_id))
+                  structs.replace(response, member_id=member.member_id))
 
 
 def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], response: object,
