@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from typing import Iterable, Iterator, Mapping
+from typing import Mapping
 
 from assignors.api import SubscriptionType
+from state.consumer import records
 from state.consumer.member import ConsumerGroupMember, Partitions
-from state.consumer.records import ResolvedRegularExpression
+from state.consumer.records import Record, ResolvedRegularExpression
+from state.errors import CoordinatorError, Errors
 
 
 class ConsumerGroupState(enum.Enum):
@@ -85,15 +87,6 @@ class ConsumerGroup:
     def resolved_topics(self) -> dict[str, frozenset[str]]:
         return {regex: resolved.topics for regex, resolved in self.resolved_regexes.items()}
 
-    def members_after(self, changed: Mapping[str, ConsumerGroupMember | None]) -> Iterator[ConsumerGroupMember]:
-        """The members as they would be after `changed` (member id -> new member, None: removed)."""
-        for member_id, member in self.members.items():
-            if member_id not in changed:
-                yield member
-        for member in changed.values():
-            if member is not None:
-                yield member
-
     def preferred_server_assignor(self, changed: Mapping[str, ConsumerGroupMember | None] = {}) -> str | None:
         """The server assignor most members name (Kafka's computePreferredServerAssignor); ties go to the name
         that sorts first, where Kafka's follow its HashMap."""
@@ -108,27 +101,6 @@ class ConsumerGroup:
         return named[0][1] if named else None
 
 
-def subscribed_topic_names(members: Iterable[ConsumerGroupMember],
-                           resolved: Mapping[str, ResolvedRegularExpression]) -> dict[str, tuple[int, int]]:
-    """Kafka's computeSubscribedTopicNames: topic name -> (members subscribing by name, resolved regular
-    expressions matching it), over `members`."""
-    by_name: Counter[str] = Counter()
-    regexes: set[str] = set()
-    for member in members:
-        by_name.update(set(member.subscribed_topic_names))
-        if member.regex is not None:
-            regexes.add(member.regex)
-    by_regex: Counter[str] = Counter()
-    for regex in regexes:
-        if regex in resolved:
-            by_regex.update(resolved[regex].topics)
-    return {name: (by_name[name], by_regex[name]) for name in sorted(set(by_name) | set(by_regex))}
-
-
-def subscribed_regexes(members: Iterable[ConsumerGroupMember]) -> Counter[str]:
-    return Counter(m.regex for m in members if m.regex is not None)
-
-
 def subscription_type(regexes: Mapping[str, int], names: Mapping[str, tuple[int, int]],
                       members: int) -> SubscriptionType:
     """Kafka's ConsumerGroup.subscriptionType: without regular expressions, homogeneous when every topic has every
@@ -141,3 +113,26 @@ def subscription_type(regexes: Mapping[str, int], names: Mapping[str, tuple[int,
         homogeneous = (len(regexes) == 1 and first == members
                        and all(by_regex == 1 and by_name == 0 for by_name, by_regex in names.values()))
     return SubscriptionType.HOMOGENEOUS if homogeneous else SubscriptionType.HETEROGENEOUS
+
+
+def validate_delete(group: ConsumerGroup) -> None:
+    """DeleteGroups deletes an Empty consumer group only (Kafka's ConsumerGroup.validateDeleteGroup)."""
+    if group.state is not ConsumerGroupState.EMPTY:
+        raise CoordinatorError(Errors.NON_EMPTY_GROUP, "The group is not empty.")
+
+
+def delete_records(group: ConsumerGroup) -> list[Record]:
+    """The tombstones that delete the group, in Kafka's order (ConsumerGroup.createGroupTombstoneRecords): current
+    and target assignments, the assignment epoch, subscriptions, resolved regular expressions, the subscription
+    metadata, the group epoch. Replaying them leaves no group."""
+    group_id = group.group_id
+    members = sorted(group.members)
+    return [
+        *(records.current_assignment_tombstone(group_id, m) for m in members),
+        *(records.target_assignment_tombstone(group_id, m) for m in sorted(group.target_assignment)),
+        records.target_assignment_epoch_tombstone(group_id),
+        *(records.member_subscription_tombstone(group_id, m) for m in members),
+        *(records.regular_expression_tombstone(group_id, r) for r in sorted(group.resolved_regexes)),
+        records.subscription_metadata_tombstone(group_id),
+        records.group_epoch_tombstone(group_id),
+    ]

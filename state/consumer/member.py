@@ -77,11 +77,6 @@ def partitions_of(epochs: PartitionEpochs) -> Partitions:
     return {topic: frozenset(parts) for topic, parts in epochs.items() if parts}
 
 
-def with_epoch(partitions: Partitions, epoch: int) -> PartitionEpochs:
-    """Partitions all assigned at `epoch`."""
-    return {topic: dict.fromkeys(sorted(parts), epoch) for topic, parts in partitions.items() if parts}
-
-
 def same_partitions(a: PartitionEpochs, b: PartitionEpochs) -> bool:
     """Kafka's hasAssignedPartitionsChanged, negated: the same partitions, whatever their assignment epochs."""
     return partitions_of(a) == partitions_of(b)

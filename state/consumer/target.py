@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Protocol
 
-from assignors.api import Cluster, GroupSpec, MemberSubscription, PartitionAssignorError, SubscriptionType
+from assignors.api import Cluster, GroupSpec, MemberSubscription, SubscriptionType
 from assignors.consumer_protocol import TopicPartitions
 from state.consumer import records
 from state.consumer.member import ConsumerGroupMember, Partitions
@@ -54,7 +54,7 @@ def build_target_assignment(
     now_ms: int,
 ) -> TargetAssignment:
     """`members`: the group's members before the change; `updated`: members added or changed (None: removed).
-    Raises PartitionAssignorError when the assignor cannot assign the group."""
+    Raises the assignor's PartitionAssignorError when it cannot assign the group."""
     everyone = {**members}
     current = {member_id: target.get(member_id, {}) for member_id in members}
     for member_id, member in updated.items():
@@ -97,5 +97,3 @@ def build_target_assignment(
     out.append(records.target_assignment_epoch(group_id, group_epoch, now_ms))
     return TargetAssignment(tuple(out), new_target)
 
-
-__all__ = ["PartitionAssignorError", "ServerAssignor", "TargetAssignment", "build_target_assignment"]
