@@ -366,3 +366,16 @@ def test_the_real_uniform_assignor_spreads_partitions_over_members():
     assert fields(ctx.heartbeat("B", 2).response) == ok("B", 2, assigned=[("t", (3, 4, 5))])
     assert ctx.group.state is ConsumerGroupState.STABLE
     assert Env(0).assignor("uniform").name == "uniform"
+
+
+def test_a_member_in_a_state_this_coordinator_does_not_know_is_fenced_until_it_owns_nothing():
+    """Kafka: testUnknownState through the heartbeat: a current-assignment record with a state byte a newer
+    coordinator wrote replays as UNKNOWN."""
+    ctx = ConsumerContext(image=IMAGE)
+    two_members(ctx)
+    ctx.replay(records.current_assignment(G, replace(ctx.member(M1), state=MemberState.UNKNOWN)))
+    ctx.assignor.prepare({M1: assignment(("foo", (0, 1, 2)), ("bar", (0, 1))),
+                          M2: assignment(("foo", (3, 4, 5)), ("bar", (2,)))})
+    assert error(ctx.heartbeat(M1, 10))[0] == Errors.FENCED_MEMBER_EPOCH
+    assert ctx.heartbeat(M1, 10, owned=()).response.error_code == Errors.NONE
+    assert ctx.member(M1).state is MemberState.STABLE
