@@ -9,6 +9,7 @@ What is where (each module says why in its own docstring):
 - `target`: the group's target assignment from a server-side assignor (Kafka's TargetAssignmentBuilder);
 - `group`: the group as its records leave it, and the rules read from it (Kafka's ConsumerGroup);
 - `records`: the constructor of every consumer-group record (Kafka's GroupCoordinatorRecordHelpers);
+- `result`: what a handler returns (records, response, timer operations) and the timer keys;
 - `replay`: the only way a group changes, live and when loading (Kafka's GroupMetadataManager.replay);
 - `regex`: regular-expression subscriptions, compiled and matched as RE2 does;
 - `heartbeat`: ConsumerGroupHeartbeat, its timers (session, revocation, regex refresh) and their expiry;
