@@ -343,14 +343,3 @@ CONSUMER_RECORDS: dict[str, type[Struct]] = {
     )
 }
 """The consumer-group records topic's keys and values by their schema names (Kafka's class names)."""
-
-VALUE_OF_KEY: dict[int, type[Struct]] = {
-    CONSUMER_GROUP_METADATA_KEY_VERSION: ConsumerGroupMetadataValue,
-    CONSUMER_GROUP_PARTITION_METADATA_KEY_VERSION: ConsumerGroupPartitionMetadataValue,
-    CONSUMER_GROUP_MEMBER_METADATA_KEY_VERSION: ConsumerGroupMemberMetadataValue,
-    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY_VERSION: ConsumerGroupTargetAssignmentMetadataValue,
-    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY_VERSION: ConsumerGroupTargetAssignmentMemberValue,
-    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY_VERSION: ConsumerGroupCurrentMemberAssignmentValue,
-    CONSUMER_GROUP_REGULAR_EXPRESSION_KEY_VERSION: ConsumerGroupRegularExpressionValue,
-}
-"""The value class of each consumer-group record type (the key's `version`)."""
