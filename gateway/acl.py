@@ -233,6 +233,8 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self.bindings = frozenset(bindings)
+        self._decisions: dict[tuple, bool] = {}
+        """Answers already given by this snapshot (a request names the same few topics again and again)."""
         self._by_type: dict[ResourceType, list[AclBinding]] = {}
         for b in sorted(self.bindings):
             self._by_type.setdefault(b.resource_type, []).append(b)
@@ -243,6 +245,16 @@ class Authorizer:
     def authorize(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
                   name: str) -> bool:
         """May `principal` connecting from `host` (an IP address) do `operation` on this literal resource?"""
+        key = (principal, host, operation, resource_type, name)
+        decision = self._decisions.get(key)
+        if decision is None:
+            if len(self._decisions) >= _MAX_DECISIONS:
+                self._decisions.clear()
+            decision = self._decisions[key] = self._decide(principal, host, operation, resource_type, name)
+        return decision
+
+    def _decide(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
+                name: str) -> bool:
         if principal in self.super_users:
             return True
         found = allowed = False
@@ -283,6 +295,9 @@ class Authorizer:
 
     def acls(self, acl_filter: AclBindingFilter) -> Iterator[AclBinding]:
         return (b for b in sorted(self.bindings) if acl_filter.matches(b))
+
+
+_MAX_DECISIONS = 1 << 16
 
 
 def _covers(deny: AclBinding, allow: AclBinding) -> bool:

@@ -33,7 +33,8 @@ from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateRespon
 
 from gateway.control import GROUP_APIS, GroupApi, control_requests, from_json, to_json
 from gateway.frames import FrameError, framed, read_frame, request_prefix
-from gateway.sasl import MECHANISM
+from gateway.authentication import MAX_RECEIVE_BYTES, Exchange
+from gateway.scram import AuthenticationFailed
 from gateway.upstream import Upstream
 from state.api import Errors
 
@@ -70,6 +71,7 @@ class ClientConnection:
         self.principal: str | None = None
         self._authenticated = self._authenticator is None
         self._handshake_version: int | None = None
+        self._exchange: Exchange | None = None
         self._slots: asyncio.Queue[Awaitable[Any] | None] = asyncio.Queue(MAX_IN_FLIGHT)
         self._upstream: Upstream | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -78,7 +80,8 @@ class ClientConnection:
         writer = asyncio.get_running_loop().create_task(self._write_answers())
         try:
             while not writer.done():
-                frame = await read_frame(self._reader, self.gateway.settings.max_request_bytes)
+                limit = self.gateway.settings.max_request_bytes if self._authenticated else MAX_RECEIVE_BYTES
+                frame = await read_frame(self._reader, limit)
                 if frame is None:
                     break
                 slot = await self._handle(frame)
@@ -250,41 +253,52 @@ class ClientConnection:
             merged = api.merge(doc, list(answers), version)
         return _encode(from_json(api.response, version, merged), version, correlation)
 
-    # -- SASL/PLAIN ------------------------------------------------------------------------------------------
+    # -- SASL ------------------------------------------------------------------------------------------------
 
     def _sasl(self, api_key: int, frame: bytes, version: int, correlation: int) -> bytes | Closing:
         if self._authenticated:
             raise FrameError("SASL after authentication (re-authentication is not supported)")
         if api_key == ApiKey.SaslHandshake:
+            if self._exchange is not None:
+                raise FrameError("a second SaslHandshake")
             request = SaslHandshakeRequest.decode(frame, version=version, header=True)
-            known = request.mechanism == MECHANISM
-            if known:
-                self._handshake_version = version
-            response = SaslHandshakeResponse[version](
-                error_code=Errors.NONE if known else UNSUPPORTED_SASL_MECHANISM, mechanisms=[MECHANISM])
-            return _encode(response, version, correlation)
+            self._exchange = self._authenticator.start(request.mechanism)
+            enabled = self._authenticator.mechanisms
+            if self._exchange is None:
+                # Kafka answers with the mechanisms it has, then closes the connection.
+                log.info("closing %s: SASL mechanism %r is not enabled", self.peer, request.mechanism)
+                return Closing(_encode(SaslHandshakeResponse[version](
+                    error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled), version, correlation))
+            self._handshake_version = version
+            return _encode(SaslHandshakeResponse[version](error_code=Errors.NONE, mechanisms=enabled), version,
+                           correlation)
         if self._handshake_version != 1:
             raise FrameError("SaslAuthenticate without a SaslHandshake v1")
         request = SaslAuthenticateRequest.decode(frame, version=version, header=True)
-        principal = self._authenticator.authenticate(bytes(request.auth_bytes))
-        if principal is None:
-            log.info("authentication failed from %s", self.peer)
+        try:
+            challenge = self._exchange.evaluate(bytes(request.auth_bytes))
+        except AuthenticationFailed as exc:
+            log.info("authentication failed from %s: %s", self.peer, exc)
             response = SaslAuthenticateResponse[version](
-                error_code=SASL_AUTHENTICATION_FAILED, error_message="Authentication failed: invalid credentials",
-                auth_bytes=b"", session_lifetime_ms=0)
+                error_code=SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b"", session_lifetime_ms=0)
             return Closing(_encode(response, version, correlation))
-        self._authenticated, self.principal = True, principal
-        response = SaslAuthenticateResponse[version](error_code=Errors.NONE, error_message=None, auth_bytes=b"",
-                                                     session_lifetime_ms=0)
+        self._authenticate_if_complete()
+        response = SaslAuthenticateResponse[version](error_code=Errors.NONE, error_message=None,
+                                                     auth_bytes=challenge, session_lifetime_ms=0)
         return _encode(response, version, correlation)
 
     def _raw_token(self, token: bytes) -> bytes:
-        """SaslHandshake v0: the token comes unframed by Kafka; success is an empty answer, failure a close."""
-        principal = self._authenticator.authenticate(token)
-        if principal is None:
-            raise FrameError("authentication failed")
-        self._authenticated, self.principal = True, principal
-        return b""
+        """SaslHandshake v0: tokens come unframed by Kafka's headers, and so do the answers; a failure closes."""
+        try:
+            challenge = self._exchange.evaluate(token)
+        except AuthenticationFailed as exc:
+            raise FrameError(str(exc)) from None
+        self._authenticate_if_complete()
+        return challenge
+
+    def _authenticate_if_complete(self) -> None:
+        if self._exchange.complete:
+            self._authenticated, self.principal = True, self._exchange.principal
 
 
 _ADDRESSES: dict[int, tuple[Any, Callable[[Any, int], list[tuple[int, Any]]]]] = {
