@@ -271,6 +271,8 @@ async def _metadata(ctx: Context, frame: bytes, version: int, correlation: int) 
     doc = to_json(request, version)
     named = doc.get("topics")
     refused: list[str] = []
+    asked: set[str] | None = None
+    """Names forwarded when topics were named: some brokers (tansu) answer an empty list with every topic."""
     no_create: set[str] = set()
     changed = False
     if named:
@@ -293,12 +295,18 @@ async def _metadata(ctx: Context, frame: bytes, version: int, correlation: int) 
         if refused:
             doc["topics"] = kept
             changed = True
+        asked = {t.get("name") for t in kept} | {names.get(uuid.UUID(t["topic_id"]).bytes) for t in kept
+                                                  if not t.get("name") and t.get("topic_id")}
+    elif named is not None:
+        asked = set()  # no topics asked for
 
     def finish(payload: bytes) -> bytes:
         answer = to_json(MetadataResponse.decode(payload, version=version, header=True), version)
         topics = []
         for topic in answer.get("topics", []):
             name = topic.get("name")
+            if asked is not None and name not in asked:
+                continue
             if named is None and not ctx.allowed(Op.DESCRIBE, Res.TOPIC, name or ""):
                 continue  # an all-topics answer lists only what the principal may describe
             if name in no_create and topic["error_code"] == UNKNOWN_TOPIC_OR_PARTITION:
