@@ -130,7 +130,8 @@ async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
     def connect() -> CoordinatorClient:
         # As `coordinator run`: the topics are created if missing (topic.create), and must be usable.
         ensure_topics({"bootstrap_servers": settings.bootstrap_servers, **settings.kafka_config}, props)
-        security_cli.start(security, settings.authenticator, props.get("topic.create", "true").lower() == "true")
+        security_cli.start(security, settings.authenticator, settings.authorization, props,
+                           settings.bootstrap_servers, settings.kafka_config)
         return CoordinatorClient(settings.bootstrap_servers, settings.requests_topic, settings.responses_topic,
                                  settings.kafka_config, settings.response_fetch_wait_ms)
 

@@ -60,10 +60,56 @@ def security_topics(args: argparse.Namespace, props: Mapping[str, str], bootstra
                           replication_factor=int(props.get("topic.replication.factor", 1)))
 
 
-def start(security: SecurityTopics | None, sasl: Authenticator | None, create: bool) -> None:
-    """Read the security topics to their end (blocking; before the gateway listens)."""
+def start(security: SecurityTopics | None, sasl: Authenticator | None, authorization: bool, props: Mapping[str, str],
+          bootstrap_servers: str, kafka_config: Mapping[str, Any]) -> None:
+    """Read the security topics to their end (blocking; before the gateway listens), and with authorization on,
+    say who the cluster lets bypass the gateway."""
     if security is None:
         return
-    security.start(create=create)
+    security.start(create=props.get("topic.create", "true").lower() == "true")
     if sasl is not None:
         sasl.credentials = security.credential
+    if authorization:
+        check_job_topics(bootstrap_servers, kafka_config, props)
+
+
+def check_job_topics(bootstrap_servers: str, kafka_config: Mapping[str, Any], props: Mapping[str, str]) -> str:
+    """Who the cluster lets write the control topic and read the records topic, where it tells (DescribeAcls):
+    only the job's and the gateways' principals should, or a client can bypass the gateway and its ACLs. Logs
+    and returns what it found (`docs/gateway.md`, "The job's own topics")."""
+    import logging
+
+    from kafka import KafkaAdminClient
+    from kafka.admin import (ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             ResourcePatternFilter, ResourceType)
+
+    log = logging.getLogger("gateway")
+    checks = ((props["topic.requests"], "write", {ACLOperation.WRITE, ACLOperation.ALL}),
+              (props["topic.records"], "read", {ACLOperation.READ, ACLOperation.ALL}))
+    findings = []
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, **kafka_config,
+                                 client_id="groupcoord-gateway-check")
+    except Exception as exc:  # noqa: BLE001 - a check, not a requirement
+        log.info("cannot check the job's topics' ACLs: %s", exc)
+        return f"cannot check the job's topics' ACLs: {exc}"
+    try:
+        for topic, verb, operations in checks:
+            acl_filter = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ALLOW,
+                                   ResourcePatternFilter(ResourceType.TOPIC, topic, ACLResourcePatternType.MATCH))
+            try:
+                acls, error = admin.describe_acls(acl_filter)
+            except Exception as exc:  # noqa: BLE001 - clusters without an authorizer, or tansu's unparseable answer
+                message = (f"the cluster does not tell its ACLs ({type(exc).__name__}): check by hand who may "
+                           f"{checks[0][1]} {checks[0][0]} and {checks[1][1]} {checks[1][0]}")
+                log.info(message)
+                return message
+            principals = sorted({a.principal for a in acls if a.operation in operations})
+            findings.append(f"may {verb} {topic}: {', '.join(principals) or 'no ALLOW binding (a cluster without an authorizer lets everyone)'}")
+            if "User:*" in principals:
+                log.warning("every principal may %s %s: clients can bypass the gateway", verb, topic)
+    finally:
+        admin.close()
+    message = "; ".join(findings)
+    log.info("the job's topics: %s", message)
+    return message
