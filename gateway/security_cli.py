@@ -19,8 +19,8 @@ DEFAULT_CREDENTIALS_TOPIC = "group-coordinator-scram-credentials"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sasl-mechanisms", metavar="LIST",
                         help=f"SASL mechanisms on the listeners, comma-separated, among {', '.join((PLAIN, *SCRAM))} "
-                             "(default: PLAIN with --sasl-users); SCRAM credentials are kept in topic.scram.credentials "
-                             "and managed with AlterUserScramCredentials")
+                             "(default: PLAIN with --sasl-users); SCRAM credentials are kept in "
+                             "topic.scram.credentials and managed with AlterUserScramCredentials")
     parser.add_argument("--authorization", action="store_true",
                         help="enforce Kafka ACLs (kept in topic.acls, managed with CreateAcls/DeleteAcls) on every "
                              "request")
@@ -105,7 +105,8 @@ def check_job_topics(bootstrap_servers: str, kafka_config: Mapping[str, Any], pr
                 log.info(message)
                 return message
             principals = sorted({a.principal for a in acls if a.operation in operations})
-            findings.append(f"may {verb} {topic}: {', '.join(principals) or 'no ALLOW binding (a cluster without an authorizer lets everyone)'}")
+            allowed = ", ".join(principals) or "no ALLOW binding (a cluster without an authorizer lets everyone)"
+            findings.append(f"may {verb} {topic}: {allowed}")
             if "User:*" in principals:
                 log.warning("every principal may %s %s: clients can bypass the gateway", verb, topic)
     finally:

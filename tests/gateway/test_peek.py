@@ -41,8 +41,9 @@ def test_fetch(version):
     doc = {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
            "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [], "topics": [
                {topic: str(TOPIC_IDS[i]) if version >= 13 else name,
-                "partitions": [{"partition": p, "current_leader_epoch": -1, "fetch_offset": 10, "last_fetched_epoch": -1,
-                                "log_start_offset": -1, "partition_max_bytes": 1 << 20} for p in range(4)]}
+                "partitions": [{"partition": p, "current_leader_epoch": -1, "fetch_offset": 10,
+                                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}
+                               for p in range(4)]}
                for i, name in enumerate(["a", "bee"])]}
     frame = framed(from_json(FetchRequest, version, doc), version, client_id=None)
     summary = peek.fetch(frame, version)
