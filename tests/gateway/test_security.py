@@ -24,6 +24,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 from kafka.protocol.admin.acl import CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.admin.groups import (DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
                                          DescribeGroupsResponse)
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -39,7 +40,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
 MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}
-ACL_PROPAGATION_BOUND_S = 2.0
+FETCH_DEFAULTS = {"replica_id": -1, "max_wait_ms": 100, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+                  "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": ""}
+ACL_PROPAGATION_BOUND_S = 1.0
 """The documented bound for an ACL change to reach every gateway (docs/gateway.md); printed, not asserted."""
 
 
@@ -112,23 +115,33 @@ def secured(gateway_env: GatewayEnv, tmp_path_factory) -> Iterator[Secured]:
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "PLAIN"])
 def test_kafka_python_user_consumes_what_it_may_and_is_refused_the_rest(secured: Secured, mechanism: str):
     group = f"app-{secured.suffix}-kp-{mechanism}"
-    consumer = KafkaConsumer(secured.a, group_id=group, auto_offset_reset="earliest", session_timeout_ms=6000,
-                             heartbeat_interval_ms=1000, **kp(secured, "alice", mechanism))
+    seen: list[bytes] = []
+    if mechanism == "PLAIN":  # the group path once per client (below with SCRAM); here a read of a by assignment
+        consumer = KafkaConsumer(group_id=None, auto_offset_reset="earliest", **kp(secured, "alice", mechanism))
+        consumer.assign([TopicPartition(secured.a, 0)])
+    else:
+        consumer = KafkaConsumer(secured.a, group_id=group, auto_offset_reset="earliest", session_timeout_ms=6000,
+                                 heartbeat_interval_ms=1000, **kp(secured, "alice", mechanism))
     try:
-        seen = []
         wait_for(lambda: seen.extend(r.value for rs in consumer.poll(500).values() for r in rs) or len(seen) >= 3,
-                 timeout_s=60, what="alice consumed a in its group")
-        consumer.commit()
+                 timeout_s=60, what="alice consumed a")
+        if mechanism != "PLAIN":
+            consumer.commit()  # OffsetCommit: READ on the group and on the topic
         assert sorted(seen) == [b"0", b"1", b"2"]
     finally:
         consumer.close()
 
-    reader = KafkaConsumer(group_id=None, auto_offset_reset="earliest", **kp(secured, "alice", mechanism))
-    reader.assign([TopicPartition(secured.b, 0)])
-    with pytest.raises(TopicAuthorizationFailedError):
-        for _ in range(20):
-            reader.poll(500)
-    reader.close()
+    # kafka-python 3.0.12 only logs a topic its Metadata answer refuses ("not authorized for this client"), so the
+    # refusal is read at the protocol level: a Fetch naming b and a gets 29 for b and a's records.
+    connection = (scram_login(secured.bootstrap, "alice", "alice-secret", mechanism) if mechanism != "PLAIN"
+                  else login(secured.bootstrap, "alice", "alice-secret"))
+    fetched = connection.call(FetchRequest[11](**FETCH_DEFAULTS, topics=[
+        FetchRequest.FetchTopic(topic=t, partitions=[FetchRequest.FetchTopic.FetchPartition(
+            partition=0, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1, partition_max_bytes=1 << 20)])
+        for t in (secured.b, secured.a)]), 11, FetchResponse)
+    connection.close()
+    assert {r.topic: r.partitions[0].error_code for r in fetched.responses} == {secured.b: 29, secured.a: 0}
+    assert [r.partitions[0].records for r in fetched.responses if r.topic == secured.a][0]
     producer = KafkaProducer(retries=0, **kp(secured, "alice", mechanism))
     with pytest.raises(TopicAuthorizationFailedError):
         producer.send(secured.a, b"not allowed").get(30)
@@ -310,7 +323,7 @@ def test_removing_an_acl_reaches_a_second_gateway(secured: Secured, tmp_path: Pa
         assert admin.delete_acls([filter_])[filter_].result(30) == [binding]
         wait_for(lambda: not visible(), timeout_s=30, what="the second gateway refuses alice")
         print(f"ACL removal in force on the second gateway after {time.monotonic() - removed_at:.2f} s "
-              f"(documented bound {ACL_PROPAGATION_BOUND_S} s)")
+              f"(documented bound {ACL_PROPAGATION_BOUND_S} s, issue's target 2 s)")
         alice.close()
     finally:
         second.stop()
@@ -322,7 +335,8 @@ def test_removing_an_acl_reaches_a_second_gateway(secured: Secured, tmp_path: Pa
 def test_a_gateway_reaches_its_cluster_with_scram(secured: Secured, tmp_path: Path):
     """The secured gateway stands for a cluster that authenticates with SCRAM (tansu 0.6.0 cannot be given a user
     while --authentication is on: docs/gateway.md): another gateway logs in to it as `gw` with SCRAM-SHA-512, for
-    its control-topic clients and for every connection it forwards on."""
+    its control-topic clients and for every connection it forwards on. (A wrong password there is the attack test's
+    wrong password, seen from the other side.)"""
     admin = AdminClient(ck(secured, "admin", "PLAIN"))
     admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
         "gw", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"gw-secret")])["gw"].result(30)
@@ -344,9 +358,6 @@ def test_a_gateway_reaches_its_cluster_with_scram(secured: Secured, tmp_path: Pa
         reader.close()
     finally:
         outer.stop()
-    with pytest.raises(RuntimeError, match="exited"):
-        start_gateway(secured.bootstrap, {**props, "kafka.sasl.plain.password": "wrong"},
-                      log_path=tmp_path / "refused.log", timeout_s=60)
 
 
 # -- attacks and bad input: each closes its own connection, nothing else -----------------------------------------------
