@@ -220,7 +220,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
         # during the outage is handled after the "load".
         for member in group.members.values():
-            reschedule_heartbeat(ctx, group, member)
+            reschedule_heartbeat(ctx, member)
         clock = now_ms
     dead_letters = []
     fired_at = None
@@ -241,12 +241,12 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
                                  body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
         except BadRequest as exc:
             try:
-                _refuse(ctx, exc)
+                dead_letters.extend((index, reason) for reason in _refuse(ctx, exc))
             except BadRequest as unanswerable:
                 dead_letters.append((index, unanswerable.reason))
             continue
         try:
-            coordinator.handle(ctx, req)
+            coordinator.run(ctx, req)
         except Exception as exc:  # noqa: BLE001 - reported as a dead letter, the step is re-run without it
             raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
     ctx.now_ms = now_ms
@@ -261,23 +261,25 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         offsets_changed = stored is not None
     else:
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
+    written = ctx.result.written
     return GroupStep(
         metadata=encode_metadata(group),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
-        responses=[encode(r) for r in ctx.responses],
-        records=[r.encode() for r in ctx.records],
+        responses=[encode(r) for r in ctx.result.responses],
+        records=[r.encode() for r in written],
         dead_letters=dead_letters,
         next_deadline_ms=coordinator.next_deadline(ctx.group),
         members_expired=ctx.members_expired,
-        states_entered=tuple(r.value.directory.group_state for r in ctx.records  # type: ignore[union-attr]
+        states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
     )
 
 
-def _refuse(ctx: Context, exc: BadRequest) -> None:
+def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
-    (a dead letter). An internal LoadGroup request is not refused but loaded."""
+    (a dead letter). An internal LoadGroup request is not refused but loaded: what it returns is why each of its
+    records that could not be loaded was not (a dead letter each)."""
     body = exc.body
     if body is not None and body.get("api") == LOAD_GROUP:
         return _load_request(ctx, body)
@@ -285,6 +287,7 @@ def _refuse(ctx: Context, exc: BadRequest) -> None:
     if request_id is None:
         raise exc
     ctx.respond(error_response(body.get("api"), request_id, body.get("group_id"), exc.code, exc.reason))
+    return []
 
 
 def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms: Sequence[int] | None,
@@ -306,19 +309,23 @@ LOAD_GROUP = "LoadGroup"
 """The internal request `schemas.messages.LoadGroup` (a rebuild's), routed like a group request."""
 
 
-def _load_request(ctx: Context, body: dict) -> None:
+def _load_request(ctx: Context, body: dict) -> list[str]:
     try:
         load_group_request = msgspec.convert(body, LoadGroup)
     except msgspec.ValidationError as exc:
         raise BadRequest(f"LoadGroup: {exc}") from None
-    if ctx.group is None:
-        ctx.group = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
-                                             for r in load_group_request.records], ctx.now_ms, ctx.config)
+    if ctx.group is not None:
+        return []
+    loaded = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
+                                      for r in load_group_request.records], ctx.now_ms, ctx.config)
+    ctx.group = loaded.group
+    return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
                config: CoordinatorConfig) -> StoredGroup | None:
-    return encode_state(load.load(group_id, records, now_ms, config))
+    """The stored group the records leave (see `state.load`; records that cannot be decoded are logged)."""
+    return encode_state(load.load(group_id, records, now_ms, config).group)
 
 
 def encode_state(group: ClassicGroup | None) -> StoredGroup | None:

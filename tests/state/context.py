@@ -79,7 +79,7 @@ class GroupContext:
         self.records.extend(result.records)
         self.last = result
         if self.check_replay:
-            rebuilt = load(self.group_id, self.records, self.now_ms, self.config)
+            rebuilt = load(self.group_id, self.records, self.now_ms, self.config).group
             assert durable_view(rebuilt) == durable_view(self.group), "records do not rebuild the group"
         return [json.loads(r) for r in result.responses]
 
