@@ -190,13 +190,15 @@ def _group_loaded(group: ClassicGroup, record: GroupLoaded) -> ClassicGroup:
     return group
 
 
+# A record is a value: the group gets its own copy of a member, since later records change members in place.
+
 def _member_added(group: ClassicGroup, record: MemberAdded) -> ClassicGroup:
-    group.add(record.member)
+    group.add(record.member.__copy__())
     return group
 
 
 def _member_updated(group: ClassicGroup, record: MemberUpdated) -> ClassicGroup:
-    group.update(record.member)
+    group.update(record.member.__copy__())
     return group
 
 
@@ -206,7 +208,7 @@ def _member_removed(group: ClassicGroup, record: MemberRemoved) -> ClassicGroup:
 
 
 def _static_member_replaced(group: ClassicGroup, record: StaticMemberReplaced) -> ClassicGroup:
-    group.replace_static_member(record.old_member_id, record.member)
+    group.replace_static_member(record.old_member_id, record.member.__copy__())
     return group
 
 
