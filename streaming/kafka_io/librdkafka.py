@@ -1,8 +1,8 @@
 """The job's hot-path Kafka reads and writes through librdkafka (confluent-kafka), when it is the chosen client.
 
-`kafka.client` (`streaming.kafka_clients.chosen_client`) picks it: the source's `read_range` and the state task's
-producer (`streaming.sink.KafkaOutput`) then run here instead of on kafka-python. librdkafka parses record batches
-and builds produce requests in C: `bench.transport_bench` measured it 3-4x kafka-python per record.
+`kafka.client` (`streaming.kafka_io.kafka_clients.chosen_client`) picks it: the source's `read_range` and the state
+task's producer (`streaming.kafka_io.sink.KafkaOutput`) then run here instead of on kafka-python. librdkafka parses
+record batches and builds produce requests in C: `bench.transport_bench` measured it 3-4x kafka-python per record.
 
 Settings: the job's `kafka.*` keys are kafka-python's names (`client_config` makes them keyword arguments);
 `confluent_config` maps them to librdkafka's and refuses, naming it, any that has no librdkafka equivalent.
@@ -122,8 +122,8 @@ class OffsetOutOfRange(Exception):
 
 def read_range(config: Mapping[str, object], topic: str, partition: int, start: int, end: int,
                timeout_s: float) -> Iterator[tuple]:
-    """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see `streaming.source.read_range`,
-    which handles `OffsetOutOfRange`)."""
+    """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see
+    `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange`)."""
     consumer = cached_consumer("read", config)
     consumer.assign([TopicPartition(topic, partition, start)])
     try:
