@@ -31,9 +31,9 @@ from state.group import ClassicGroup, GroupState, Member, OffsetValue
 from state.records import (
     AnyRecord,
     AssignmentsSet,
+    GenerationStarted,
     GroupCreated,
     GroupLoaded,
-    GenerationStarted,
     JoinCompleted,
     JoinParked,
     JoinPhaseChanged,

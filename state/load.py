@@ -21,18 +21,15 @@ from typing import Iterable
 
 import msgspec
 
-from schemas.messages import GroupMetadataKey, GroupMetadataRecord, OffsetCommitValue
 from state.config import CoordinatorConfig
 from state.context import Context
-from state.membership import prepare_rebalance, reschedule_heartbeat
 from state.group import ClassicGroup
-from state.records import GroupLoaded, Record, decode_key
+from state.membership import prepare_rebalance, reschedule_heartbeat
+from state.records import GroupLoaded, decode_record
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
 
 log = logging.getLogger(__name__)
 
-_GROUP_VALUE = msgspec.json.Decoder(GroupMetadataRecord)
-_OFFSET_VALUE = msgspec.json.Decoder(OffsetCommitValue)
 
 
 @dataclass
@@ -41,14 +38,6 @@ class Loaded:
     """The group as the records leave it; None: they leave none."""
     unreadable: list[tuple[int, str]] = field(default_factory=list)
     """(position in the records given, why) of every record that could not be decoded."""
-
-
-def decode_record(raw_key: bytes | None, raw_value: bytes | None) -> Record:
-    """A records-topic record; msgspec.DecodeError when it is not one of ours."""
-    key = decode_key(raw_key)
-    if raw_value is None:
-        return Record(key, None)
-    return Record(key, (_GROUP_VALUE if isinstance(key, GroupMetadataKey) else _OFFSET_VALUE).decode(raw_value))
 
 
 def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,

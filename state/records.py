@@ -70,6 +70,18 @@ def decode_key(raw: bytes | None) -> RecordKey:
     return _KEY_DECODER.decode(raw if raw is not None else b"")
 
 
+_GROUP_VALUE = msgspec.json.Decoder(GroupMetadataRecord)
+_OFFSET_VALUE = msgspec.json.Decoder(OffsetCommitValue)
+
+
+def decode_record(raw_key: bytes | None, raw_value: bytes | None) -> Record:
+    """A records-topic record as written; msgspec.DecodeError when it is not one of ours."""
+    key = decode_key(raw_key)
+    if raw_value is None:
+        return Record(key, None)
+    return Record(key, (_GROUP_VALUE if isinstance(key, GroupMetadataKey) else _OFFSET_VALUE).decode(raw_value))
+
+
 def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = None) -> GroupMetadataValue:
     """Kafka's GroupMetadataValue of the group as it is now (members' subscription = selected protocol's)."""
     return GroupMetadataValue(
