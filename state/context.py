@@ -27,7 +27,7 @@ from msgspec import UNSET, Struct
 
 from schemas.messages import GroupMetadataKey, Response
 from state.config import CoordinatorConfig
-from state.group import ClassicGroup, GroupState, Member, OffsetValue
+from state.group import ClassicGroup, GroupState, Member
 from state.records import (
     AnyRecord,
     AssignmentsSet,
@@ -318,4 +318,4 @@ def sync_directory(ctx: Context) -> None:
         ctx.append(group_record(group))
 
 
-__all__ = ["CoordinatorResult", "Context", "OffsetValue", "ReplayError", "replay", "sync_directory"]
+__all__ = ["CoordinatorResult", "Context", "ReplayError", "replay", "sync_directory"]
