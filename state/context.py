@@ -139,7 +139,7 @@ def replay(group: ClassicGroup | None, record: AnyRecord) -> ClassicGroup | None
     apply = _REPLAY.get(type(record))
     if apply is None:
         raise ReplayError(f"no replay for a record of type {type(record).__name__}")
-    if group is None and not isinstance(record, GroupCreated):
+    if group is None and type(record) not in _CREATING:
         raise ReplayError(f"{type(record).__name__} for a group that does not exist")
     return apply(group, record)
 
@@ -285,6 +285,9 @@ def _assignments_set(group: ClassicGroup, record: AssignmentsSet) -> ClassicGrou
         member.assignment = record.assignments.get(member.member_id, "")
     return group
 
+
+_CREATING: frozenset[type] = frozenset({GroupCreated})
+"""The records that apply to no group (they create one); every other record needs its group."""
 
 _REPLAY: dict[type, Callable] = {
     Record: _written,
