@@ -212,9 +212,10 @@ class _RequestFailed(Exception):
 def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int,
           config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
           read_offsets: OffsetsReader | None) -> GroupStep:
-    group = decode_state(stored, read_offsets)
+    group, persisted_current = _decode_group(stored, read_offsets)
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
+    decoded = group
     ctx = Context(group_id, group, now_ms, config)
     if group is not None and (resumed or _after_outage(group, clock, now_ms, request_times_ms, config)):
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
@@ -263,7 +264,9 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
     written = ctx.result.written
     return GroupStep(
-        metadata=encode_metadata(group),
+        # A call that replayed no record left everything a group metadata value holds as it was (only timers and
+        # the clock moved): a persisted value stored as CURRENT still is, without comparing it member by member.
+        metadata=encode_metadata(group, persisted_current and not ctx.result.records and group is decoded),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
         responses=[encode(r) for r in ctx.result.responses],
@@ -351,11 +354,12 @@ _METADATA = msgspec.json.Decoder(_MetadataDoc)
 _OFFSETS = msgspec.json.Decoder(_OffsetsDoc)
 
 
-def encode_metadata(group: ClassicGroup | None) -> bytes | None:
+def encode_metadata(group: ClassicGroup | None, persisted_current: bool = False) -> bytes | None:
+    """`persisted_current`: the caller knows the persisted value is the group as it is now."""
     if group is None:
         return None
     doc = group.to_doc()
-    if group.persisted == kafka_group_value(group):
+    if persisted_current or group.persisted == kafka_group_value(group):
         doc.persisted = CURRENT
     return encode(_MetadataDoc(STATE_SCHEMA_VERSION, doc))
 
@@ -382,8 +386,13 @@ def _decode(raw: bytes, decoder: msgspec.json.Decoder, what: str) -> Any:
 def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None = None) -> ClassicGroup | None:
     """The group of a stored state of this schema version; offsets from `read_offsets` (on first use) when given,
     else from `stored.offsets`. Older versions go through `upgrade_state` first."""
+    return _decode_group(stored, read_offsets)[0]
+
+
+def _decode_group(stored: StoredGroup | None, read_offsets: OffsetsReader | None) -> tuple[ClassicGroup | None, bool]:
+    """`decode_state`, and whether the persisted value was stored as CURRENT."""
     if stored is None:
-        return None
+        return None, False
     doc = _decode(stored.metadata, _METADATA, "state")
     if doc.v != STATE_SCHEMA_VERSION:
         raise ValueError(f"stored state has schema version {doc.v}, this release reads {STATE_SCHEMA_VERSION}"
@@ -393,9 +402,10 @@ def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None 
     else:
         offsets = Offsets(read=lambda: _offset_values(read_offsets()))
     group = ClassicGroup.from_doc(doc.group, offsets)
-    if group.persisted == CURRENT:
+    current = group.persisted == CURRENT
+    if current:
         group.persisted = kafka_group_value(group)
-    return group
+    return group, current
 
 
 def _offset_values(raw: bytes | None) -> dict:

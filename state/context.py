@@ -108,6 +108,7 @@ class Context:
         self.result.responses.append(response)
 
     def schedule(self, key: str, deadline_ms: int) -> None:
+        """Arm the timer `key` at `deadline_ms`, replacing its deadline if it is armed (CoordinatorTimer.schedule)."""
         self.group.timers[key] = deadline_ms  # type: ignore[union-attr]
         self.result.timers.append(Schedule(key, deadline_ms))
 
@@ -136,11 +137,12 @@ class Context:
 
 def replay(group: ClassicGroup | None, record: AnyRecord) -> ClassicGroup | None:
     """Apply one record of this group: the group after it (None: the group metadata tombstone removed it)."""
-    apply = _REPLAY.get(type(record))
+    kind = type(record)
+    apply = _REPLAY.get(kind)
     if apply is None:
-        raise ReplayError(f"no replay for a record of type {type(record).__name__}")
-    if group is None and type(record) not in _CREATING:
-        raise ReplayError(f"{type(record).__name__} for a group that does not exist")
+        raise ReplayError(f"no replay for a record of type {kind.__name__}")
+    if group is None and kind not in _CREATING:
+        raise ReplayError(f"{kind.__name__} for a group that does not exist")
     return apply(group, record)
 
 
@@ -229,6 +231,7 @@ def _join_parked(group: ClassicGroup, record: JoinParked) -> ClassicGroup:
 
 def _sync_parked(group: ClassicGroup, record: SyncParked) -> ClassicGroup:
     group.members[record.member_id].sync = record.parked
+    group.pending_sync.pop(record.member_id, None)
     return group
 
 

@@ -51,28 +51,22 @@ def handle(ctx: Context, req: Request) -> CoordinatorResult:
 
 def run(ctx: Context, req: Request) -> None:
     """`handle` without cutting out this request's result: what a call over many requests uses (its
-    `ctx.result` holds them all, in order)."""
-    error = _api_error(req)
-    if error is not None:
-        ctx.respond(_error(req, error))
+    `ctx.result` holds them all, in order). First the checks Kafka makes before the coordinator sees a request,
+    in its order: KIP-559's, then the group id (INVALID_GROUP_ID)."""
+    api = req.api
+    if api == "SyncGroup" and req.version >= 5 and (req.protocol_type is None or  # type: ignore[union-attr]
+                                                    req.protocol_name is None):  # type: ignore[union-attr]
+        ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL))
+    elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
+        ctx.respond(_error(req, INVALID_GROUP_ID))
     else:
-        _HANDLERS[req.api](ctx, req)
+        _HANDLERS[api](ctx, req)
         sync_directory(ctx)
 
 
 _GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})
 """The APIs whose group id may not be "" (Kafka's INVALID_GROUP_ID); OffsetCommit, OffsetFetch, DescribeGroups
 and DeleteGroups accept it."""
-
-
-def _api_error(req: Request) -> int | None:
-    """The checks Kafka makes before the coordinator sees a request, in its order."""
-    if req.api == "SyncGroup" and req.version >= 5 and (req.protocol_type is None or  # type: ignore[union-attr]
-                                                         req.protocol_name is None):  # type: ignore[union-attr]
-        return INCONSISTENT_GROUP_PROTOCOL  # KIP-559
-    if req.group_id == "" and req.api in _GROUP_ID_REQUIRED:
-        return INVALID_GROUP_ID
-    return None
 
 
 def _error(req: Request, error: int) -> Response:

@@ -204,7 +204,7 @@ def _update_member(ctx: Context, member: Member, req: JoinGroupRequest) -> None:
 def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: JoinGroupRequest,
                                            member_id: str) -> None:
     member = _new_member(req, member_id)
-    if group.state == PREPARING and group.previous_state == EMPTY:
+    if group.state == PREPARING and group.previous_state == EMPTY and not group.new_member_added:
         # Java: any member added during a rebalance that started from Empty extends the initial delay
         # (Scala only while generation == 0).
         ctx.append(JoinPhaseChanged(True, group.initial_delay))
@@ -398,8 +398,9 @@ def handle_sync(ctx: Context, req: SyncGroupRequest) -> None:
     if group.state == PREPARING:
         ctx.respond(sync_response(gid, rid, REBALANCE_IN_PROGRESS))
     elif group.state == COMPLETING:
-        ctx.append(SyncParked(member_id, Parked(rid, req.version)))
-        _remove_pending_sync_member(ctx, group, member_id)
+        ctx.append(SyncParked(member_id, Parked(rid, req.version)))  # which also ends its pending sync
+        if not group.pending_sync:
+            ctx.cancel(SYNC)
         if group.leader == member_id:
             ctx.append(AssignmentsSet({a.member_id: a.assignment for a in req.assignments}))
             _propagate_assignment(ctx, group, NONE)

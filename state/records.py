@@ -201,7 +201,8 @@ class JoinParked(Struct, frozen=True):
 
 
 class SyncParked(Struct, frozen=True):
-    """A member's SyncGroup parked until the leader's assignment arrives."""
+    """A member's SyncGroup parked until the leader's assignment arrives: the member no longer holds the sync
+    phase up (it leaves the pending-sync set)."""
 
     member_id: str
     parked: Parked
