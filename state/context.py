@@ -50,7 +50,7 @@ from state.records import (
     StaticMemberReplaced,
     SyncParked,
     SyncReceived,
-    directory_of,
+    directory_changed,
     group_record,
     kafka_group_value,
     offset_value_of,
@@ -101,7 +101,12 @@ class Context:
     """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
 
     def append(self, record: AnyRecord) -> None:
-        self.group = replay(self.group, record)
+        """Replay the record onto the group, and add it to the result."""
+        apply = _REPLAY.get(type(record))
+        group = self.group
+        if apply is None or (group is None and type(record) not in _CREATING):
+            replay(group, record)  # raises the ReplayError that says why
+        self.group = apply(group, record)  # type: ignore[misc] - `replay` inlined: a rebalance appends thousands
         self.result.records.append(record)
 
     def respond(self, response: Response) -> None:
@@ -200,7 +205,12 @@ def _member_added(group: ClassicGroup, record: MemberAdded) -> ClassicGroup:
 
 
 def _member_updated(group: ClassicGroup, record: MemberUpdated) -> ClassicGroup:
-    group.update(record.member.__copy__())
+    member = group.members[record.member_id]
+    group.set_protocols(member, record.protocols)
+    member.rebalance_timeout_ms = record.rebalance_timeout_ms
+    member.session_timeout_ms = record.session_timeout_ms
+    member.topic_partitions = record.topic_partitions
+    group.set_join(member, record.join)
     return group
 
 
@@ -216,6 +226,7 @@ def _static_member_replaced(group: ClassicGroup, record: StaticMemberReplaced) -
 
 def _pending_member_added(group: ClassicGroup, record: PendingMemberAdded) -> ClassicGroup:
     group.pending_members[record.member_id] = None
+    group.id_counter = record.id_counter
     return group
 
 
@@ -320,7 +331,7 @@ def sync_directory(ctx: Context) -> None:
     """Write a group metadata record when the state or protocol type changed since the last one, so the
     directory (ListGroups) follows every state change, not only those Kafka persists."""
     group = ctx.group
-    if group is not None and group.directory != directory_of(group):
+    if group is not None and directory_changed(group):
         ctx.append(group_record(group))
 
 

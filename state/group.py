@@ -253,12 +253,6 @@ class ClassicGroup:
             self.leader = next(iter(self.members), None)
         return member
 
-    def update(self, member: Member) -> None:
-        """Replace a member by a new value of it (same id, same place in the member order)."""
-        self._count(self.members[member.member_id], -1)
-        self.members[member.member_id] = member
-        self._count(member, 1)
-
     def replace_static_member(self, old_id: str, new: Member) -> None:
         """KIP-345: the new member takes the old one's place as leader and in the pending-sync set."""
         was_leader, was_pending_sync = self.leader == old_id, old_id in self.pending_sync

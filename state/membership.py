@@ -12,8 +12,6 @@ and the API-level checks come before any of them, in `state.coordinator.handle`.
 
 from __future__ import annotations
 
-from msgspec.structs import replace
-
 from schemas.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -111,6 +109,11 @@ def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest) -
         return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL))
     instance = req.group_instance_id
     new_id = group.member_id_for(instance if instance is not None else req.client_id, req.request_id, ctx.now_ms)
+    if instance is None and req.version >= 4:
+        # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
+        ctx.append(PendingMemberAdded(new_id, group.id_counter + 1))
+        ctx.schedule(heartbeat_key(new_id), ctx.now_ms + req.session_timeout_ms)
+        return ctx.respond(join_response(req, MEMBER_ID_REQUIRED, member_id=new_id))
     ctx.append(MemberIdIssued(group.id_counter + 1))
     if instance is not None:
         existing = group.static_members.get(instance)
@@ -122,11 +125,6 @@ def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest) -
             except CoordinatorError as exc:
                 return ctx.respond(join_response(req, exc.code))
             _replace_static_member_then_rebalance_or_complete(ctx, group, req, existing, new_id)
-    elif req.version >= 4:
-        # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
-        ctx.append(PendingMemberAdded(new_id))
-        ctx.schedule(heartbeat_key(new_id), ctx.now_ms + req.session_timeout_ms)
-        ctx.respond(join_response(req, MEMBER_ID_REQUIRED, member_id=new_id))
     else:
         _add_member_then_rebalance_or_complete(ctx, group, req, new_id)
 
@@ -194,11 +192,8 @@ def _new_member(req: JoinGroupRequest, member_id: str) -> Member:
 
 def _update_member(ctx: Context, member: Member, req: JoinGroupRequest) -> None:
     """The member as this JoinGroup describes it, its JoinGroup parked."""
-    ctx.append(MemberUpdated(replace(
-        member, protocols=_protocols(req), rebalance_timeout_ms=req.rebalance_timeout_ms,
-        session_timeout_ms=req.session_timeout_ms, topic_partitions=_topic_partitions(req),
-        join=Parked(req.request_id, req.version),
-    )))
+    ctx.append(MemberUpdated(member.member_id, _protocols(req), req.rebalance_timeout_ms, req.session_timeout_ms,
+                             _topic_partitions(req), Parked(req.request_id, req.version)))
 
 
 def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: JoinGroupRequest,

@@ -105,8 +105,12 @@ def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = 
     )
 
 
-def directory_of(group: ClassicGroup) -> list:
-    return [group.state.value, group.protocol_type or ""]
+def directory_changed(group: ClassicGroup) -> bool:
+    """Whether the group's state or protocol type differs from its last group metadata record's `directory`.
+    (A GroupState is the string it names, so it compares with the stored one without going through `.value`:
+    this runs after every request.)"""
+    directory = group.directory
+    return directory is None or directory[0] != group.state or directory[1] != (group.protocol_type or "")
 
 
 def group_record(group: ClassicGroup, persist: bool = False) -> Record:
@@ -163,9 +167,15 @@ class MemberAdded(Struct, frozen=True):
 
 
 class MemberUpdated(Struct, frozen=True):
-    """A member re-joined with new protocols or timeouts (the whole member, same id)."""
+    """A member re-joined: its protocols, timeouts and partition counts as its JoinGroup gives them, the JoinGroup
+    parked. (Replay sets these on the group's member; the lists are never changed in place.)"""
 
-    member: Member
+    member_id: str
+    protocols: list[tuple[str, str]]
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    topic_partitions: list[tuple[str, int]]
+    join: Parked
 
 
 class MemberRemoved(Struct, frozen=True):
@@ -182,9 +192,11 @@ class StaticMemberReplaced(Struct, frozen=True):
 
 
 class PendingMemberAdded(Struct, frozen=True):
-    """KIP-394: a member id handed out with MEMBER_ID_REQUIRED, not a member until it joins with it."""
+    """KIP-394: a member id handed out with MEMBER_ID_REQUIRED, not a member until it joins with it; `id_counter`
+    as `MemberIdIssued`'s (the id was just issued)."""
 
     member_id: str
+    id_counter: int
 
 
 class MemberIdIssued(Struct, frozen=True):
