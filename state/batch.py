@@ -52,14 +52,14 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 import msgspec
 
-from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup
+from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, OffsetCommitKey
 from state import coordinator, load
 from state.config import CoordinatorConfig
 from state.context import Context
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
 from state.membership import reschedule_heartbeat
-from state.records import kafka_group_value
+from state.records import Record, kafka_group_value
 from state.wire import (
     API_VERSIONS,
     BadRequest,
@@ -264,9 +264,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
     written = ctx.result.written
     return GroupStep(
-        # A call that replayed no record left everything a group metadata value holds as it was (only timers and
-        # the clock moved): a persisted value stored as CURRENT still is, without comparing it member by member.
-        metadata=encode_metadata(group, persisted_current and not ctx.result.records and group is decoded),
+        metadata=encode_metadata(group, persisted_current and group is decoded
+                                 and _only_offsets(ctx.result.records)),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
         responses=[encode(r) for r in ctx.result.responses],
@@ -277,6 +276,13 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
     )
+
+
+def _only_offsets(records: list) -> bool:
+    """Whether these records leave what a group metadata value holds as it was: offset records change offsets only,
+    so a persisted value stored as CURRENT still is, without comparing it member by member (a call of heartbeats
+    and commits only, the common one)."""
+    return all(type(r) is Record and type(r.key) is OffsetCommitKey for r in records)
 
 
 def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
