@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from msgspec import UNSET, Struct
+from msgspec import UNSET
 
 from schemas.messages import GroupMetadataKey, Response
 from state.config import CoordinatorConfig
@@ -56,23 +56,11 @@ from state.records import (
     offset_value_of,
     persisted_of,
 )
-from state.timers import OFFSETS_EXPIRATION, next_retention_check
+from state.timers import OFFSETS_EXPIRATION, Cancel, Schedule, TimerOperation, next_retention_check
 
 
 class ReplayError(Exception):
     """A record that cannot apply to the group it names (a bug in a handler, or a records log out of order)."""
-
-
-class Schedule(Struct, frozen=True):
-    key: str
-    deadline_ms: int
-
-
-class Cancel(Struct, frozen=True):
-    key: str
-
-
-TimerOperation = Schedule | Cancel
 
 
 @dataclass

@@ -16,10 +16,11 @@ from assignors.consumer_protocol import Assignment, Subscription, encode_assignm
 from state import coordinator
 from state.batch import GroupStep, StoredGroup, _after_outage, decode_state, encode_state, step_group
 from state.config import CoordinatorConfig
-from state.context import Cancel, Context, CoordinatorResult, replay
+from state.context import Context, CoordinatorResult, replay
 from state.errors import Errors
 from state.group import ClassicGroup
 from state.load import load
+from state.timers import Cancel
 from state.wire import BadRequest, decode_request
 from tests.state.schemas import validate_record, validate_request, validate_response
 

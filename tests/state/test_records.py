@@ -12,12 +12,12 @@ import pytest
 
 from state import coordinator
 from state.batch import step_group
-from state.context import Context, ReplayError, Schedule, replay
+from state.context import Context, ReplayError, replay
 from state.errors import Errors
 from state.group import GroupState, IllegalTransition, Member, OffsetValue
 from state.load import load
 from state.records import GroupLoaded, MemberAdded, Record, StateChanged, group_tombstone, offset_record
-from state.timers import JOIN, SYNC, heartbeat_key
+from state.timers import JOIN, SYNC, Schedule, heartbeat_key
 from state.wire import decode_request
 from tests.state.context import GroupContext
 
