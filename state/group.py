@@ -53,14 +53,14 @@ class IllegalTransition(Exception):
     """A bug, not bad input: the handlers only ask for transitions the table allows."""
 
 
-class Parked(Struct, array_like=True):
+class Parked(Struct, array_like=True, gc=False):
     """A JoinGroup or SyncGroup Kafka would hold as a delayed operation: enough to answer it later."""
 
     request_id: str
     api_version: int
 
 
-class Member(Struct, array_like=True):
+class Member(Struct, array_like=True, gc=False):
     """Stored as an array, in this order (the stored state's schema version 2)."""
 
     member_id: str

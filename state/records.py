@@ -148,25 +148,25 @@ def offset_value_of(value: OffsetCommitValue) -> OffsetValue:
 
 # -- in-memory records: applied by replay, never written -----------------------------------------------------------
 
-class GroupCreated(Struct, frozen=True):
+class GroupCreated(Struct, frozen=True, gc=False):
     """A new Empty group at generation 0 (Kafka's getOrMaybeCreateClassicGroup)."""
 
     group_id: str
     timestamp: int
 
 
-class GroupLoaded(Struct, frozen=True):
+class GroupLoaded(Struct, frozen=True, gc=False):
     """The group's membership as its last persisted value left it (Kafka's replay of a GroupMetadataValue when it
     loads `__consumer_offsets`): members, generation, protocol and leader; Stable with members, else Empty."""
 
     value: GroupMetadataValue
 
 
-class MemberAdded(Struct, frozen=True):
+class MemberAdded(Struct, frozen=True, gc=False):
     member: Member
 
 
-class MemberUpdated(Struct, frozen=True):
+class MemberUpdated(Struct, frozen=True, gc=False):
     """A member re-joined: its protocols, timeouts and partition counts as its JoinGroup gives them, the JoinGroup
     parked. (Replay sets these on the group's member; the lists are never changed in place.)"""
 
@@ -178,20 +178,20 @@ class MemberUpdated(Struct, frozen=True):
     join: Parked
 
 
-class MemberRemoved(Struct, frozen=True):
+class MemberRemoved(Struct, frozen=True, gc=False):
     """A member, or a pending member, leaves the group (with its pending-sync mark)."""
 
     member_id: str
 
 
-class StaticMemberReplaced(Struct, frozen=True):
+class StaticMemberReplaced(Struct, frozen=True, gc=False):
     """KIP-345: a restarted static member takes over the old member id's place (leader and pending sync too)."""
 
     old_member_id: str
     member: Member
 
 
-class PendingMemberAdded(Struct, frozen=True):
+class PendingMemberAdded(Struct, frozen=True, gc=False):
     """KIP-394: a member id handed out with MEMBER_ID_REQUIRED, not a member until it joins with it; `id_counter`
     as `MemberIdIssued`'s (the id was just issued)."""
 
@@ -199,20 +199,20 @@ class PendingMemberAdded(Struct, frozen=True):
     id_counter: int
 
 
-class MemberIdIssued(Struct, frozen=True):
+class MemberIdIssued(Struct, frozen=True, gc=False):
     """The counter that makes generated member ids unique within the group (see `ClassicGroup.member_id_for`)."""
 
     id_counter: int
 
 
-class JoinParked(Struct, frozen=True):
+class JoinParked(Struct, frozen=True, gc=False):
     """A member's JoinGroup parked until the join phase completes (None: answered)."""
 
     member_id: str
     parked: Parked | None
 
 
-class SyncParked(Struct, frozen=True):
+class SyncParked(Struct, frozen=True, gc=False):
     """A member's SyncGroup parked until the leader's assignment arrives: the member no longer holds the sync
     phase up (it leaves the pending-sync set)."""
 
@@ -220,29 +220,29 @@ class SyncParked(Struct, frozen=True):
     parked: Parked
 
 
-class ParkedSyncsAnswered(Struct, frozen=True):
+class ParkedSyncsAnswered(Struct, frozen=True, gc=False):
     """Every parked SyncGroup was answered (with the assignment or an error)."""
 
 
-class StateChanged(Struct, frozen=True):
+class StateChanged(Struct, frozen=True, gc=False):
     """A transition, checked against `state.group.VALID_PREVIOUS` when replayed."""
 
     state: GroupState
     timestamp: int
 
 
-class JoinPhaseChanged(Struct, frozen=True):
+class JoinPhaseChanged(Struct, frozen=True, gc=False):
     """KIP-134's bookkeeping of the initial rebalance delay."""
 
     new_member_added: bool
     initial_delay: tuple[int, int] | None
 
 
-class LeaderElected(Struct, frozen=True):
+class LeaderElected(Struct, frozen=True, gc=False):
     member_id: str
 
 
-class GenerationStarted(Struct, frozen=True):
+class GenerationStarted(Struct, frozen=True, gc=False):
     """The join phase completed: the next generation, its protocol (None without members) and the subscribed
     topics that follow from them."""
 
@@ -250,24 +250,24 @@ class GenerationStarted(Struct, frozen=True):
     protocol_name: str | None
 
 
-class JoinCompleted(Struct, frozen=True):
+class JoinCompleted(Struct, frozen=True, gc=False):
     """Every member's JoinGroup was answered and nobody is new any more; `await_sync`: every member owes a
     SyncGroup (the pending-sync set), unless the coordinator assigned itself."""
 
     await_sync: bool
 
 
-class PendingSyncCleared(Struct, frozen=True):
+class PendingSyncCleared(Struct, frozen=True, gc=False):
     """Nobody owes a SyncGroup any more (a new join phase began, or one completed)."""
 
 
-class SyncReceived(Struct, frozen=True):
+class SyncReceived(Struct, frozen=True, gc=False):
     """The member sent its SyncGroup: it no longer holds the sync phase up."""
 
     member_id: str
 
 
-class AssignmentsSet(Struct, frozen=True):
+class AssignmentsSet(Struct, frozen=True, gc=False):
     """Every member's assignment: from this map, empty bytes for a member it leaves out."""
 
     assignments: dict[str, str]

@@ -13,14 +13,14 @@ from msgspec import Struct
 from state.config import CoordinatorConfig
 
 
-class Schedule(Struct, frozen=True):
+class Schedule(Struct, frozen=True, gc=False):
     """Arm the timer `key` at `deadline_ms`, replacing its deadline if it is armed."""
 
     key: str
     deadline_ms: int
 
 
-class Cancel(Struct, frozen=True):
+class Cancel(Struct, frozen=True, gc=False):
     key: str
 
 
