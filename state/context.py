@@ -79,6 +79,8 @@ class CoordinatorResult:
 
 @dataclass
 class Context:
+    """One call's runtime for one group: the group as replayed so far, the time, the config, and the result."""
+
     group_id: str
     group: ClassicGroup | None
     now_ms: int
