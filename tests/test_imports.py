@@ -101,10 +101,9 @@ def test_streaming_keeps_at_most_14_modules_at_its_top():
     assert len(top) <= MAX_STREAMING_TOP, f"{len(top)} modules at the top of streaming/: {top}"
 
 
-@pytest.mark.parametrize("name", [m for m in modules() if m.split(".")[0] != "state"])
+@pytest.mark.parametrize("name", modules())
 def test_no_assert_is_a_runtime_check(name):
-    """`python -O` drops every `assert`, so a check that must hold when the product runs raises a real error.
-    (`state/` is the core's, whose last asserts go with its handlers' rewrite, issue 25.)"""
+    """`python -O` drops every `assert`, so a check that must hold when the product runs raises a real error."""
     path = Path(importlib.import_module(name).__file__)
     lines = [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Assert)]
     assert not lines, f"{name}: assert at line(s) {lines}"
