@@ -12,7 +12,7 @@ from state.errors import Errors
 from state.group import GroupState
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
-from state.timers import is_due
+from state.timers import earliest, is_due
 from state.wire import encode, error_response
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "OffsetsReader",
     "StoredGroup",
     "decode_key",
+    "earliest",
     "encode",
     "error_response",
     "is_due",

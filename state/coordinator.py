@@ -13,7 +13,7 @@ from state import membership, offsets
 from state.context import Context, CoordinatorResult, sync_directory
 from state.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, NON_EMPTY_GROUP, NONE
 from state.group import ClassicGroup, GroupState
-from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, is_due
+from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
 from state.wire import simple_response
 
 
@@ -77,7 +77,7 @@ def _error(req: Request, error: int) -> Response:
 
 
 def next_deadline(group: ClassicGroup | None) -> int | None:
-    return min(group.timers.values(), default=None) if group is not None else None
+    return earliest(group.timers.values()) if group is not None else None
 
 
 def _describe(ctx: Context, req: Request) -> None:
