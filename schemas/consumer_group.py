@@ -10,8 +10,9 @@ every version of an API), for what Kafka 4.x adds for consumer groups:
 - `TopicMetadata`, our internal request that carries the cluster's topics into the control topic, so that the
   server-side assignors see the same topics when a batch is replayed (docs/records.md, "Topic metadata").
 
-They live in their own module until the core routes them (`CONSUMER_API_VERSIONS` then joins `API_VERSIONS`);
-the JSON Schemas are generated from them with the others (`python -m schemas`).
+Their versions, classes and records are in `schemas.messages`' tables with the classic ones (`API_VERSIONS`,
+`REQUESTS`, `RESPONSES`, `RecordKey`, `RECORDS`); the JSON Schemas are generated from them with the others
+(`python -m schemas`).
 
 Topic ids are Kafka's `Uuid` in the form `Uuid.toString()` gives and `kafka-topics.sh --describe` shows: 22
 characters of URL-safe base64 without padding (the cluster's own ids, never made up here).
@@ -23,7 +24,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
-from schemas.messages import (
+from schemas.base import (
     NO_AUTHORIZED_OPERATIONS,
     Bytes,
     Extension,
@@ -41,12 +42,6 @@ TopicId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{22}$", extra_json_schema=
     "description": "Kafka's Uuid as Uuid.toString() writes it (URL-safe base64, no padding)"})]
 ConsumerGroupStateName = Literal["Empty", "Assigning", "Reconciling", "Stable"]
 """Kafka's ConsumerGroupState names."""
-
-CONSUMER_API_VERSIONS: dict[str, tuple[int, int]] = {
-    "ConsumerGroupHeartbeat": (0, 1),
-    "ConsumerGroupDescribe": (0, 1),
-}
-"""The versions of the KIP-848 APIs, as `schemas.messages.API_VERSIONS` has them for the classic ones."""
 
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 """From ConsumerGroupHeartbeat v1 the client generates its member id (KIP-1082); v0 may join with ""."""
@@ -139,15 +134,6 @@ class ConsumerGroupDescribeResponse(GroupResponse, frozen=True, kw_only=True, ta
     members: tuple[Member, ...] = ()
     authorized_operations: Int32 = NO_AUTHORIZED_OPERATIONS
 
-
-CONSUMER_REQUESTS: dict[str, type[Request]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest)
-}
-CONSUMER_RESPONSES: dict[str, type[GroupResponse]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse)
-}
 
 # -- topic metadata (ours) ---------------------------------------------------------------------------------------
 

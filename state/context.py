@@ -72,6 +72,13 @@ class CoordinatorResult:
     timers: list[TimerOperation] = field(default_factory=list)
 
     @property
+    def response(self) -> Response | None:
+        """The response of a result that has at most one (a single request's); None when it has none (a timer's)."""
+        if len(self.responses) > 1:
+            raise ValueError(f"a result of {len(self.responses)} responses has no single response")
+        return self.responses[0] if self.responses else None
+
+    @property
     def written(self) -> list[Record]:
         """The records for the records topic (the in-memory ones left out)."""
         return [r for r in self.records if isinstance(r, Record)]

@@ -15,10 +15,11 @@ from collections import Counter
 from typing import Mapping
 
 from assignors.api import SubscriptionType
-from state.consumer import records
+from state import records
 from state.consumer.member import ConsumerGroupMember, Partitions
-from state.consumer.records import Record, ResolvedRegularExpression
+from state.consumer.topics import ResolvedRegularExpression
 from state.errors import CoordinatorError, Errors
+from state.records import Record
 
 
 class ConsumerGroupState(enum.Enum):

@@ -15,6 +15,8 @@ from dataclasses import replace
 
 from schemas.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
+    MemberTopicPartitions,
+    TargetTopicPartitions,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
@@ -24,7 +26,8 @@ from schemas.consumer_group import (
 )
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import ConsumerGroupMember, MemberState
-from state.consumer.records import Record, ResolvedRegularExpression, epochs_of_record, partitions_of_record
+from state.consumer.topics import ResolvedRegularExpression
+from state.records import Record
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
@@ -171,3 +174,24 @@ def _hold(group: ConsumerGroup, member: ConsumerGroupMember) -> None:
                     raise IllegalStateError(f"Cannot set the epoch of {topic}-{partition} to {member.member_epoch}"
                                             f" because the partition is still held at epoch {held[partition]}.")
                 held[partition] = member.member_epoch
+
+
+def partitions_of_record(topics: tuple[TargetTopicPartitions, ...]) -> dict[str, frozenset[int]]:
+    """A target-assignment record's partitions, per topic id."""
+    out: dict[str, frozenset[int]] = {}
+    for tp in topics:
+        out[tp.topic_id] = out.get(tp.topic_id, frozenset()) | frozenset(tp.partitions)
+    return out
+
+
+def epochs_of_record(topics: tuple[MemberTopicPartitions, ...], default_epoch: int) -> dict[str, dict[int, int]]:
+    """A current-assignment record's partitions with their assignment epochs; a record written before KIP-1251
+    (no epochs) counts them assigned at `default_epoch`."""
+    out: dict[str, dict[int, int]] = {}
+    for tp in topics:
+        epochs = tp.assignment_epochs
+        if epochs is None or len(epochs) != len(tp.partitions):
+            epochs = (default_epoch,) * len(tp.partitions)
+        out.setdefault(tp.topic_id, {}).update(zip(tp.partitions, epochs))
+    return {t: dict(sorted(p.items())) for t, p in out.items()}
+

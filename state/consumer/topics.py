@@ -31,6 +31,15 @@ class TopicImage:
     partitions: int
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvedRegularExpression:
+    """The topics a regular expression matched, at which metadata version, resolved when."""
+
+    topics: frozenset[str]
+    version: int
+    timestamp_ms: int
+
+
 @dataclass(frozen=True)
 class MetadataImage:
     """Every topic of the cluster at one metadata version. `version` -1: no image received yet."""

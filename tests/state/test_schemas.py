@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from schemas.consumer_group import CONSUMER_API_VERSIONS, CONSUMER_RECORDS
+from schemas.consumer_group import CONSUMER_RECORDS
 from state.wire import API_VERSIONS
 from tests.state.schemas import SCHEMAS, validate_request, validator
 from tests.state.test_replay_tool import SCENARIO
 
 
-VERSIONS = {**API_VERSIONS, **CONSUMER_API_VERSIONS}
+VERSIONS = API_VERSIONS
 RECORD_SCHEMAS = ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", *CONSUMER_RECORDS]
 
 
