@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from schemas.base import (
     NO_AUTHORIZED_OPERATIONS,
@@ -145,17 +145,18 @@ class TopicMetadataTopic(Message, frozen=True):
 
 
 class TopicMetadata(Struct, frozen=True, kw_only=True):
-    """Internal request, written by whoever watches the cluster's topics (never by clients): every topic of the
-    cluster, with the cluster's own topic ids, at one metadata version. Each one replaces the topics a group
-    knows when its `version` is newer; it has no response. The group's next heartbeat sees a changed partition
-    count or a new topic as Kafka's coordinator sees a new metadata image: the subscribed topics' metadata hash
-    changes (a new target assignment), a regular expression is resolved again."""
+    """Internal request, written by the coordinator's driver, which watches the cluster's topics (never by clients):
+    every topic of the cluster, with the cluster's own topic ids, at one metadata version. It goes to every state
+    bucket (`state.batch.route`: kind `topics`), where it replaces the topics the bucket's consumer groups see when
+    its `version` is newer; it has no response. A group's next heartbeat sees a changed partition count or a new
+    topic as Kafka's coordinator sees a new metadata image: the subscribed topics' metadata hash changes (a new
+    target assignment), a regular expression is resolved again."""
 
     api: Literal["TopicMetadata"] = "TopicMetadata"
     request_id: str = ""
-    group_id: Annotated[str, Meta(description="the group this copy is for")]
     version: Annotated[int, Meta(ge=0, le=2**63 - 1, description=(
-        "the metadata version, increasing with every change (Kafka: the metadata image's offset)"))]
+        "the metadata version, increasing with every change (Kafka: the metadata image's offset; here the time it was"
+        " observed, in ms, kept increasing by the publisher)"))]
     topics: tuple[TopicMetadataTopic, ...]
 
 
@@ -216,12 +217,20 @@ ConsumerGroupRecordKey = (
 )
 
 
+class ConsumerGroupDirectoryEntry(Message, frozen=True):
+    group_state: ConsumerGroupStateName
+    member_count: Int32
+
+
 class ConsumerGroupMetadataValue(Struct, frozen=True, kw_only=True):
     """Type 3: the group epoch, and (Kafka 4.1+, KIP-1101) the hash of the subscribed topics' metadata."""
 
     epoch: Int32
     metadata_hash: Annotated[Int64, Versions("0+"), Meta(
         description="tagged in Kafka; ours is computed by state.consumer.topics.metadata_hash")] = 0
+    directory: Annotated[ConsumerGroupDirectoryEntry | UnsetType, Extension(
+        "the group now, for ListGroups (written whenever its state changes; absent on the epoch bumps Kafka writes);"
+        " ignored when loading")] = UNSET
 
 
 class PartitionMetadata(Message, frozen=True):

@@ -5,7 +5,15 @@ behind these names without touching the job or the gateway (tests/test_imports.p
 are Kafka's or the core's own; what each does is said where it is defined.
 """
 
-from state.batch import GroupStep, OffsetsReader, StoredGroup, route, step_group, upgrade_state
+from state.batch import (
+    TOPIC_METADATA_GROUP,
+    GroupStep,
+    OffsetsReader,
+    StoredGroup,
+    route,
+    step_group,
+    upgrade_state,
+)
 from state.config import CoordinatorConfig
 from state.directory import GroupDirectory
 from state.errors import Errors
@@ -16,6 +24,7 @@ from state.timers import earliest, is_due
 from state.wire import encode, error_response
 
 __all__ = [
+    "TOPIC_METADATA_GROUP",
     "CoordinatorConfig",
     "Errors",
     "GroupDirectory",

@@ -19,6 +19,8 @@ from schemas.messages import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
+from state.consumer.group import ConsumerGroup, delete_records
+from state.consumer.offsets import validate_offset_commit, validate_offset_fetch
 from state.context import Context
 from state.errors import (
     GROUP_ID_NOT_FOUND,
@@ -41,6 +43,7 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
     generation: int = req.generation_id_or_member_epoch  # type: ignore[assignment]
     error = NONE
     group = ctx.group
+    partition_error = None
     try:
         if group is None:
             if generation >= 0:
@@ -48,6 +51,8 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
                 raise CoordinatorError(GROUP_ID_NOT_FOUND if req.version >= 9 else ILLEGAL_GENERATION)
             # A commit without group management (admin tools, assign()) creates a "simple" group.
             group = ctx.create_group()
+        elif isinstance(group, ConsumerGroup):
+            partition_error = _validate_consumer_commit(ctx, group, req, generation)
         else:
             _validate_commit(group, req.member_id, req.group_instance_id, generation, req.principal)
     except CoordinatorError as exc:
@@ -57,6 +62,8 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
         partitions = []
         for p in topic.partitions:
             code = error
+            if code == NONE and partition_error is not None:
+                code = partition_error(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
             if code == NONE and _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
                 code = OFFSET_METADATA_TOO_LARGE
@@ -69,7 +76,8 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
                 )))
             partitions.append(OffsetCommitResponsePartition(p.partition_index, code))
         topics.append(OffsetCommitResponseTopic(topic.name, tuple(partitions)))
-    if error == NONE and group is not None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+    if error == NONE and isinstance(group, ClassicGroup) and group.state in (GroupState.STABLE,
+                                                                           GroupState.PREPARING_REBALANCE):
         member = group.members.get(req.member_id)
         if member is not None:
             reschedule_heartbeat(ctx, member)
@@ -94,9 +102,32 @@ def _validate_commit(group: ClassicGroup, member_id: str, instance: str | None, 
         raise CoordinatorError(REBALANCE_IN_PROGRESS)
 
 
+def _validate_consumer_commit(ctx: Context, group: ConsumerGroup, req: OffsetCommitRequest,
+                              member_epoch: int) -> Callable[[str, int], int]:
+    """Kafka's ConsumerGroup.validateOffsetCommit (`state.consumer.offsets`): the member and its epoch, then for a
+    member one epoch behind, each partition (KIP-1251: a partition it held since then may still be committed; the
+    topic's id comes from the cluster's topics, and a topic they lack cannot be judged: STALE_MEMBER_EPOCH)."""
+    check = validate_offset_commit(group, member_id=req.member_id, instance_id=req.group_instance_id,
+                                   member_epoch=member_epoch, api_version=req.version)
+    by_name = ctx.image.by_name
+
+    def partition_error(topic: str, partition: int) -> int:
+        found = by_name.get(topic)
+        return check(found.topic_id if found is not None else "", partition)
+
+    return partition_error
+
+
 def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:
-    """Any state, no member checks (classic groups); unknown partitions answer offset -1."""
-    offsets = ctx.group.offsets if ctx.group is not None else {}
+    """Any state, no member checks (classic groups; a consumer group checks the member and its epoch when the
+    request names them, OffsetFetch v9+); unknown partitions answer offset -1."""
+    group = ctx.group
+    if isinstance(group, ConsumerGroup):
+        try:
+            validate_offset_fetch(group, member_id=req.member_id, member_epoch=req.member_epoch)
+        except CoordinatorError as exc:
+            return ctx.respond(simple_response(req, exc.code))
+    offsets = group.offsets if group is not None else {}
     topics = []
     if req.topics is None:
         by_topic: dict[str, list] = {}
@@ -121,9 +152,12 @@ def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
     group = ctx.group
     if group is None:
         return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
-    live = group.state != GroupState.EMPTY
-    if live and group.protocol_type != "consumer":
-        return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
+    if isinstance(group, ConsumerGroup):
+        live = bool(group.members)  # Kafka's ConsumerGroup.validateOffsetDelete refuses nothing
+    else:
+        live = group.state != GroupState.EMPTY
+        if live and group.protocol_type != "consumer":
+            return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
     topics = []
     for topic in req.topics:
         name = topic.name
@@ -141,7 +175,7 @@ def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
     ctx.respond(simple_response(req, NONE, topics=tuple(topics)))
 
 
-def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:
+def on_expiration_timer(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
     """The periodic retention check: tombstone expired offsets; an Empty group left without offsets is deleted
     (Java always writes the group tombstone; Scala only for generation > 0)."""
     ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
@@ -155,14 +189,18 @@ def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:
                        else ctx.now_ms - base >= ctx.config.offsets_retention_ms)
             if expired:
                 ctx.append(offset_tombstone(ctx.group_id, topic, partition))
-    if group.state == GroupState.EMPTY and not group.offsets:
+    empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
+    if empty and not group.offsets:
         delete_group(ctx, group)
 
 
-def _retention_base(group: ClassicGroup) -> Callable[[str, OffsetValue], int | None] | None:
+def _retention_base(group: ClassicGroup | ConsumerGroup) -> Callable[[str, OffsetValue], int | None] | None:
     """Kafka's offsetExpirationCondition: for each offset, the time its retention counts from, or None when
     that offset must be kept (its topic is still subscribed). None overall: nothing of this group expires
-    (a rebalancing group, or a live one whose subscriptions are unknown)."""
+    (a rebalancing group, or a live one whose subscriptions are unknown). A consumer group's offsets of topics
+    no member subscribes to expire from their commit, whatever the group's state (Kafka 3.7+)."""
+    if isinstance(group, ConsumerGroup):
+        return lambda topic, offset: None if group.is_subscribed_to(topic) else offset.commit_timestamp
     if not group.protocol_type:  # a simple group: from each commit
         return lambda topic, offset: offset.commit_timestamp
     if group.state == GroupState.EMPTY:  # from when the group became Empty
@@ -173,8 +211,15 @@ def _retention_base(group: ClassicGroup) -> Callable[[str, OffsetValue], int | N
     return None
 
 
-def delete_group(ctx: Context, group: ClassicGroup) -> None:
-    """Tombstone every offset, then the group metadata: the group is gone (a later request sees none)."""
+def delete_group(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
+    """Tombstone every offset, then the group's metadata: the group is gone (a later request sees none)."""
     for topic, partition in sorted(group.offsets):
         ctx.append(offset_tombstone(ctx.group_id, topic, partition))
-    ctx.append(group_tombstone(ctx.group_id))
+    delete_group_metadata(ctx, group)
+
+
+def delete_group_metadata(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
+    """Tombstone the group's metadata (a consumer group's records, in Kafka's order); offsets stay (a group left
+    with offsets only is the simple group that holds them)."""
+    for record in delete_records(group) if isinstance(group, ConsumerGroup) else [group_tombstone(ctx.group_id)]:
+        ctx.append(record)

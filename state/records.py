@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import msgspec
-from msgspec import UNSET, Struct
+from msgspec import UNSET, Struct, UnsetType
 
 from schemas.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupDirectoryEntry,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
@@ -62,6 +64,9 @@ from state.consumer.member import ConsumerGroupMember, PartitionEpochs, Partitio
 from state.consumer.topics import ResolvedRegularExpression
 from state.group import ClassicGroup, GroupState, Member, OffsetValue, Parked
 from state.wire import encode
+
+if TYPE_CHECKING:
+    from state.consumer.group import ConsumerGroup
 
 __all__ = ["GROUP_METADATA_KEY_VERSION", "OFFSET_COMMIT_KEY_VERSION", "Record", "decode_key"]
 
@@ -182,9 +187,17 @@ def offset_value_of(value: OffsetCommitValue) -> OffsetValue:
 
 # -- type 3: group epoch -------------------------------------------------------------------------------------------
 
-def group_epoch(group_id: str, epoch: int, metadata_hash: int) -> Record:
-    return Record(ConsumerGroupMetadataKey(group_id), ConsumerGroupMetadataValue(epoch=epoch,
-                                                                                metadata_hash=metadata_hash))
+def group_epoch(group_id: str, epoch: int, metadata_hash: int,
+                directory: ConsumerGroupDirectoryEntry | UnsetType = UNSET) -> Record:
+    """`directory`: the group's state now, for ListGroups (our extension; Kafka's epoch bumps have none)."""
+    return Record(ConsumerGroupMetadataKey(group_id), ConsumerGroupMetadataValue(
+        epoch=epoch, metadata_hash=metadata_hash, directory=directory))
+
+
+def consumer_directory_record(group: ConsumerGroup) -> Record:
+    """The group-epoch record as it is, with the group's state now: what ListGroups is answered from."""
+    return group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
+                       ConsumerGroupDirectoryEntry(group.state.value, len(group.members)))
 
 
 def group_epoch_tombstone(group_id: str) -> Record:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from msgspec import UNSET
+
 from schemas.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
     MemberTopicPartitions,
@@ -51,6 +53,9 @@ def replay(group: ConsumerGroup | None, record: Record) -> ConsumerGroup | None:
             return None
         group.group_epoch = value.epoch  # type: ignore[union-attr]
         group.metadata_hash = value.metadata_hash  # type: ignore[union-attr]
+        directory = value.directory  # type: ignore[union-attr]
+        if directory is not UNSET:
+            group.directory = [directory.group_state, directory.member_count]
     elif isinstance(key, ConsumerGroupPartitionMetadataKey):
         group.has_subscription_metadata_record = value is not None
     elif isinstance(key, ConsumerGroupMemberMetadataKey):

@@ -45,7 +45,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from common.config import client_config
-from state.api import route
+from state.api import TOPIC_METADATA_GROUP, route
 from streaming.bucket_deadlines import buckets_to_call
 from streaming.buckets import bucket_of
 from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
@@ -245,7 +245,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms, self.client)
         if self.route:
             resumed = partition.resumed
-            routed_rows = (routed(row, self.buckets, resumed) for row in rows)
+            routed_rows = (out for row in rows for out in routed(row, self.buckets, resumed))
             return record_batches(chain(timer_rows(partition.due, resumed), routed_rows), ROUTED_ARROW)
         return record_batches(rows, RAW_ARROW)
 
@@ -331,14 +331,17 @@ def _read_range_kafka_python(config: Mapping[str, object], part: KafkaRange, fai
             raise TimeoutError(f"{tp}: offsets up to {part.end} not readable within {poll_timeout_ms} ms")
 
 
-def routed(row: tuple, buckets: int, resumed: bool) -> tuple:
+def routed(row: tuple, buckets: int, resumed: bool) -> list[tuple]:
     """Append the core's routing decision, the state bucket and the batch's `resumed` to a raw row (see
-    `ROUTED_ARROW`)."""
+    `ROUTED_ARROW`). The cluster's topics (route kind `topics`) go to every bucket, as a request of its topic
+    metadata row (`TOPIC_METADATA_GROUP`): one row per bucket."""
     _partition, _offset, _timestamp, key, value = row
     r = route(key, value)
+    if r.kind == "topics":
+        return [row + ("group", TOPIC_METADATA_GROUP, None, None, None, bucket, resumed) for bucket in range(buckets)]
     group_id = r.group_id or ""
     bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
-    return row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)
+    return [row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)]
 
 
 def timer_rows(buckets: Iterable[int], resumed: bool) -> Iterator[tuple]:

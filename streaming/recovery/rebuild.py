@@ -68,7 +68,7 @@ def load_requests(latest: Mapping[bytes, bytes | None]) -> dict[str, bytes]:
         if value is None:
             continue  # compaction would have removed the key's earlier values and, later, the tombstone
         try:
-            group_id = decode_key(key).group
+            group_id = decode_key(key).group_id
         except msgspec.DecodeError:
             log.warning("records topic key %r is not a coordinator record; skipped", key[:200])
             continue

@@ -89,7 +89,7 @@ def test_a_topic_created_later_is_picked_up_by_a_regex():
     ctx.sleep(0)
     ctx.assignor.prepare({M1: assignment(("foo", (0, 1, 2, 3, 4, 5)))})
     epoch = ctx.heartbeat(M1, 1).response.member_epoch
-    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(group_id=G, version=2, topics=(
+    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(version=2, topics=(
         TopicMetadataTopic(topic_id("foo"), "foo", 6), TopicMetadataTopic(topic_id("fab"), "fab", 2))))
     assert ctx.image.new_topics_version == 2
     ctx.now_ms += 5_000
@@ -125,7 +125,7 @@ def test_more_partitions_change_the_target_on_the_next_heartbeat():
     ctx = ConsumerContext(image=IMAGE)
     build_group(ctx, 10, [member(M1, assigned=[("foo", (0, 1, 2, 3, 4, 5)), ("bar", (0, 1, 2))])])
     assert ctx.heartbeat(M1, 10).records == []
-    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(group_id=G, version=2, topics=(
+    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(version=2, topics=(
         TopicMetadataTopic(topic_id("foo"), "foo", 8), TopicMetadataTopic(topic_id("bar"), "bar", 3))))
     ctx.assignor.prepare({M1: assignment(("foo", (0, 1, 2, 3, 4, 5, 6, 7)), ("bar", (0, 1, 2)))})
     result = ctx.heartbeat(M1, 10)
@@ -137,7 +137,7 @@ def test_a_deleted_topic_is_revoked_at_once():
     """KAFKA-19431: partitions of a topic that no longer exists are not the member's to keep."""
     ctx = ConsumerContext(image=IMAGE)
     build_group(ctx, 10, [member(M1, assigned=[("foo", (0, 1, 2, 3, 4, 5)), ("bar", (0, 1, 2))])])
-    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(group_id=G, version=2, topics=(
+    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(version=2, topics=(
         TopicMetadataTopic(topic_id("foo"), "foo", 6),)))
     ctx.assignor.prepare({M1: assignment(("foo", (0, 1, 2, 3, 4, 5)))})
     result = ctx.heartbeat(M1, 10, owned=[("foo", (0, 1, 2, 3, 4, 5)), ("bar", (0, 1, 2))])
@@ -146,10 +146,10 @@ def test_a_deleted_topic_is_revoked_at_once():
 
 
 def test_an_older_or_repeated_topic_metadata_request_changes_nothing():
-    newer = apply_topic_metadata(IMAGE, TopicMetadata(group_id=G, version=5, topics=()))
-    assert apply_topic_metadata(newer, TopicMetadata(group_id=G, version=5, topics=(
+    newer = apply_topic_metadata(IMAGE, TopicMetadata(version=5, topics=()))
+    assert apply_topic_metadata(newer, TopicMetadata(version=5, topics=(
         TopicMetadataTopic(topic_id("foo"), "foo", 6),))) is newer
-    assert apply_topic_metadata(newer, TopicMetadata(group_id=G, version=3, topics=())) is newer
+    assert apply_topic_metadata(newer, TopicMetadata(version=3, topics=())) is newer
     assert newer.by_name == {} and newer.new_topics_version == -1
 
 
