@@ -320,7 +320,7 @@ class ListedGroup(Message, frozen=True):
     group_id: str
     protocol_type: str
     group_state: str
-    group_type: Literal["classic"] = "classic"
+    group_type: Annotated[Literal["classic", "consumer"], Versions("5+")] = "classic"
 
 
 class ListGroupsResponse(Response, frozen=True, kw_only=True, tag="ListGroups"):

@@ -12,7 +12,8 @@ from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.errors import Errors
 from state.group import ClassicGroup
-from state.offline import answer
+from state.directory import GroupDirectory
+from state.offline import answer, list_groups
 from state.timers import OFFSETS_EXPIRATION, consumer_session_timeout_key
 from tests.state.consumer.support import topic_id
 from tests.state.context import GroupContext
@@ -169,6 +170,42 @@ def test_a_stopped_querys_consumer_group_is_described_and_listed():
     (member,) = described["members"]
     assert (described["group_state"], member["member_id"], member["member_epoch"]) == ("Stable", "A", 1)
     assert member["assignment"]["topic_partitions"][0]["partitions"] == list(range(6))
+    listed = json.loads(list_groups([("g", ctx.state)], b'{"api":"ListGroups","request_id":"l"}'))
+    assert listed["groups"] == [{"group_id": "g", "protocol_type": "consumer", "group_state": "Stable",
+                                 "group_type": "consumer"}]
+
+
+def test_list_groups_filters_by_type_and_state_across_both_kinds():
+    """KIP-848's ListGroups v5 TypesFilter (case-insensitive, an unknown type matches nothing) and a consumer
+    group's states (Kafka: testListGroups)."""
+    directory = GroupDirectory()
+    consumer = consumer_context()
+    consumer.consumer_join("A")
+    consumer.consumer_join("B")  # Reconciling: A has partitions to revoke
+    classic = GroupContext(group_id="c")
+    classic.stable_group(1)
+    for key, value in consumer.records + classic.records:
+        directory.apply(key, value)
+
+    def listed(**filters: list[str]) -> list[tuple[str, str, str]]:
+        request = {"api": "ListGroups", "request_id": "l", **filters}
+        return [(g["group_id"], g["group_state"], g["group_type"])
+                for g in json.loads(directory.answer(json.dumps(request).encode()))["groups"]]
+
+    assert listed() == [("c", "Stable", "classic"), ("g", "Reconciling", "consumer")]
+    assert listed(types_filter=["CONSUMER"]) == [("g", "Reconciling", "consumer")]
+    assert listed(types_filter=["classic"], states_filter=["stable"]) == [("c", "Stable", "classic")]
+    assert listed(types_filter=["share"]) == []
+    assert listed(states_filter=["reconciling"]) == [("g", "Reconciling", "consumer")]
+    assert directory.count_by_state()["Reconciling"] == 1
+
+
+def test_describe_groups_answers_dead_for_a_consumer_group():
+    """Kafka's DescribeGroups below v6 for a consumer group: no error, state Dead."""
+    ctx = consumer_context()
+    ctx.consumer_join("A")
+    (response,) = ctx.step({"api": "DescribeGroups", "api_version": 5, "request_id": "d", "group_id": "g"})
+    assert (response["error_code"], response["group_state"], response["members"]) == (0, "Dead", [])
 
 
 # -- offsets (Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch, OffsetMetadataManagerTest) ----------
