@@ -13,6 +13,10 @@ is read, so the routing costs no extra Python stage.
 `read` yields Arrow record batches built column-wise (`record_batches`), which spares PySpark's per-value
 conversion of yielded tuples.
 
+`topicMetadataRefreshMs` (> 0) makes the reader publish the cluster's topics into the subscribed (control) topic
+at the start and whenever they change, checked that often (`streaming.kafka_io.topic_watch`), for the consumer
+groups' assignors; the routing sends them to every bucket.
+
 `timersTopic` enables timer rows: with `spark.sql.streaming.noDataMicroBatches.enabled=false` an idle query runs
 no batches, and a bucket of groups is only called when it has input. The state calls publish each bucket's
 earliest deadline on that topic; `latestOffset` reads it (`streaming.kafka_io.timer_schedule`), lists the buckets whose
@@ -50,6 +54,7 @@ from streaming.bucket_deadlines import buckets_to_call
 from streaming.buckets import bucket_of
 from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
+from streaming.kafka_io.topic_watch import TopicWatch
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
@@ -126,6 +131,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.buckets = int(options.get("buckets", "1"))
         timers = options.get("timerstopic")
         self.timers = TimerSchedule(self.client_config, timers) if timers else None
+        refresh_ms = int(options.get("topicmetadatarefreshms") or 0)
+        self.topic_watch = TopicWatch(self.client_config, self.topic, refresh_ms) if refresh_ms > 0 else None
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
         # A new reader is a new query run: its first new batch is marked (only routed rows, the coordinator's, carry
         # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
@@ -183,6 +190,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                              f"with state.buckets={self.buckets}; state.buckets is fixed once a checkpoint exists "
                              f"(set it back to {start.get('buckets')}, or start a new checkpoint)")
         begin = {int(p): o for p, o in start[self.topic].items()}
+        if self.topic_watch is not None:  # before the ends are read: a change is part of this batch
+            self.topic_watch.maybe_publish(int(time.time() * 1000))
         ends = self._ends(begin)
         restart = self._check_data_loss(begin, ends)
         available = {p: max(0, e - begin.get(p, 0)) for p, e in ends.items() if p not in restart}

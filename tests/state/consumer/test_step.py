@@ -271,3 +271,14 @@ def test_offsets_of_topics_no_member_subscribes_to_expire_and_an_empty_group_wit
     ctx.now_ms += 90_000
     ctx.step()
     assert ctx.state is None
+
+
+def test_a_new_partition_published_to_the_bucket_changes_the_target_at_the_next_heartbeat():
+    """Kafka's onNewMetadataImage: the image changes no group by itself; the group's next heartbeat sees the
+    subscribed topic's metadata hash change, bumps the group epoch and assigns the new partitions."""
+    ctx = consumer_context(partitions=2)
+    ctx.consumer_join("A")
+    ctx.publish_topics(2, (T, "t", 4), (topic_id("other"), "other", 1))
+    assert ctx.group.group_epoch == 1
+    response = ctx.consumer_heartbeat("A", 1)
+    assert response["member_epoch"] == 2 and assigned(response) == {0, 1, 2, 3}
