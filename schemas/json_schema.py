@@ -21,6 +21,7 @@ from schemas.messages import (
     RECORDS,
     REQUESTS,
     RESPONSES,
+    VIEWS,
     ErrorResponse,
     Extension,
     Versions,
@@ -39,7 +40,7 @@ def documents() -> dict[str, dict]:
         out[f"{api}Response"] = _document(f"{api}Response", f"{api} response", cls, every_field=True)
     out["ErrorResponse"] = _document("ErrorResponse", "answer to a request whose api is unknown", ErrorResponse,
                                      every_field=True)
-    for name, cls in RECORDS.items():
+    for name, cls in {**RECORDS, **VIEWS}.items():
         out[name] = _document(name, name, cls, every_field=True)
     return dict(sorted(out.items()))
 
@@ -118,6 +119,8 @@ def _type(t: mi.Type, every_field: bool) -> dict:
         return {"type": "array", "items": _type(t.item_type, every_field)}
     if isinstance(t, mi.StructType):
         return _object(t, every_field)
+    if isinstance(t, mi.DictType):
+        return {"type": "object", "additionalProperties": _type(t.value_type, every_field)}
     if isinstance(t, mi.UnionType):
         inner = [u for u in t.types if not isinstance(u, mi.NoneType)]
         (only,) = inner

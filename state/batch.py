@@ -53,9 +53,10 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 import msgspec
 
 from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup
-from state import coordinator, load
+from state import coordinator, fast_answers, load, views
 from state.config import CoordinatorConfig
 from state.context import Context
+from state.fast_answers import FastAnswer
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
 from state.membership import reschedule_heartbeat
@@ -111,6 +112,13 @@ class GroupStep:
     """Members whose session (or sync deadline) ran out in this call: the job's "members expired" metric."""
     states_entered: tuple[str, ...] = ()
     """The state each group metadata record of this call put the group in, in order (the job's metrics)."""
+    view: bytes | None = None
+    view_changed: bool = False
+    """The group's view (`state.views`) changed in this call (or the call was resumed): publish `view` on the views
+    topic, keyed by the group id (None: a tombstone, the group is gone)."""
+    fast_answers: tuple[FastAnswer, ...] = ()
+    """Requests a gateway answered from the group's view, as the coordinator checked them (`state.fast_answers`):
+    the job counts them and their mispredictions."""
 
     def stored(self, before: StoredGroup | None) -> StoredGroup | None:
         """The group to pass to the next call, given the one passed to this call."""
@@ -145,7 +153,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
         api, group_id = envelope.api, envelope.group_id
         if api == "ListGroups":
             return Route("directory", reply_key=key)
-        if group_id is not None and (api in API_VERSIONS or api == LOAD_GROUP) and len(group_id) <= _SAFE_CHARS:
+        if group_id is not None and (api in API_VERSIONS or api in _INTERNAL) and len(group_id) <= _SAFE_CHARS:
             return Route("group", group_id=group_id)
     try:
         body = decode_json(value)
@@ -158,7 +166,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if api == LOAD_GROUP and isinstance(group_id, str):
+    if isinstance(api, str) and api in _INTERNAL and isinstance(group_id, str):
         return Route("group", group_id=group_id)
     if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
@@ -213,6 +221,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
           config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
           read_offsets: OffsetsReader | None) -> GroupStep:
     group = decode_state(stored, read_offsets)
+    view_before = views.view_of(group)
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
     ctx = Context(group_id, group, now_ms, config)
@@ -261,6 +270,9 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         offsets_changed = stored is not None
     else:
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
+    view = views.view_of(group)
+    # Published when it changed, and on a resumed call (the views topic may lack it: a first run of this release).
+    view_changed = view != view_before or (resumed and view is not None)
     return GroupStep(
         metadata=encode_metadata(group),
         offsets=encode_offsets(group) if offsets_changed else None,
@@ -272,15 +284,20 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired=ctx.members_expired,
         states_entered=tuple(r.value.directory.group_state for r in ctx.records  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
+        view=views.encode_view(view) if view_changed else None,
+        view_changed=view_changed,
+        fast_answers=tuple(ctx.fast_answers),
     )
 
 
 def _refuse(ctx: Context, exc: BadRequest) -> None:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
-    (a dead letter). An internal LoadGroup request is not refused but loaded."""
+    (a dead letter). An internal request (LoadGroup, Liveness) is not refused but handled."""
     body = exc.body
-    if body is not None and body.get("api") == LOAD_GROUP:
-        return _load_request(ctx, body)
+    api = None if body is None else body.get("api")
+    internal = _INTERNAL.get(api) if isinstance(api, str) else None
+    if internal is not None:
+        return internal(ctx, body)
     request_id = None if body is None else readable_request_id(body)
     if request_id is None:
         raise exc
@@ -314,6 +331,10 @@ def _load_request(ctx: Context, body: dict) -> None:
     if ctx.group is None:
         ctx.group = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
                                              for r in load_group_request.records], ctx.now_ms, ctx.config)
+
+
+_INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness}
+"""The internal requests (written by the job and the gateways, never by clients) by `api`: no response."""
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,

@@ -29,6 +29,8 @@ class Context:
     records: list[Record] = field(default_factory=list)
     members_expired: int = 0
     """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
+    fast_answers: list = field(default_factory=list)
+    """Requests a gateway answered from the group's view, checked (`state.fast_answers.FastAnswer`)."""
 
     def respond(self, response: Response) -> None:
         self.responses.append(response)

@@ -19,7 +19,7 @@ def test_every_api_has_a_request_and_a_response_schema(api):
 
 
 @pytest.mark.parametrize("name", ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue",
-                                  "ErrorResponse"])
+                                  "ErrorResponse", "GroupView", "ViewMark"])
 def test_record_schemas_are_valid(name):
     validator(name)
 
@@ -27,7 +27,8 @@ def test_record_schemas_are_valid(name):
 def test_no_stray_schema_files():
     names = {p.stem for p in SCHEMAS.glob("*.json")}
     expected = {f"{api}{kind}" for api in API_VERSIONS for kind in ("Request", "Response")}
-    expected |= {"GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", "ErrorResponse"}
+    expected |= {"GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", "ErrorResponse",
+                 "GroupView", "ViewMark"}
     assert names == expected
 
 
