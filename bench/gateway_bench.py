@@ -230,7 +230,8 @@ def _fresh_topics(bootstrap: str, workdir: Path) -> dict[str, str]:
     props = job_config.load(overrides={
         "bootstrap.servers": bootstrap, "checkpoint.location": str(workdir / f"checkpoint-{suffix}"),
         "topic.requests": f"bench-requests-{suffix}", "topic.responses": f"bench-responses-{suffix}",
-        "topic.records": f"bench-records-{suffix}", "topic.dead.letters": f"bench-dead-letters-{suffix}"})
+        "topic.records": f"bench-records-{suffix}", "topic.dead.letters": f"bench-dead-letters-{suffix}",
+        "topic.timers": f"bench-timers-{suffix}", "topic.views": f"bench-views-{suffix}"})
     ensure_topics({"bootstrap_servers": bootstrap}, props)
     return props
 
