@@ -25,6 +25,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from gateway.control import Json, to_json
 from gateway.coordinator import CoordinatorClient
+from gateway.fast_path import FastPath
 from gateway.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.sasl import PlainAuthenticator
 from gateway.upstream import Upstream, UpstreamSecurity
@@ -59,14 +60,24 @@ class GatewaySettings:
     request timeout (30 s), so they get COORDINATOR_NOT_AVAILABLE and retry rather than drop the connection."""
     response_fetch_wait_ms: int = 50
     """How long the broker may hold the fetch that reads the coordinator's answers (`client.transport`)."""
+    views_topic: str = "group-coordinator-views"
+    view_bound_ms: int = 2000
+    """How recent a group's view must be for the gateway to answer heartbeats and commits from it (`gateway.views`);
+    0: never (every request waits for the coordinator)."""
+    liveness_interval_ms: int = 5000
+    """The longest a heartbeat answered from a view waits before the coordinator hears of it (`gateway.fast_path`)."""
+    offset_metadata_max_bytes: int = 4096
+    """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
     max_request_bytes: int = MAX_REQUEST_BYTES
     connect_timeout_ms: int = 10_000
 
 
 class Gateway:
-    def __init__(self, settings: GatewaySettings, coordinator: CoordinatorClient) -> None:
+    def __init__(self, settings: GatewaySettings, coordinator: CoordinatorClient,
+                 fast_path: FastPath | None = None) -> None:
         self.settings = settings
         self.coordinator = coordinator
+        self.fast_path = fast_path
         self.list_groups_key = coordinator.client_id
         self.brokers: dict[int, tuple[str, int]] = {}
         """Upstream node id -> the broker's own address."""
@@ -99,6 +110,8 @@ class Gateway:
             server.close()
         for server in self._servers:
             await server.wait_closed()
+        if self.fast_path is not None:
+            self.fast_path.close()
 
     async def _serve(self, node_id: int | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         from gateway.connection import ClientConnection
