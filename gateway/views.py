@@ -53,6 +53,7 @@ class ViewFollower:
         """(t, E, V) of recent samples, oldest first."""
         self.complete_as_of = float("-inf")
         self.alive_as_of = float("-inf")
+        self._clients: tuple[KafkaConsumer, KafkaConsumer] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="view-follower", daemon=True)
 
@@ -65,6 +66,9 @@ class ViewFollower:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        elif self._clients is not None:  # stepped by its owner, never started
+            for consumer in self._clients:
+                consumer.close()
 
     # -- what the gateway asks ---------------------------------------------------------------------------------
 
@@ -84,25 +88,29 @@ class ViewFollower:
     # -- the thread --------------------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        views = marks = None
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
-                if views is None:
-                    views, marks = self._consumers()
-                    if views is None:
-                        self._stop.wait(1.0)
-                        continue
-                started = time.monotonic()
-                self.follow(views, marks, started)
-                self._stop.wait(max(SAMPLE_INTERVAL_S - (time.monotonic() - started), 0.0))
+                following = self.step()
             except Exception as exc:  # noqa: BLE001 - the views go stale, the gateway asks the coordinator
                 log.warning("following %s: %s", self.views_topic, exc)
-                self._stop.wait(1.0)
-        for consumer in (views, marks):
-            if consumer is not None:
-                consumer.close()
+                following = False
+            pause = SAMPLE_INTERVAL_S - (time.monotonic() - started) if following else 1.0
+            self._stop.wait(max(pause, 0.0))
+        for consumer in self._clients or ():
+            consumer.close()
 
-    def _consumers(self) -> tuple[KafkaConsumer | None, KafkaConsumer | None]:
+    def step(self) -> bool:
+        """One round of the thread's: note the log ends now, read the views up to them, move the two instants.
+        False: the topics are not there yet."""
+        if self._clients is None:
+            self._clients = self._consumers()
+            if self._clients is None:
+                return False
+        self.follow(*self._clients, time.monotonic())
+        return True
+
+    def _consumers(self) -> tuple[KafkaConsumer, KafkaConsumer] | None:
         settings = {"enable_auto_commit": False, "group_id": None, "auto_offset_reset": "earliest", **self._config}
         views = KafkaConsumer(client_id="groupcoord-gateway-views", fetch_max_wait_ms=10, **settings)
         partitions = views.partitions_for_topic(self.views_topic)
@@ -110,7 +118,7 @@ class ViewFollower:
         if not partitions or not requests:
             log.info("waiting for topics %s and %s", self.views_topic, self.requests_topic)
             views.close()
-            return None, None
+            return None
         self._views_parts = [TopicPartition(self.views_topic, p) for p in sorted(partitions)]
         self._requests_parts = [TopicPartition(self.requests_topic, p) for p in sorted(requests)]
         views.assign(self._views_parts)
@@ -121,7 +129,6 @@ class ViewFollower:
         return views, marks
 
     def follow(self, views: KafkaConsumer, marks: KafkaConsumer, now: float) -> None:
-        """One round: note the log ends at `now`, read the views up to them, then move the two instants."""
         self._ends = high_watermarks(marks, self._ends)
         ends = {tp.partition: end for tp, end in self._ends.items() if tp.topic == self.requests_topic}
         view_ends = {tp.partition: end for tp, end in self._ends.items() if tp.topic == self.views_topic}
