@@ -1,7 +1,7 @@
 """`--checkpoint PATH`: the tool's questions answered from a stopped query's checkpoint instead of the coordinator.
 
-The groups are read with Spark's state data source (`streaming.state_reader`), and each request the tool would
-send over the control topic is answered by the core's own handlers on them (`state.offline`), so the answers are
+The groups are read with Spark's state data source (`streaming.group_stores.state_reader`), and each request the tool
+would send over the control topic is answered by the core's own handlers on them (`state.offline`), so the answers are
 the ones the running coordinator gave when it stopped. Only the read-only questions (--list, --describe) can be
 asked of a checkpoint.
 """
@@ -29,9 +29,9 @@ class CheckpointTransport:
         SparkSession, or a local one started for it."""
         from pyspark.sql import SparkSession
 
-        from streaming.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
+        from common.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
+        from streaming.group_stores.state_reader import stored_groups
         from streaming.query import spark_session
-        from streaming.state_reader import stored_groups
 
         spark = SparkSession.getActiveSession()
         own = spark is None

@@ -44,11 +44,11 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
 
 from bench.stream_bench import RawConnection, percentiles
 from client.transport import KafkaTransport
+from common import config as job_config
+from common.topics import ensure_topics
 from gateway.control import GROUP_APIS, control_requests, to_json
 from gateway.process import start_gateway
-from streaming import config as job_config
-from streaming.embedded import start_broker
-from streaming.topics import ensure_topics
+from streaming.kafka_io.embedded import start_broker
 
 PARTITIONS = 6
 RECORD = 1024

@@ -277,7 +277,7 @@ class TansuPeer:
 def run_tansu(scale: dict, results: Results) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from streaming.embedded import start_broker
+    from streaming.kafka_io.embedded import start_broker
 
     broker = start_broker()
     log(f"tansu coordinator peer on {broker.bootstrap_servers} (pid {broker.process.pid})")

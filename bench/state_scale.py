@@ -8,7 +8,7 @@ rows of `applyInPandasWithState` grow with the population.
 
 Forming a million members through the control topic would take the job (and any client fleet on this machine) the
 better part of an hour, so each population is loaded the way a lost checkpoint is rebuilt: one internal
-`LoadGroup` request per group (`streaming.rebuild`), built from a template Stable group of M members with one
+`LoadGroup` request per group (`streaming.recovery.rebuild`), built from a template Stable group of M members with one
 committed offset each, made by the core and copied under G group ids. Then it measures, on the running query:
 
 - loading: the batches that load the groups (time, groups/s and members/s);
@@ -39,13 +39,13 @@ from pathlib import Path
 from bench.core_bench import Group
 from bench.stream_bench import JobClient, percentiles
 from bench.stream_bench import _load_request as request
+from common import config as job_config
+from common.topics import ensure_topics
 from state.batch import StoredGroup, decode_state
 from state.records import group_record, offset_record
-from streaming import config as job_config
-from streaming.embedded import start_broker
+from streaming.kafka_io.embedded import start_broker
 from streaming.query import OPERATORS, await_warm_up, spark_session, start_query, stop_between_batches
-from streaming.rebuild import load_requests
-from streaming.topics import ensure_topics
+from streaming.recovery.rebuild import load_requests
 
 
 def template_group(members: int, group_id: str = "template") -> tuple[StoredGroup, list[str], int]:

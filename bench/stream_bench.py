@@ -54,10 +54,10 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
                                            JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
                                            SyncGroupRequest, SyncGroupResponse)
 
-from streaming import config as job_config
-from streaming.embedded import start_broker
+from common import config as job_config
+from common.topics import ensure_topics
+from streaming.kafka_io.embedded import start_broker
 from streaming.query import OPERATORS, spark_session, start_query, stop_between_batches
-from streaming.topics import ensure_topics
 
 SUBSCRIPTION = bytes.fromhex("0003000000010006") + b"orders" + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x00" + \
     b"\xff\xff\xff\xff"
@@ -435,7 +435,7 @@ class OursPeer:
 
     def batch_parts(self) -> dict:
         """Medians of the fixed-rate phases' micro-batches: Spark's durations, the state commit, and `addBatch`
-        split by the state calls' own timings (`streaming.sink.SUMMARY_SCHEMA`): what is left of it is reading,
+        split by the state calls' own timings (`streaming.kafka_io.sink.SUMMARY_SCHEMA`): what is left of it is reading,
         routing, the shuffle and Spark's per-key work."""
         batches = [p for p in self.query.recentProgress if p.numInputRows > 0
                    and any(first < p.batchId <= last for first, last in self.windows)]

@@ -26,8 +26,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from bench.stream_bench import _answer, _echo, _load_request, encoded
-from streaming import config as job_config
-from streaming.embedded import start_broker
+from common import config as job_config
+from streaming.kafka_io.embedded import start_broker
 
 KAFKA_PYTHON, LIBRDKAFKA = "kafka-python", "librdkafka"
 GROUPS = 1000

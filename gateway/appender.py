@@ -17,7 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from streaming.librdkafka import confluent_config
+from common.librdkafka_config import confluent_config
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from streaming import config as job_config
-from streaming import logs
+from common import config as job_config
+from common import logs
 
 log = logging.getLogger("gateway")
 
@@ -75,12 +75,11 @@ def run(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
     from gateway.sasl import PlainAuthenticator
     from gateway.server import GatewaySettings
-    from streaming.kafka_clients import client_config
 
     host, _, port = args.listen.rpartition(":")
     host = host.strip("[]") or "0.0.0.0"
     advertised = args.advertised_host or (socket.getfqdn() if host in ("0.0.0.0", "::") else host)
-    kafka_config = client_config(job_config.kafka_options(props))
+    kafka_config = job_config.client_config(job_config.kafka_options(props))
     kafka_config.pop("bootstrap_servers")
     listener_ssl = None
     if args.ssl_certfile:
@@ -136,9 +135,9 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
 async def _serve(settings: Any, props: dict[str, str]) -> None:
     from kafka.errors import KafkaError
 
+    from common.topics import ensure_topics
     from gateway.coordinator import CoordinatorClient
     from gateway.server import Gateway
-    from streaming.topics import ensure_topics
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

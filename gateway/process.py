@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from streaming.embedded import _die_with_parent
+from common.processes import die_with_parent
 
 READY = "gateway listening: bootstrap.servers="
 
@@ -49,7 +49,7 @@ def start_gateway(bootstrap_servers: str, props: Mapping[str, str] | None = None
     command += list(args)
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
-                               preexec_fn=_die_with_parent)
+                               preexec_fn=die_with_parent)
     gateway = GatewayProcess(process, "")
     deadline = time.monotonic() + timeout_s
     try:

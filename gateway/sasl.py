@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 from pathlib import Path
 
-from streaming.config import read_properties
+from state.api import read_properties
 
 MECHANISM = "PLAIN"
 

@@ -2,7 +2,7 @@
 
 ListGroups spans every group, so no single group's state can answer it. Each Python worker keeps one
 `state.directory.GroupDirectory` and, before answering, applies the records topic up to its high watermark (read
-from fetch responses, not ListOffsets: see `streaming.kafka_clients.high_watermarks`). The answer reflects the
+from fetch responses, not ListOffsets: see `streaming.kafka_io.kafka_clients.high_watermarks`). The answer reflects the
 records of all completed micro-batches; the current batch's own records are not yet written.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from streaming.kafka_clients import catch_up
+from streaming.kafka_io.kafka_clients import catch_up
 
 _lock = threading.Lock()
 _directories: dict[str, tuple[Any, dict[int, int]]] = {}

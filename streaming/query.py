@@ -2,13 +2,13 @@
 responses, records, dead letters and its bucket's earliest deadline itself) -> one summary row per bucket -> `noop`.
 
 One stage boundary only (the shuffle by (kind, bucket)): routing runs inside the source's `read`, the state task
-produces its output (`streaming.sink.KafkaOutput`), deadlines come back through the timers topic
-(`streaming.timer_schedule`), and the summary rows only feed the metrics (`observe`), so the sink is Spark's
+produces its output (`streaming.kafka_io.sink.KafkaOutput`), deadlines come back through the timers topic
+(`streaming.kafka_io.timer_schedule`), and the summary rows only feed the metrics (`observe`), so the sink is Spark's
 `noop`: no Python writer.
 
-The operator is `state.operator`: `transformWithState` (the default; a state row per group, `streaming.group_rows`)
-or `applyInPandasWithState` (the design card's; a state row per bucket, `streaming.bucket_blobs`). Both run the
-same core through `streaming.stateful`.
+The operator is `state.operator`: `transformWithState` (the default; a state row per group,
+`streaming.group_stores.group_rows`) or `applyInPandasWithState` (the design card's; a state row per bucket,
+`streaming.group_stores.bucket_blobs`). Both run the same core through `streaming.stateful`.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from common.config import Topics, client_config, kafka_options, with_driver_logging
 from state.api import CoordinatorConfig
 from streaming.buckets import DEFAULT_BUCKETS
-from streaming.class_archive import with_class_archive
-from streaming.config import Topics, kafka_options, with_driver_logging
-from streaming.jvm_stderr import jvm_stderr_filtered
-from streaming.kafka_clients import chosen_client, client_config
-from streaming.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
-from streaming.source import KafkaSource
+from streaming.kafka_io.kafka_clients import chosen_client
+from streaming.kafka_io.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
+from streaming.kafka_io.source import KafkaSource
+from streaming.spark_runtime.class_archive import with_class_archive
+from streaming.spark_runtime.jvm_stderr import jvm_stderr_filtered
 from streaming.stateful import INPUT_COLUMNS
 
 QUERY_NAME = "group-coordinator"
@@ -45,8 +45,8 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     """The session with `conf` applied and the source registered; its Python workers start in the background.
 
     Under spark-submit the launcher's settings win: `conf` only fills gaps. Otherwise the driver JVM also gets the
-    class archive, if one was made for it (`streaming.class_archive`), and the job's log4j configuration
-    (`streaming.config.with_driver_logging`).
+    class archive, if one was made for it (`streaming.spark_runtime.class_archive`), and the job's log4j configuration
+    (`common.config.with_driver_logging`).
 
     The warm-up (`warm_up`) runs while the source is registered and the first query starts (`start_query` waits
     for it): each of those steps mostly waits for some Python process to start, so they overlap well.
@@ -64,7 +64,7 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
     for key, value in with_class_archive(with_driver_logging(conf)).items():
         if launched is None or not launched.contains(key):
             builder = builder.config(key, value)
-    # A JVM this process starts prints two start-up notices no setting turns off (streaming.jvm_stderr).
+    # A JVM this process starts prints two start-up notices no setting turns off (streaming.spark_runtime.jvm_stderr).
     with jvm_stderr_filtered() if launched is None else nullcontext():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -94,7 +94,7 @@ def warm_up(spark: SparkSession) -> None:
         import kafka  # noqa: F401
         import state.api  # noqa: F401
         import streaming.stateful  # noqa: F401
-        from streaming.worker_heap import freeze_survivors
+        from streaming.spark_runtime.worker_heap import freeze_survivors
 
         freeze_survivors()
         yield from batches
@@ -117,7 +117,7 @@ OPERATORS = ("transformWithState", "applyInPandasWithState")
 
 def state_operator(props: Mapping[str, str]) -> str:
     """`state.operator`: which Spark operator keeps the groups (see the module's docstring). Fixed once a
-    checkpoint exists (`streaming.checkpoint` refuses another)."""
+    checkpoint exists (`streaming.recovery.checkpoint` refuses another)."""
     operator = props.get("state.operator") or OPERATORS[0]
     if operator not in OPERATORS:
         raise ValueError(f"state.operator must be one of {', '.join(OPERATORS)}, got {operator!r}")
@@ -129,14 +129,14 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     """Start the coordinator on the topics, checkpoint and trigger in `props` (see conf/coordinator.properties).
 
     `rehearsal`: the same plan with a state function that reads its input and does nothing else (see `rehearse`).
-    `initial_state`: groups for the first batch of a new checkpoint (`streaming.upgrade`), rows of
-    `streaming.group_rows.INITIAL_STATE_COLUMNS`; the default operator only.
+    `initial_state`: groups for the first batch of a new checkpoint (`streaming.recovery.upgrade`), rows of
+    `streaming.group_stores.group_rows.INITIAL_STATE_COLUMNS`; the default operator only.
     """
     topics = Topics.from_properties(props)
     kafka = kafka_options(props)
     operator = state_operator(props)
     buckets = state_buckets(props)
-    # Deadlines come back as timer rows (`streaming.timer_schedule`): no batch ever runs without input.
+    # Deadlines come back as timer rows (`streaming.kafka_io.timer_schedule`): no batch ever runs without input.
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     requests = (spark.readStream.format(KafkaSource.name()).options(**kafka)
                 .option("subscribe", topics.requests).option("route", "true")
@@ -155,14 +155,14 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     config = CoordinatorConfig.from_properties(props)
     grouped = requests.select(*INPUT_COLUMNS).groupBy("kind", "bucket")
     if operator == "transformWithState":
-        from streaming.group_rows import GroupRows, ReadOnlyRows
+        from streaming.group_stores.group_rows import GroupRows, ReadOnlyRows
 
         processor = ReadOnlyRows() if rehearsal else GroupRows(config, records_source, output)
         initial = None if initial_state is None else initial_state.groupBy("kind", "bucket")
         summary = grouped.transformWithState(processor, SUMMARY_SCHEMA, "Append", "ProcessingTime",
                                              initialState=initial)
     else:
-        from streaming.bucket_blobs import STATE_SCHEMA, bucket_function
+        from streaming.group_stores.bucket_blobs import STATE_SCHEMA, bucket_function
 
         if initial_state is not None:
             raise ValueError("an initial state needs state.operator=transformWithState")

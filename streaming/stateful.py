@@ -8,11 +8,12 @@ use bucket 0 and never carry state.
 Per `group` call (`step_bucket`): order the rows by (partition, offset), split them by group_id, and call
 `step_group` (with the batch's processing time as `now_ms`, each record's timestamp as its arrival time, and the
 rows' `resumed`: the first new batch after a restart) for every group that has requests or whose deadline is due.
-How a bucket's groups are stored is the operator's (`GroupStore`): a row per group (`streaming.group_rows`,
-`transformWithState`, the default) or one row per bucket (`streaming.bucket_blobs`, `applyInPandasWithState`).
-The call produces its output itself (`streaming.sink.KafkaOutput`: a response leaves as soon as its bucket is
-done), including the bucket's earliest deadline for the timers topic when it changed, from which the source calls
-the bucket again (`streaming.timer_schedule`). It returns one summary row (`SUMMARY_SCHEMA`) for the metrics.
+How a bucket's groups are stored is the operator's (`GroupStore`): a row per group (`streaming.group_stores.group_rows`,
+`transformWithState`, the default) or one row per bucket (`streaming.group_stores.bucket_blobs`,
+`applyInPandasWithState`). The call produces its output itself (`streaming.kafka_io.sink.KafkaOutput`: a response leaves
+as soon as its bucket is done), including the bucket's earliest deadline for the timers topic when it changed, from
+which the source calls the bucket again (`streaming.kafka_io.timer_schedule`). It returns one summary row
+(`SUMMARY_SCHEMA`) for the metrics.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from state.api import CoordinatorConfig, FastAnswer, GroupStep, OffsetsReader, StoredGroup, is_due, step_group
-from streaming.sink import FAST_APIS, GROUP_STATES, SUMMARY_COLUMNS
-from streaming.worker_heap import freeze_survivors
+from streaming.kafka_io.sink import FAST_APIS, GROUP_STATES, SUMMARY_COLUMNS
+from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class Input:
 
 class Output(Protocol):
     def send(self, rows: Sequence[tuple]) -> None:
-        """Hand rows to the producer (`streaming.sink.KafkaOutput`)."""
+        """Hand rows to the producer (`streaming.kafka_io.sink.KafkaOutput`)."""
 
     def flush(self) -> None:
         """Wait until every row sent is acknowledged; raise if one was not."""
@@ -117,18 +118,19 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
     """One state call, whatever the operator: the output produced, and the summary row's values returned.
 
     `flush=False` leaves the output unacknowledged when the call returns: the operator then flushes once per task,
-    before the task ends (`streaming.group_rows.GroupRows.close`), so that a batch never commits without it.
+    before the task ends (`streaming.group_stores.group_rows.GroupRows.close`), so that a batch never commits without
+    it.
 
     `open_store` gives the bucket's `GroupStore` (only `group` calls open it). The bucket's earliest deadline goes
     to the timers topic when the call changed it, and on the first batch after a restart, whose source starts
-    with an empty timer schedule (`streaming.timer_schedule`)."""
+    with an empty timer schedule (`streaming.kafka_io.timer_schedule`)."""
     started = time.perf_counter()
     freeze_survivors()
     stats = CallStats()
     if kind == "group":
         store = open_store()
         before = store.earliest()
-        resumed = any(row.resumed for row in rows)  # the whole batch is, or none of it (`streaming.source`)
+        resumed = any(row.resumed for row in rows)  # the whole batch is, or none of it (`streaming.kafka_io.source`)
         out = step_bucket(rows, store, now_ms, config, resumed, stats)
         if stats.deadline != before or resumed:
             out.append(("deadline", str(bucket).encode(), None if stats.deadline is None

@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def broker() -> Iterator[str]:
     """Bootstrap servers of a session-wide tansu broker."""
-    from streaming.embedded import start_broker
+    from streaming.kafka_io.embedded import start_broker
 
     embedded = start_broker()
     try:
@@ -41,7 +41,7 @@ def broker() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from streaming.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
+    from common.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
     from streaming.query import await_warm_up, spark_session
 
     conf = read_spark_defaults(DEFAULT_SPARK_DEFAULTS)

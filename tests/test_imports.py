@@ -1,16 +1,19 @@
 """Every module of the product imports: a name a merge or a rename left behind fails here, in the fast lane, and not
-only in the integration test that happens to start the process importing it."""
+only in the integration test that happens to start the process importing it. And the house keeps its shape: which
+top-level package may import which, and how many modules `streaming/` keeps at its top."""
 
 from __future__ import annotations
 
+import ast
 import importlib
-import re
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
 
-PACKAGES = ("schemas", "state", "assignors", "streaming", "client", "admin", "gateway", "bench", "deploy")
+PACKAGES = ("schemas", "state", "assignors", "common", "streaming", "client", "admin", "gateway", "coordinator",
+            "bench", "deploy")
 
 
 def modules() -> list[str]:
@@ -27,13 +30,72 @@ def test_the_module_imports(name):
     importlib.import_module(name)
 
 
-SHELLS = ("streaming", "gateway")
+SHELLS = ("streaming", "gateway", "common", "coordinator")
 
 
 @pytest.mark.parametrize("name", [m for m in modules() if m.split(".")[0] in SHELLS])
 def test_the_shells_use_the_core_through_its_public_face(name):
-    """`streaming/` and `gateway/` import `state.api` and no other module of the core."""
+    """`streaming/`, `gateway/`, `common/` and `coordinator/` import `state.api` and no other module of the core."""
     module = importlib.import_module(name)
     source = Path(module.__file__).read_text()
     imported = set(re.findall(r"^\s*(?:from|import) (state\.\w+)", source, flags=re.M))
     assert imported <= {"state.api"}, f"{name} imports {sorted(imported - {'state.api'})}"
+
+
+PRODUCT = ("schemas", "state", "assignors", "common", "streaming", "client", "admin", "gateway", "coordinator")
+
+
+def imported_packages(package: str) -> dict[str, list[str]]:
+    """The product's top-level packages that `package` imports anywhere (functions' bodies included), each with the
+    modules of `package` that import it."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(Path(importlib.import_module(package).__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in PRODUCT and top != package:
+                    out.setdefault(top, []).append(path.name)
+    return out
+
+
+def reachable(start: str) -> dict[str, str]:
+    """Every product package `start` imports directly or through others, each with the import path that reaches it."""
+    edges = {package: imported_packages(package) for package in PRODUCT}
+    found = {start: start}
+    todo = [start]
+    while todo:
+        package = todo.pop()
+        for target in edges[package]:
+            if target not in found:
+                found[target] = f"{found[package]} -> {target}"
+                todo.append(target)
+    return found
+
+
+@pytest.mark.parametrize("shell,other", [("streaming", "gateway"), ("gateway", "streaming")])
+def test_the_job_and_the_gateway_do_not_import_each_other(shell, other):
+    """Neither shell imports the other, directly or through another package: what both need is in `common/`, and
+    only the `coordinator` command (`coordinator/`) composes them."""
+    found = reachable(shell)
+    assert other not in found, f"{shell} reaches {other}: {found[other]}"
+    assert "coordinator" not in found, f"{shell} reaches the command that composes it: {found['coordinator']}"
+
+
+def test_common_imports_neither_shell():
+    assert not set(imported_packages("common")) & {"streaming", "gateway", "coordinator"}, imported_packages("common")
+
+
+MAX_STREAMING_TOP = 14
+
+
+def test_streaming_keeps_at_most_14_modules_at_its_top():
+    """`streaming/` holds the query and its state call at the top; everything else lives in a subpackage by job
+    (`group_stores`, `kafka_io`, `recovery`, `monitoring`, `spark_runtime`), so that the folder shows the design."""
+    top = sorted(path.name for path in Path(importlib.import_module("streaming").__file__).parent.glob("*.py"))
+    assert len(top) <= MAX_STREAMING_TOP, f"{len(top)} modules at the top of streaming/: {top}"

@@ -57,7 +57,7 @@ def run(groups: int, members: int, workdir: Path, bootstrap: str | None = None,
     if entry is None:
         verdict.checks["this build can rebuild from the records topic"] = False
         verdict.notes.append("no `coordinator rebuild` subcommand and no `run --rebuild-from-records` flag in "
-                             "streaming/cli.py: the state cannot be rebuilt (docs/drills.md, hooks)")
+                             "coordinator/cli.py: the state cannot be rebuilt (docs/drills.md, hooks)")
         return verdict
     env = Environment(workdir, bootstrap)
     fleet = None
@@ -75,7 +75,7 @@ def run(groups: int, members: int, workdir: Path, bootstrap: str | None = None,
         lost_at = time.monotonic()
         log(f"driver killed, checkpoint {env.checkpoint} deleted; rebuild entry point: {entry}")
         if entry == "subcommand":
-            cmd = [sys.executable, "-m", "streaming.cli", "rebuild", "--bootstrap-servers", env.bootstrap,
+            cmd = [sys.executable, "-m", "coordinator.cli", "rebuild", "--bootstrap-servers", env.bootstrap,
                    "--checkpoint-location", str(env.checkpoint)]
             cmd += [x for k, v in env.props.items() if k.startswith(("topic.", "group.", "offsets."))
                     for x in ("--set", f"{k}={v}")]

@@ -1,7 +1,7 @@
 """What every drill needs: a broker, the job's topics, the job as a separate process that can be kill -9'd, and a
 view of its checkpoint.
 
-The job runs as `python -m streaming.cli run ...` (local mode by default, or any `--master` through `--conf`) in its
+The job runs as `python -m coordinator.cli run ...` (local mode by default, or any `--master` through `--conf`) in its
 own process group, so `kill()` is a real driver crash: SIGKILL to the Python driver, its JVM and its Python workers
 at once, by the process-group id this harness started. Nothing is ever stopped by name.
 """
@@ -41,7 +41,7 @@ def topic_names(prefix: str) -> dict[str, str]:
 def job_properties(bootstrap: str, checkpoint: Path, prefix: str | None = None,
                    overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """The job's full property set for a drill: its defaults, the drill's settings, fresh topic names."""
-    from streaming import config as job_config
+    from common import config as job_config
 
     prefix = prefix or f"drill-{uuid.uuid4().hex[:8]}"
     return job_config.load(overrides={**DRILL_PROPERTIES, **topic_names(prefix), "bootstrap.servers": bootstrap,
@@ -49,7 +49,7 @@ def job_properties(bootstrap: str, checkpoint: Path, prefix: str | None = None,
 
 
 def create_topics(props: Mapping[str, str]) -> None:
-    from streaming.topics import ensure_topics
+    from common.topics import ensure_topics
 
     ensure_topics({"bootstrap_servers": props["bootstrap.servers"]}, props)
 
@@ -57,7 +57,7 @@ def create_topics(props: Mapping[str, str]) -> None:
 def delete_topics(props: Mapping[str, str]) -> None:
     from kafka import KafkaAdminClient
 
-    from streaming.config import Topics
+    from common.config import Topics
 
     topics = Topics.from_properties(props)
     admin = KafkaAdminClient(bootstrap_servers=props["bootstrap.servers"])
@@ -83,7 +83,7 @@ class JobProcess:
     extra_args: list[str] = field(default_factory=list)
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "streaming.cli", "run", "--metrics-log", str(self.metrics_path), *self.extra_args]
+        cmd = [self.python, "-m", "coordinator.cli", "run", "--metrics-log", str(self.metrics_path), *self.extra_args]
         for key, value in self.props.items():
             if key != "metrics.log":
                 cmd += ["--set", f"{key}={value}"]
@@ -197,7 +197,7 @@ class Broker:
     """A tansu broker for a drill (the job's own embedded-broker code), restartable on the same port."""
 
     def __init__(self) -> None:
-        from streaming.embedded import start_broker
+        from streaming.kafka_io.embedded import start_broker
 
         self._start = start_broker
         self.embedded = start_broker()
@@ -233,7 +233,7 @@ class Environment:
 
     @property
     def topics(self):
-        from streaming.config import Topics
+        from common.config import Topics
 
         return Topics.from_properties(self.props)
 
@@ -252,7 +252,7 @@ class Environment:
 
 def cli_supports(*args: str, needle: str) -> bool:
     """Whether `coordinator <args> --help` mentions `needle` (drills adapt to what this build offers)."""
-    proc = subprocess.run([sys.executable, "-m", "streaming.cli", *args, "--help"], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "coordinator.cli", *args, "--help"], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     return proc.returncode == 0 and needle in proc.stdout
 

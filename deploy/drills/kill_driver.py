@@ -56,7 +56,7 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
     rng = random.Random(seed)
     env = Environment(workdir, bootstrap)
     # With a standby, a second driver on the same checkpoint waits, warm, until the active one's lease lapses
-    # (streaming/lease.py); after each kill it takes over, and the killed one comes back as the standby.
+    # (streaming/recovery/lease.py); after each kill it takes over, and the killed one comes back as the standby.
     spare = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf) if standby else None
     fleet = None
     try:

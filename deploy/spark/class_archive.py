@@ -1,4 +1,5 @@
-"""Make the driver JVM's class-data-sharing archive (see `streaming/class_archive.py`) by running the job once.
+"""Make the driver JVM's class-data-sharing archive (see `streaming/spark_runtime/class_archive.py`) by running the job
+once.
 
     python -m deploy.spark.class_archive [--force]
 
@@ -19,17 +20,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from streaming.class_archive import DRIVER_OPTIONS, archive_path
+from streaming.spark_runtime.class_archive import DRIVER_OPTIONS, archive_path
 
 log = logging.getLogger("class-archive")
 
 
 def train(archive: Path, timeout_s: float = 120.0) -> None:
     """Run the job's start, a group's life and a query restart in a JVM that dumps its classes to `archive`."""
-    from streaming import config as job_config
-    from streaming.embedded import start_broker
+    from common import config as job_config
+    from common.topics import ensure_topics
+    from streaming.kafka_io.embedded import start_broker
     from streaming.query import spark_session, start_query
-    from streaming.topics import ensure_topics
 
     broker = start_broker()
     try:

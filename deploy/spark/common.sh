@@ -14,8 +14,8 @@ export PYSPARK_PYTHON="${PYSPARK_PYTHON:-$python_bin}" PYSPARK_DRIVER_PYTHON="${
 
 die() { echo "$(basename "$0"): $*" >&2; exit 2; }
 
-# The --py-files zip (state, assignors, streaming, kafka-python, conf/), rebuilt every time: it is reproducible,
-# so an unchanged tree gives the same bytes.
+# The --py-files zip (schemas, state, assignors, common, streaming, coordinator, kafka-python, conf/), rebuilt every
+# time: it is reproducible, so an unchanged tree gives the same bytes.
 build_zip() {
   zip="${COORDINATOR_ZIP:-$root/dist/coordinator-pyfiles.zip}"
   "$python_bin" "$root/deploy/spark/package.py" --out "$zip" >&2

@@ -1,8 +1,8 @@
 """spark-submit main file for cluster deployments: `coordinator run` from the `--py-files` zip.
 
-`streaming/submit.py` expects the project installed (`pip install -e .`); on a cluster the code comes from the zip
-built by `deploy/spark/package.py`, where `streaming.config` cannot read its default `conf/` files (they are inside
-the zip). This entry extracts them from the zip into a private directory and points `streaming.config` at them,
+`coordinator/submit.py` expects the project installed (`pip install -e .`); on a cluster the code comes from the zip
+built by `deploy/spark/package.py`, where `common.config` cannot read its default `conf/` files (they are inside
+the zip). This entry extracts them from the zip into a private directory and points `common.config` at them,
 then runs the same CLI:
 
     spark-submit ... --py-files coordinator-pyfiles.zip deploy/spark/entry.py run --checkpoint-location ... [flags]
@@ -31,7 +31,7 @@ def _zip_containing(module_file: str) -> Path | None:
 
 
 def _point_config_at_real_files() -> None:
-    from streaming import config as job_config
+    from common import config as job_config
 
     if job_config.DEFAULT_PROPERTIES.is_file():
         return  # installed or run from a checkout: nothing to do
@@ -59,7 +59,7 @@ def _resolve_shipped(argv: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     _point_config_at_real_files()
-    from streaming.cli import main as coordinator_main
+    from coordinator.cli import main as coordinator_main
 
     return coordinator_main(_resolve_shipped(argv))
 

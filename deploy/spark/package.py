@@ -3,10 +3,11 @@
     python -m deploy.spark.package [--out dist/coordinator-pyfiles.zip]
 
 The zip holds the job's pure-Python code, importable from the zip as Spark adds it to `sys.path` on the driver and
-every executor: `schemas/`, `state/`, `assignors/`, `streaming/`, the pure-Python dependency `kafka` (kafka-python), and `conf/`
-(the default coordinator.properties and spark-defaults.conf, read by `deploy/spark/entry.py` when the code runs from
-the zip). Native dependencies (pandas, pyarrow, numpy) cannot travel in a zip: the executors' Python
-(`spark.pyspark.python`) must have them, at the versions pinned in pyproject.toml (see docs/operations.md).
+every executor: `schemas/`, `state/`, `assignors/`, `common/`, `streaming/`, `coordinator/`, the pure-Python dependency
+`kafka` (kafka-python), and `conf/` (the default coordinator.properties and spark-defaults.conf, read by
+`deploy/spark/entry.py` when the code runs from the zip). Native dependencies (pandas, pyarrow, numpy) cannot travel
+in a zip: the executors' Python (`spark.pyspark.python`) must have them, at the versions pinned in pyproject.toml (see
+docs/operations.md).
 
 The zip is reproducible: entries are sorted and carry a fixed timestamp, so the same tree gives the same bytes and
 the launchers can rebuild it on every submit without churn.
@@ -21,7 +22,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT_PACKAGES = ("schemas", "state", "assignors", "streaming")
+PROJECT_PACKAGES = ("schemas", "state", "assignors", "common", "streaming", "coordinator")
 DEPENDENCIES = ("kafka",)
 """Pure-Python distributions shipped alongside the project (import names)."""
 CONF_FILES = ("conf/coordinator.properties", "conf/spark-defaults.conf")

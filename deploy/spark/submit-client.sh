@@ -41,7 +41,7 @@ merge_properties "${props_files[@]}"
 log4j="${COORDINATOR_LOG4J:-$root/conf/log4j2.properties}"
 # The driver JVM starts here, so it gets the class archive here too, if this JVM and Spark have one
 # (python -m deploy.spark.class_archive makes it).
-class_archive="$(cd "$root" && "$python_bin" -m streaming.class_archive --java-option)"
+class_archive="$(cd "$root" && "$python_bin" -m streaming.spark_runtime.class_archive --java-option)"
 files="$root/conf/coordinator.properties"
 run_args=(run --checkpoint-location "$checkpoint" --spark-defaults "$merged_props")
 [ -n "$bootstrap" ] && run_args+=(--bootstrap-servers "$bootstrap")

@@ -25,7 +25,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from streaming.embedded import free_port
+from streaming.kafka_io.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

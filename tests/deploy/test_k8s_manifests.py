@@ -68,7 +68,7 @@ def test_the_spark_application_and_spark_submit_settings_agree_with_the_resource
 
 def test_the_spark_application_runs_the_jvms_as_spark_defaults_does():
     """The operator path does not read conf/spark-defaults.conf, so its JVM options are repeated and must agree."""
-    from streaming.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
+    from common.config import DEFAULT_SPARK_DEFAULTS, read_spark_defaults
 
     (app,) = documents("sparkapplication.yaml")
     defaults = read_spark_defaults(DEFAULT_SPARK_DEFAULTS)

@@ -22,7 +22,8 @@ def test_zip_holds_the_job_and_its_pure_python_dependencies_reproducibly(tmp_pat
     first, second = tmp_path / "a.zip", tmp_path / "b.zip"
     assert package.build(first) == package.build(second)
     names = zipfile.ZipFile(first).namelist()
-    for needed in ("schemas/messages.py", "state/batch.py", "assignors/__init__.py", "streaming/query.py", "kafka/__init__.py",
+    for needed in ("schemas/messages.py", "state/batch.py", "assignors/__init__.py", "common/config.py",
+                   "streaming/query.py", "coordinator/cli.py", "kafka/__init__.py",
                    "conf/coordinator.properties", "conf/spark-defaults.conf"):
         assert needed in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
@@ -35,7 +36,7 @@ def test_entry_point_runs_from_the_zip_with_its_default_configuration(tmp_path):
     package.build(zip_path)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]); import entry; "
-        "entry._point_config_at_real_files(); from streaming import config; "
+        "entry._point_config_at_real_files(); from common import config; "
         "print(config.__file__); print(config.load()['topic.requests'])"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -30,11 +30,11 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
                                  SaslHandshakeResponse)
 
-from state.errors import Errors
+from common import config as job_config
+from common.topics import ensure_topics
 from gateway.process import GatewayProcess, start_gateway
-from streaming import config as job_config
-from streaming.embedded import start_broker
-from streaming.topics import ensure_topics
+from state.errors import Errors
+from streaming.kafka_io.embedded import start_broker
 from tests.gateway.raw import Connection, address, login
 
 pytestmark = pytest.mark.broker

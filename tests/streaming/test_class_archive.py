@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming import class_archive
-from streaming.class_archive import DRIVER_OPTIONS, archive_path, with_class_archive
+from streaming.spark_runtime import class_archive
+from streaming.spark_runtime.class_archive import DRIVER_OPTIONS, archive_path, with_class_archive
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from streaming import config
-from streaming.kafka_clients import chosen_client, client_config
-from streaming.librdkafka import confluent_config
+from common import config
+from streaming.kafka_io.kafka_clients import chosen_client
+from common.librdkafka_config import confluent_config
 
 
 def test_defaults_then_user_file_then_flags(tmp_path):
@@ -41,7 +41,7 @@ def test_the_default_jvm_options_reach_the_driver(spark):
 def test_kafka_keys_pass_through_to_kafka_python():
     props = {"bootstrap.servers": "h:9092", "kafka.security.protocol": "SASL_SSL",
              "kafka.sasl.mechanism": "PLAIN", "kafka.request.timeout.ms": "5000", "topic.requests": "x"}
-    assert client_config(config.kafka_options(props)) == {
+    assert config.client_config(config.kafka_options(props)) == {
         "bootstrap_servers": "h:9092", "security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
         "request_timeout_ms": 5000}
 
@@ -59,13 +59,13 @@ SECURED = {"bootstrap.servers": "h:9092", "kafka.security.protocol": "SASL_SSL",
 
 def test_kafka_client_is_not_a_kafka_python_setting():
     options = config.kafka_options({**SECURED, "kafka.client": "kafka-python"})
-    assert "client" not in client_config(options)
+    assert "client" not in config.client_config(options)
     assert chosen_client(options) == "kafka-python"
 
 
 def test_kafka_python_security_settings_map_to_librdkafkas_names():
     assert chosen_client(config.kafka_options(SECURED)) == "confluent"  # auto, with confluent-kafka installed
-    assert confluent_config(client_config(config.kafka_options(SECURED))) == {
+    assert confluent_config(config.client_config(config.kafka_options(SECURED))) == {
         "bootstrap.servers": "h:9092", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.username": "coordinator", "sasl.password": "secret", "ssl.ca.location": "/etc/kafka/ca.pem",
         "ssl.endpoint.identification.algorithm": "none"}

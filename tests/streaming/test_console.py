@@ -12,9 +12,9 @@ import pytest
 from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, GroupMetadataRecord, OffsetCommitKey
 from state.records import encode_key
 from state.wire import encode
-from streaming.console import MAX_CHANGE_LINES, Console, Window, change_lines, summary_line
-from streaming.group_watch import GroupChange, GroupWatch
-from streaming.prometheus import PrometheusMetrics
+from streaming.monitoring.console import MAX_CHANGE_LINES, Console, Window, change_lines, summary_line
+from streaming.monitoring.group_watch import GroupChange, GroupWatch
+from streaming.monitoring.prometheus import PrometheusMetrics
 from tests.support.metrics import samples
 
 
@@ -26,7 +26,7 @@ def group_record(state: str, members: int, generation: int) -> bytes:
 
 def batch(batch_id: int = 0, requests: int = 6, duration_ms: int = 250, dead_letters: int = 0,
           groups: dict[str, int] | None = None) -> dict:
-    """A metrics line (`streaming.metrics.progress_record`)."""
+    """A metrics line (`streaming.monitoring.metrics.progress_record`)."""
     return {"query": "q", "batch_id": batch_id, "timestamp": "2026-11-25T13:48:16.496Z", "requests_in": requests,
             "responses_out": requests - 1, "records_out": 2, "dead_letters": dead_letters, "groups_called": 3,
             "groups_with_timer": 3, "members_expired": 1, "timer_rows": 2,

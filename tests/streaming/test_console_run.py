@@ -45,7 +45,7 @@ def test_a_clean_start_a_consumer_and_ctrl_c_leave_no_warning_on_the_console(tmp
     with open(console, "wb") as out:
         # Its own process group, as a shell gives a command; the Ctrl-C below goes to that whole group.
         process = subprocess.Popen(
-            [sys.executable, "-m", "streaming.cli", "run", "--metrics-log", "metrics.jsonl", "--metrics-port", "0",
+            [sys.executable, "-m", "coordinator.cli", "run", "--metrics-log", "metrics.jsonl", "--metrics-port", "0",
              "--set", "metrics.prometheus.host=127.0.0.1",
              *(flag for key, value in RELAXED_LEASE.items() for flag in ("--set", f"{key}={value}"))],
             cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streaming.deadline_index import SLOT_MS, DeadlineIndex, registration
+from streaming.group_stores.deadline_index import SLOT_MS, DeadlineIndex, registration
 
 
 class Slots:

@@ -10,8 +10,8 @@ import pytest
 from state.batch import route
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from streaming.bucket_blobs import ENVELOPE_VERSION, BlobStore, pack_groups, unpack_groups
-from streaming.group_rows import RowStore
+from streaming.group_stores.bucket_blobs import ENVELOPE_VERSION, BlobStore, pack_groups, unpack_groups
+from streaming.group_stores.group_rows import RowStore
 from streaming.stateful import CallStats, Input, step_bucket
 from tests.support import protocol as p
 
@@ -30,7 +30,7 @@ class MapState:
         return self.values.get(key)
 
     def getValues(self, keys: list[tuple]) -> list[tuple | None]:
-        """`streaming.state_pipe.PipelinedMap`'s: one exchange for many keys."""
+        """`streaming.group_stores.state_pipe.PipelinedMap`'s: one exchange for many keys."""
         self.calls += 1
         return [self.values.get(key) for key in keys]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from streaming.jvm_stderr import copy_filtered
+from streaming.spark_runtime.jvm_stderr import copy_filtered
 
 PYSPARK_PRINTS = (
     b"Starting Streaming TransformWithStateInPandas Python worker.\n\n"

@@ -1,4 +1,5 @@
-"""One driver per checkpoint through a lease in Kafka (streaming/lease.py), on a real broker and real processes.
+"""One driver per checkpoint through a lease in Kafka (streaming/recovery/lease.py), on a real broker and real
+processes.
 
 The lease alone: a second driver stands by while the holder renews, takes over when the holder is killed or
 releases, and a holder that is fenced, paused past its timeout, or sees another driver's record stops. Then two
@@ -23,11 +24,11 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
+from common import config as job_config
+from common.topics import ensure_topics
 from state.errors import Errors
-from streaming import config as job_config
-from streaming.kafka_clients import high_watermarks
-from streaming.lease import EXIT_LEASE_LOST, HELD, LeaseRecord, LeaseSettings, checkpoint_key
-from streaming.topics import ensure_topics
+from streaming.kafka_io.kafka_clients import high_watermarks
+from streaming.recovery.lease import EXIT_LEASE_LOST, HELD, LeaseRecord, LeaseSettings, checkpoint_key
 from tests.support.coordinator import files_not_sparks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # releases it when its stdin closes.
 DRIVER = textwrap.dedent("""
     import json, os, sys
-    from streaming.lease import EXIT_LEASE_LOST, Lease, LeaseSettings
+    from streaming.recovery.lease import EXIT_LEASE_LOST, Lease, LeaseSettings
     props = json.loads(sys.argv[1])
     lease = Lease({"bootstrap_servers": props["bootstrap.servers"]}, LeaseSettings.from_properties(props))
     def lost(reason):

@@ -18,8 +18,8 @@ from pyspark.sql import Row
 from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, GroupMetadataRecord
 from state.records import encode_key
 from state.wire import encode
-from streaming.group_watch import GroupWatch
-from streaming.metrics import CoordinatorMetrics
+from streaming.monitoring.group_watch import GroupWatch
+from streaming.monitoring.metrics import CoordinatorMetrics
 from streaming.query import stop_between_batches
 from tests.support import protocol as p
 from tests.support.metrics import samples

@@ -8,12 +8,12 @@ import uuid
 
 import pytest
 
+from common import config as job_config
+from common.topics import ensure_topics
 from state.batch import decode_state, step_group
 from state.config import CoordinatorConfig
 from state.group import GroupState
-from streaming import config as job_config
-from streaming.rebuild import rebuild
-from streaming.topics import ensure_topics
+from streaming.recovery.rebuild import rebuild
 from tests.state.context import GroupContext
 from tests.support.kafka import producer, read_topic, send_raw
 

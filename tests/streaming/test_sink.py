@@ -10,7 +10,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 
 from client.transport import response_partition
-from streaming.sink import KafkaOutput
+from streaming.kafka_io.sink import KafkaOutput
 
 pytestmark = pytest.mark.broker
 

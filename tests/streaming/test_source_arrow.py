@@ -6,7 +6,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, StringType, StructField,
                                StructType)
 
-from streaming.source import RAW_ARROW, RAW_SCHEMA, ROUTED_ARROW, ROUTED_SCHEMA, record_batches
+from streaming.kafka_io.source import RAW_ARROW, RAW_SCHEMA, ROUTED_ARROW, ROUTED_SCHEMA, record_batches
 
 _TYPES = {"INT": IntegerType(), "LONG": LongType(), "BINARY": BinaryType(), "STRING": StringType(),
           "BOOLEAN": BooleanType()}

@@ -11,8 +11,8 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from streaming.source import KafkaRange, KafkaStreamReader, cap_rows
 from streaming.buckets import bucket_of
+from streaming.kafka_io.source import KafkaRange, KafkaStreamReader, cap_rows
 
 pytestmark = pytest.mark.broker
 

@@ -11,8 +11,8 @@ import pytest
 from kafka import KafkaProducer
 
 from state.errors import Errors
-from streaming.checkpoint import CheckpointError, check, inspect
-from streaming.upgrade import upgrade
+from streaming.recovery.checkpoint import CheckpointError, check, inspect
+from streaming.recovery.upgrade import upgrade
 from tests.support import protocol as p
 from tests.support.coordinator import files_not_sparks, new_run
 

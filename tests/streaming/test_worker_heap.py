@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from streaming import worker_heap
+from streaming.spark_runtime import worker_heap
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_a_spark_task_freezes_its_workers_heap_once(spark):
 
         import pandas as pd
 
-        from streaming.worker_heap import freeze_survivors
+        from streaming.spark_runtime.worker_heap import freeze_survivors
 
         for _ in batches:
             pass

@@ -17,10 +17,10 @@ from typing import Any, Callable, Mapping, TypeVar
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming import config as job_config
-from streaming.config import Topics
+from common import config as job_config
+from common.config import Topics
+from common.topics import ensure_topics
 from streaming.query import start_query
-from streaming.topics import ensure_topics
 from tests.support.kafka import ResponseReader, producer, read_topic, send_raw, send_requests
 
 NO_RETENTION_CHECK_MS = str(10**13)

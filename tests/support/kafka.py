@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from streaming.kafka_clients import high_watermarks
+from streaming.kafka_io.kafka_clients import high_watermarks
 
 
 def producer(bootstrap: str) -> KafkaProducer:

@@ -1,4 +1,5 @@
-"""`coordinator run`: the job's console script (also the spark-submit entry, via streaming/submit.py).
+"""`coordinator run`, `upgrade` and `gateway`: the console script (also the spark-submit entry, via
+coordinator/submit.py).
 
 Configuration: conf/coordinator.properties and conf/spark-defaults.conf, then --config / --spark-defaults files,
 then flags. With no bootstrap servers it runs on the embedded default: a tansu broker on a free loopback port, a fresh
@@ -16,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from streaming import config as job_config
-from streaming import logs
-from streaming.checkpoint import CheckpointError
+from common import config as job_config
+from common import logs
+from streaming.recovery.checkpoint import CheckpointError
 
 log = logging.getLogger("coordinator")
 
@@ -90,13 +91,13 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     """Start everything, block until the query ends or the process is told to stop, then clean up."""
     from pyspark.errors import StreamingQueryException
 
+    from common.topics import ensure_topics
     from gateway.process import start_gateway
-    from streaming import checkpoint
-    from streaming.embedded import start_broker
-    from streaming.lease import DriverHalt, Lease, LeaseSettings
-    from streaming.metrics import CoordinatorMetrics
+    from streaming.kafka_io.embedded import start_broker
+    from streaming.monitoring.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
-    from streaming.topics import ensure_topics
+    from streaming.recovery import checkpoint
+    from streaming.recovery.lease import DriverHalt, Lease, LeaseSettings
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     broker = None
@@ -128,7 +129,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         # main thread is in; a plain KeyboardInterrupt lets the code below stop the query in order.
         signal.signal(signal.SIGINT, signal.default_int_handler)
         checkpoint.check(spark, props)  # before any batch: a checkpoint this release cannot run is refused
-        # A standby waits here, rehearsed and warm, until the active driver's lease lapses (streaming.lease).
+        # A standby waits here, rehearsed and warm, until the active driver's lease lapses (streaming.recovery.lease).
         halt = DriverHalt(spark, lease.settings.key)
         lease.acquire(on_standby=lambda: _stand_by(spark, props), on_lost=halt, on_renewed=halt.arm)
         if props.get("rebuild.from.records", "false").lower() == "true":
@@ -185,10 +186,10 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 
 
 def upgrade(props: dict[str, str], spark_conf: dict[str, str], old_checkpoint: str) -> int:
-    """`coordinator upgrade`: see `streaming.upgrade`."""
+    """`coordinator upgrade`: see `streaming.recovery.upgrade`."""
+    from common.topics import ensure_topics
     from streaming.query import spark_session
-    from streaming.topics import ensure_topics
-    from streaming.upgrade import upgrade as upgrade_checkpoint
+    from streaming.recovery.upgrade import upgrade as upgrade_checkpoint
 
     ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
     spark = spark_session(spark_conf)
@@ -219,7 +220,7 @@ def _stand_by(spark, props: dict[str, str]) -> None:
 
 
 def _rebuild(client: dict[str, object], props: dict[str, str]) -> None:
-    from streaming.rebuild import checkpoint_has_progress, rebuild
+    from streaming.recovery.rebuild import checkpoint_has_progress, rebuild
 
     if checkpoint_has_progress(props["checkpoint.location"]):
         log.info("rebuild requested, but checkpoint %s has progress: it holds the state; not rebuilding",
@@ -237,9 +238,7 @@ def _quietly(action) -> None:
 
 
 def _security(props: dict[str, str]) -> dict[str, object]:
-    from streaming.kafka_clients import client_config
-
-    settings = client_config(job_config.kafka_options(props))
+    settings = job_config.client_config(job_config.kafka_options(props))
     settings.pop("bootstrap_servers")
     return settings
 

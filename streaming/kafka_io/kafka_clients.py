@@ -1,5 +1,6 @@
-"""kafka-python clients for the job: configuration pass-through, per-process caches, high watermarks, and which
-client library the job's hot path uses (`kafka.client`: librdkafka through `streaming.librdkafka`, or kafka-python).
+"""kafka-python clients for the job: per-process caches, high watermarks, and which client library the job's hot
+path uses (`kafka.client`: librdkafka through `streaming.kafka_io.librdkafka`, or kafka-python). Their settings are
+the `kafka.*` properties passed through (`common.config.client_config`).
 
 Spark pickles readers and writers and re-creates them in Python workers, so no socket may live in them. Clients
 are created lazily and cached per process: with `spark.python.worker.reuse=true` a worker keeps its consumer and
@@ -9,24 +10,14 @@ producer across micro-batches, which removes a connection set-up from every task
 from __future__ import annotations
 
 import threading
-import time
 from typing import Callable, Mapping
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from state.api import kafka_python_settings
+from common.config import CLIENT_KEY, client_config
+from common.log_ends import high_watermarks
 
-KAFKA_PREFIX = "kafka."
-"""Options and properties under this prefix go to kafka-python (dots become underscores), as the JVM connector
-passes `kafka.*` options to its clients: `kafka.security.protocol=SASL_SSL`, `kafka.sasl.mechanism=PLAIN`,
-`kafka.sasl.plain.username=...`, `kafka.ssl.cafile=...`."""
-
-
-CLIENT_KEY = "kafka.client"
-"""Not a client setting: which library reads the requests and produces the state task's output. `auto` (the
-default): librdkafka (confluent-kafka) when it is installed and every `kafka.*` setting has a librdkafka
-equivalent, else kafka-python; `confluent`: librdkafka or an error; `kafka-python`: kafka-python."""
 CLIENTS = ("auto", "confluent", "kafka-python")
 
 
@@ -38,7 +29,7 @@ def chosen_client(options: Mapping[str, str]) -> str:
     if choice == "kafka-python":
         return choice
     try:
-        from streaming.librdkafka import confluent_config, unmappable
+        from common.librdkafka_config import confluent_config, unmappable
     except ImportError:
         if choice == "confluent":
             raise ValueError(f"{CLIENT_KEY}=confluent but confluent-kafka is not installed "
@@ -49,16 +40,6 @@ def chosen_client(options: Mapping[str, str]) -> str:
         return "kafka-python"
     confluent_config(config)  # refuses what librdkafka cannot take, naming it
     return "confluent"
-
-
-def client_config(options: Mapping[str, str]) -> dict[str, object]:
-    """kafka-python keyword arguments from the `kafka.*` keys (`state.properties.kafka_python_settings` of them
-    without the prefix); other keys are not kafka-python's, nor is `kafka.client` (`chosen_client`)."""
-    config = kafka_python_settings({key[len(KAFKA_PREFIX):]: value for key, value in options.items()
-                                    if key.lower().startswith(KAFKA_PREFIX) and key.lower() != CLIENT_KEY})
-    if "bootstrap_servers" not in config:
-        raise ValueError("kafka.bootstrap.servers is required")
-    return config
 
 
 _lock = threading.Lock()
@@ -92,35 +73,6 @@ def cached_producer(config: Mapping[str, object]) -> KafkaProducer:
             settings = {"linger_ms": 5, "batch_size": 256 * 1024, **config}
             producer = _producers[key] = KafkaProducer(**settings)
         return producer
-
-
-def admin_client(config: Mapping[str, object]) -> KafkaAdminClient:
-    return KafkaAdminClient(**config)
-
-
-def high_watermarks(consumer: KafkaConsumer, positions: Mapping[TopicPartition, int],
-                    timeout_s: float = 10.0) -> dict[TopicPartition, int]:
-    """The high watermark of each partition, as carried in fetch responses.
-
-    tansu's ListOffsets (`end_offsets`) can under-report the log end when a producer batched records, so the end is
-    learned by fetching at the last known position (`positions`, usually the previous high watermark) with no wait:
-    the response carries the true high watermark and at most `max_partition_fetch_bytes` of data, which is dropped.
-    """
-    tps = list(positions)
-    consumer.assign(tps)
-    for tp in tps:
-        consumer.seek(tp, positions[tp])
-        # kafka-python keeps the last high watermark; clear it so a stale value is never mistaken for a fresh one.
-        consumer._subscription.assignment[tp].highwater = None
-    deadline = time.monotonic() + timeout_s
-    while True:
-        consumer.poll(timeout_ms=5, max_records=1)
-        marks = {tp: consumer.highwater(tp) for tp in tps}
-        if all(mark is not None for mark in marks.values()):
-            return marks  # type: ignore[return-value]
-        if time.monotonic() > deadline:
-            missing = [str(tp) for tp, mark in marks.items() if mark is None]
-            raise TimeoutError(f"no fetch response for {missing} within {timeout_s} s")
 
 
 def catch_up(purpose: str, config: Mapping[str, object], topic: str, positions: dict[int, int],

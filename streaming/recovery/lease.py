@@ -43,15 +43,12 @@ from urllib.parse import urlparse
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, ProducerFencedError
 
-from streaming.kafka_clients import high_watermarks
+from streaming.kafka_io.kafka_clients import high_watermarks
 
 log = logging.getLogger(__name__)
 
 EXIT_LEASE_LOST = 75
 """`coordinator run`'s exit code when it lost its lease (sysexits' EX_TEMPFAIL): start it again and it stands by."""
-
-TOPIC_CONFIGS = {"cleanup.policy": "compact"}
-"""The lease topic needs only the latest record per checkpoint. One partition, so every driver reads one order."""
 
 HISTORY = 256
 """Records a driver reads back when it starts watching: enough to find the release the last holder wrote."""

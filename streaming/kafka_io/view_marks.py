@@ -52,7 +52,7 @@ class ViewMarks:
 
     def _send(self, value: bytes) -> None:
         if self.client == "confluent":
-            from streaming import librdkafka
+            from streaming.kafka_io import librdkafka
 
             producer = librdkafka.cached_producer(self.config)
             if self._partitions is None:
@@ -62,7 +62,7 @@ class ViewMarks:
                 producer.produce(self.views_topic, value, MARK_KEY, partition=partition)
             producer.poll(0)
         else:
-            from streaming.kafka_clients import cached_producer
+            from streaming.kafka_io.kafka_clients import cached_producer
 
             producer = cached_producer(self.config)
             if self._partitions is None:

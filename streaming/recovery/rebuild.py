@@ -23,7 +23,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from schemas.messages import LoadedRecord, LoadGroup
 from state.api import decode_key, encode
-from streaming.kafka_clients import high_watermarks
+from streaming.kafka_io.kafka_clients import high_watermarks
 
 log = logging.getLogger("coordinator.rebuild")
 

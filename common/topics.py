@@ -1,4 +1,5 @@
-"""Creating the job's topics when missing, and checking that they are usable before the query starts."""
+"""Creating the coordinator's topics when missing, and checking that they are usable before the query starts (or
+the gateway serves)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,17 @@ import logging
 import time
 from typing import Mapping
 
+from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from streaming import lease
-from streaming.config import Topics
-from streaming.kafka_clients import admin_client
+from common.config import Topics
 
 log = logging.getLogger(__name__)
+
+LEASE_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+"""The drivers' lease topic (`streaming.recovery.lease`) needs only the latest record per checkpoint. One partition,
+so every driver reads one order."""
 
 
 def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeout_s: float = 30.0,
@@ -25,7 +29,7 @@ def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeou
     topics = Topics.from_properties(props)
     wanted = {**topics.partitions(props), props["topic.lease"]: 1}
     replication = int(props.get("topic.replication.factor", 1))
-    admin = admin_client(client)
+    admin = KafkaAdminClient(**client)
     try:
         existing = set(admin.list_topics())
         if props.get("topic.create", "true").lower() == "true":
@@ -38,7 +42,7 @@ def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeou
                 elif name in (topics.timers, topics.views):
                     configs["cleanup.policy"] = "compact"
                 elif name == props["topic.lease"]:
-                    configs.update(lease.TOPIC_CONFIGS)
+                    configs.update(LEASE_TOPIC_CONFIGS)
                 try:
                     admin.create_topics([NewTopic(name, partitions, replication, topic_configs=configs)])
                     log.info("created topic %s (%d partitions, %s)", name, partitions, configs or "defaults")

@@ -79,7 +79,7 @@ class GroupWatch:
     def poll(self) -> list[GroupChange]:
         """Read the records topic up to its end; the changes since the last poll, in the order they were written
         (per partition: a group's records are all in one partition)."""
-        from streaming.kafka_clients import catch_up
+        from streaming.kafka_io.kafka_clients import catch_up
 
         if self.topic is None or self.config is None:
             raise ValueError("a GroupWatch without a topic is fed by apply()")

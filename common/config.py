@@ -1,9 +1,9 @@
-"""The job's configuration: `conf/coordinator.properties` (Kafka-style dotted keys) and `conf/spark-defaults.conf`,
-overridden by a user file and then by command-line flags.
+"""The coordinator's configuration, read by the job and the gateway alike: `conf/coordinator.properties` (Kafka-style
+dotted keys) and `conf/spark-defaults.conf`, overridden by a user file and then by command-line flags.
 
 One properties map carries everything; the core picks its own keys with `CoordinatorConfig.from_properties`, and
-`kafka.*` keys are client settings with kafka-python's names (see `streaming.kafka_clients.client_config`), except
-`kafka.client`, which picks the library of the hot path (`streaming.kafka_clients.chosen_client`).
+`kafka.*` keys are client settings with kafka-python's names (`client_config`), except `kafka.client`, which picks
+the library of the job's hot path (`streaming.kafka_io.kafka_clients.chosen_client`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from state.api import CoordinatorConfig, read_properties
+from state.api import CoordinatorConfig, kafka_python_settings, read_properties
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 DEFAULT_PROPERTIES = CONF_DIR / "coordinator.properties"
@@ -20,6 +20,16 @@ DEFAULT_SPARK_DEFAULTS = CONF_DIR / "spark-defaults.conf"
 LOG4J_CONFIG = CONF_DIR / "log4j2.properties"
 """The JVMs' logging; `coordinator run` gives it to the driver JVM it starts (`with_driver_logging`), the launchers in
 deploy/spark to the JVMs spark-submit starts."""
+
+KAFKA_PREFIX = "kafka."
+"""Options and properties under this prefix go to kafka-python (dots become underscores), as the JVM connector
+passes `kafka.*` options to its clients: `kafka.security.protocol=SASL_SSL`, `kafka.sasl.mechanism=PLAIN`,
+`kafka.sasl.plain.username=...`, `kafka.ssl.cafile=...`."""
+
+CLIENT_KEY = "kafka.client"
+"""Not a client setting: which library reads the requests and produces the state task's output. `auto` (the
+default): librdkafka (confluent-kafka) when it is installed and every `kafka.*` setting has a librdkafka
+equivalent, else kafka-python; `confluent`: librdkafka or an error; `kafka-python`: kafka-python."""
 
 
 def read_spark_defaults(path: Path) -> dict[str, str]:
@@ -51,7 +61,7 @@ class Topics:
     records: str
     dead_letters: str
     timers: str
-    """Each state bucket's earliest deadline, for the source's timer rows (`streaming.timer_schedule`)."""
+    """Each state bucket's earliest deadline, for the source's timer rows (`streaming.kafka_io.timer_schedule`)."""
     views: str
     """Each group's view and the completeness marks, which gateways answer heartbeats and commits from."""
 
@@ -88,6 +98,17 @@ def kafka_options(props: Mapping[str, str]) -> dict[str, str]:
     options = {k: v for k, v in props.items() if k.startswith("kafka.")}
     options["kafka.bootstrap.servers"] = props["bootstrap.servers"]
     return options
+
+
+def client_config(options: Mapping[str, str]) -> dict[str, object]:
+    """kafka-python keyword arguments from the `kafka.*` keys (`state.properties.kafka_python_settings` of them
+    without the prefix); other keys are not kafka-python's, nor is `kafka.client`
+    (`streaming.kafka_io.kafka_clients.chosen_client`)."""
+    config = kafka_python_settings({key[len(KAFKA_PREFIX):]: value for key, value in options.items()
+                                    if key.lower().startswith(KAFKA_PREFIX) and key.lower() != CLIENT_KEY})
+    if "bootstrap_servers" not in config:
+        raise ValueError("kafka.bootstrap.servers is required")
+    return config
 
 
 def with_driver_logging(conf: Mapping[str, str]) -> dict[str, str]:

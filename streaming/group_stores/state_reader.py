@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from state.api import StoredGroup
-from streaming.checkpoint import OPERATOR_NAMES, CheckpointError, inspect
+from streaming.recovery.checkpoint import OPERATOR_NAMES, CheckpointError, inspect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -30,7 +30,7 @@ def stored_groups(spark: SparkSession, location: str, group_ids: Iterable[str] |
         return {g: StoredGroup(bytes(m), None if offsets_of.get(g) is None else bytes(offsets_of[g]))
                 for g, m in sorted(by_group.items())}
     if checkpoint.operator_name == OPERATOR_NAMES["applyInPandasWithState"]:
-        from streaming.bucket_blobs import ENVELOPE_VERSION, unpack_groups
+        from streaming.group_stores.bucket_blobs import ENVELOPE_VERSION, unpack_groups
 
         rows = (spark.read.format("statestore").option("batchId", checkpoint.batch).load(location)
                 .select("value.groupState.version", "value.groupState.groups"))

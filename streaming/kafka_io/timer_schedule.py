@@ -24,7 +24,7 @@ from typing import Mapping
 from kafka import TopicPartition
 
 from state.api import is_due
-from streaming.kafka_clients import cached_consumer, catch_up, high_watermarks
+from streaming.kafka_io.kafka_clients import cached_consumer, catch_up, high_watermarks
 
 log = logging.getLogger(__name__)
 

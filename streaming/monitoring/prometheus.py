@@ -1,8 +1,8 @@
 """The job's metrics in Prometheus' text format, served by the driver (`metrics.prometheus.port`).
 
-Fed by the metrics listener with each micro-batch's metrics line (`streaming.metrics.progress_record`) and Spark's
-progress report for it. Why not Spark's own `PrometheusServlet`: it is served by the Spark UI, which the job turns
-off (`spark.ui.enabled=false`: the UI's listeners and its web server cost the driver CPU on every batch), and it
+Fed by the metrics listener with each micro-batch's metrics line (`streaming.monitoring.metrics.progress_record`) and
+Spark's progress report for it. Why not Spark's own `PrometheusServlet`: it is served by the Spark UI, which the job
+turns off (`spark.ui.enabled=false`: the UI's listeners and its web server cost the driver CPU on every batch), and it
 carries only Spark's figures; the coordinator's counters (requests, responses, dead letters, groups by state) exist
 only in the query's observed metrics and the records topic, which this listener already reads. Why not the
 `prometheus_client` package: the driver is the only process that serves, its figures come from one listener, and

@@ -23,14 +23,14 @@ from typing import Iterator, Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from streaming.checkpoint import CheckpointError, inspect
+from streaming.recovery.checkpoint import CheckpointError, inspect
 
 log = logging.getLogger("coordinator.upgrade")
 
 INITIAL_STATE = StructType([StructField("kind", StringType()), StructField("bucket", IntegerType()),
                             StructField("group_id", StringType()), StructField("metadata", BinaryType()),
                             StructField("offsets", BinaryType()), StructField("deadline", LongType())])
-"""`streaming.group_rows.INITIAL_STATE_COLUMNS`, typed."""
+"""`streaming.group_stores.group_rows.INITIAL_STATE_COLUMNS`, typed."""
 
 
 def upgrade(spark: SparkSession, props: Mapping[str, str], old_location: str, timeout_s: float = 600.0) -> int:
@@ -75,8 +75,8 @@ def bucket_groups(spark: SparkSession, location: str, batch: int, buckets: int) 
 
 def unpacked(version: int, packed: bytes, buckets: int) -> Iterator[tuple]:
     """The initial-state rows of one bucket row (envelope version 2 of release 0.1.0, or the current one)."""
-    from streaming.bucket_blobs import ENVELOPE_VERSION, unpack_groups
     from streaming.buckets import bucket_of
+    from streaming.group_stores.bucket_blobs import ENVELOPE_VERSION, unpack_groups
 
     if version == 2:
         groups = _unpack_release_0_1(packed)

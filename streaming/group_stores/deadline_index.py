@@ -1,7 +1,7 @@
 """Which groups of a bucket have a deadline due: an index kept beside the per-group rows.
 
-With one state row per group (`streaming.group_rows`), a bucket call must find its due groups without reading
-every group of the bucket. The index files each group under the one-second slot of a deadline, and a small
+With one state row per group (`streaming.group_stores.group_rows`), a bucket call must find its due groups without
+reading every group of the bucket. The index files each group under the one-second slot of a deadline, and a small
 schedule lists the bucket's slots with the earliest deadline filed in each: a call reads the schedule (one state
 read), then only the slots that hold something due.
 

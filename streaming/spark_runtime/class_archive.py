@@ -8,7 +8,8 @@ The archive only fits the JVM binary and the Spark jars it was made with, so its
 new JDK or Spark simply finds no archive. A JVM that finds the archive unusable anyway (say, extra jars on the class
 path) logs one warning and starts the slow way; nothing depends on it.
 
-    python -m streaming.class_archive [--java-option]   # where this JVM's and Spark's archive is, and if it exists
+    python -m streaming.spark_runtime.class_archive [--java-option]   # where this JVM's and Spark's archive is,
+                                                                      # and if it exists
 
 `COORDINATOR_CLASS_ARCHIVE_DIR` moves the archives (default: `var/jvm` in the project).
 """
@@ -21,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Mapping
 
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "var" / "jvm"
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "var" / "jvm"
 DRIVER_OPTIONS = "spark.driver.defaultJavaOptions"
 
 
@@ -74,7 +75,7 @@ def with_class_archive(conf: Mapping[str, str]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m streaming.class_archive",
+    parser = argparse.ArgumentParser(prog="python -m streaming.spark_runtime.class_archive",
                                      description="where this JVM's archive of these Spark jars is")
     parser.add_argument("--java-option", action="store_true",
                         help="print only the JVM option that uses the archive, or nothing when there is none "

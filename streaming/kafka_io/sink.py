@@ -31,7 +31,7 @@ from typing import Sequence
 from kafka.partitioner.default import murmur2
 
 from state.api import GroupState
-from streaming.kafka_clients import cached_producer
+from streaming.kafka_io.kafka_clients import cached_producer
 
 GROUP_STATES = tuple(s.value for s in GroupState)
 FAST_APIS = {"Heartbeat": "heartbeats", "OffsetCommit": "commits"}
@@ -54,8 +54,8 @@ per task, in `GroupRows.close`, outside any call): with Spark's `addBatch` they 
 
 @dataclass(frozen=True)
 class KafkaOutput:
-    """Where the state task produces, with which client (`streaming.kafka_clients.chosen_client`). Picklable (it is
-    shipped to the workers); the producer itself is created lazily and cached per worker process.
+    """Where the state task produces, with which client (`streaming.kafka_io.kafka_clients.chosen_client`). Picklable
+    (it is shipped to the workers); the producer itself is created lazily and cached per worker process.
 
     `send` hands records to the producer, which sends them in the background (a response leaves within its linger
     time); `flush` waits until every record sent since the last flush is acknowledged, and raises if one failed. The
@@ -71,7 +71,7 @@ class KafkaOutput:
         records = [(self.topics[sink], _bytes(key), _bytes(value), _headers(sink, reason, partition, offset))
                    for sink, key, value, reason, partition, offset in rows]
         if self.client == "confluent":
-            from streaming import librdkafka
+            from streaming.kafka_io import librdkafka
 
             librdkafka.produce(self.client_config, records)
         else:
@@ -79,7 +79,7 @@ class KafkaOutput:
 
     def flush(self) -> None:
         if self.client == "confluent":
-            from streaming import librdkafka
+            from streaming.kafka_io import librdkafka
 
             librdkafka.flush(self.client_config)
         else:

@@ -1,8 +1,8 @@
 """What `coordinator run` tells its operator while the query runs: group state changes as they happen, and a
 one-line summary every `console.summary.interval.ms`.
 
-Per-batch figures go to tools instead (`metrics.log`, the Prometheus endpoint: `streaming.metrics`); the console
-keeps what a person reads. Both are fed by the metrics listener, one micro-batch at a time (`batch`), and by the
+Per-batch figures go to tools instead (`metrics.log`, the Prometheus endpoint: `streaming.monitoring.metrics`); the
+console keeps what a person reads. Both are fed by the metrics listener, one micro-batch at a time (`batch`), and by the
 query's idle events (`idle`), so an idle coordinator still says so.
 """
 
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from streaming.group_watch import GroupChange
+from streaming.monitoring.group_watch import GroupChange
 
 log = logging.getLogger("coordinator")
 
@@ -38,7 +38,7 @@ class Window:
     state_rows: int | None = None
 
     def add(self, record: dict) -> None:
-        """One micro-batch's metrics line (`streaming.metrics.progress_record`)."""
+        """One micro-batch's metrics line (`streaming.monitoring.metrics.progress_record`)."""
         self.batches += 1
         self.requests += record["requests_in"]
         self.responses += record["responses_out"]

@@ -4,7 +4,7 @@
 (`pack_groups`); a call that steps one group rewrites the whole bucket. It needs no deadline index (a call reads
 every group of its bucket anyway) and makes one state read and one write per bucket, which is cheap while buckets
 are small; with hundreds of thousands of groups the rows grow to megabytes and every batch pays for them
-(docs/operations.md). `transformWithState` with a row per group (`streaming.group_rows`) is the default.
+(docs/operations.md). `transformWithState` with a row per group (`streaming.group_stores.group_rows`) is the default.
 
 The row is `STATE_SCHEMA`: an envelope version, the `state.buckets` it was made with, and the packed groups, each
 with both parts of its stored state (`state.batch.StoredGroup`) and its next deadline. One opaque BINARY, because
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from state.api import CoordinatorConfig, GroupStep, StoredGroup, is_due
-from streaming.sink import SUMMARY_COLUMNS
+from streaming.kafka_io.sink import SUMMARY_COLUMNS
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 
 STATE_SCHEMA = "version INT, buckets INT, groups BINARY"

@@ -1,10 +1,10 @@
 """Per-batch metrics from a StreamingQueryListener: a JSON line per micro-batch (`metrics.log`), the Prometheus
-endpoint (`streaming.prometheus`), and the operator's console (`streaming.console`).
+endpoint (`streaming.monitoring.prometheus`), and the operator's console (`streaming.monitoring.console`).
 
 Counts of what the batch produced come from the query's observed metrics (`observe("coordinator", ...)` in
 `streaming.query`); durations, state rows and memory from Spark's own progress report; groups by state and group
-state changes from the records topic (`streaming.group_watch`), followed on the driver by the listener, off the
-batch's path.
+state changes from the records topic (`streaming.monitoring.group_watch`), followed on the driver by the listener, off
+the batch's path.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import IO, Any, Mapping
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from streaming.console import Console
-from streaming.group_watch import GroupChange, GroupWatch
-from streaming.prometheus import PrometheusMetrics
-from streaming.sink import FAST_APIS
+from streaming.kafka_io.sink import FAST_APIS
+from streaming.monitoring.console import Console
+from streaming.monitoring.group_watch import GroupChange, GroupWatch
+from streaming.monitoring.prometheus import PrometheusMetrics
 
 log = logging.getLogger(__name__)
 

