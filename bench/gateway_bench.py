@@ -10,16 +10,21 @@
    await the answer). The gateway's overhead is the difference of the two round trips. tansu holds a fetch for its
    whole wait even when data arrives, so both readers of the response topic (the gateway's and the direct one) use
    the same short wait (`--response-fetch-wait-ms`, the gateway's option of that name), and a random pause before
-   each request keeps the two paths from locking onto different phases of their fetch loops. Against two
-   coordinators:
-   the core alone (`state.batch.step_group` per request in a small responder process, no Spark: round trips of a
-   few ms, so a difference of one is not lost in the noise), and the real coordinator query (`--no-query` skips
-   it: its micro-batches make each round trip hundreds of ms, and the difference mostly noise). Goal: p50
-   overhead <= 2 ms.
+   each request keeps the two paths from locking onto different phases of their fetch loops. Against the core
+   alone (`state.batch.step_group` per request in a small responder process, no Spark: round trips of a few ms, so
+   a difference of one is not lost in the noise; it publishes no views, so every request takes the slow path).
+   Goal: p50 overhead <= 2 ms.
+3. The fast path, in front of the real coordinator query (`bench.gateway_fast`; `--no-query` skips it): commit and
+   heartbeat latency against a forwarded acks=all produce and ApiVersions through the same gateway, and tansu's own
+   coordinator's in the same run; control records per member-minute of ten idle members; three librdkafka
+   consumers that commit every record, through the gateway and on tansu's coordinator.
 
-Prints one JSON document: figures, ratios and the load average before and after. The gateway runs in its own
-process, as in production; everything shares this machine's cores.
-Run with `python -m bench.gateway_bench [--mib N] [--rounds R] [--samples N] [--no-query]`.
+Prints one JSON document: figures, ratios and the load average before and after; then tansu's figures beside ours,
+and last issue 24's line: `gateway latency: commit p50/produce p50 = A, commit p99/produce p99 = B, heartbeat
+p50/ApiVersions p50 = C, heartbeat p99/ApiVersions p99 = D, control records per member-minute = E`. The gateway runs
+in its own process, as in production; everything shares this machine's cores.
+Run with `python -m bench.gateway_bench [--mib N] [--rounds R] [--samples N] [--fast-samples N]
+[--liveness-seconds S] [--no-query]`.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest,
                                            OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse)
 
+from bench import gateway_fast
 from bench.stream_bench import RawConnection, percentiles
 from client.transport import KafkaTransport
 from common import config as job_config
@@ -129,7 +135,7 @@ def fetch_throughput(broker: str, gateway: str, mib: int, rounds: int) -> dict:
 
 def _core_responder(bootstrap: str, requests: str, responses: str) -> None:
     """The coordinator core without Spark: each control request through `step_group`, answered at once."""
-    from state.batch import route, step_group
+    from state.batch import StoredGroup, route, step_group
     from state.config import CoordinatorConfig
 
     config = CoordinatorConfig()
@@ -141,16 +147,16 @@ def _core_responder(bootstrap: str, requests: str, responses: str) -> None:
     consumer.assign([TopicPartition(requests, p) for p in partitions])
     consumer.seek_to_beginning()  # fresh topics: whatever was sent before this process was ready is answered too
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
-    states: dict[str, bytes | None] = {}
+    states: dict[str, StoredGroup | None] = {}
     while True:
         for records in consumer.poll(timeout_ms=100).values():
             for record in records:
                 where = route(record.key, record.value)
                 if where.kind != "group":
                     continue
-                step = step_group(where.group_id, states.get(where.group_id), [record.value],
-                                  int(time.time() * 1000), config)
-                states[where.group_id] = step.state
+                before = states.get(where.group_id)
+                step = step_group(where.group_id, before, [record.value], int(time.time() * 1000), config)
+                states[where.group_id] = step.stored(before)
                 for response in step.responses:
                     producer.send(responses, key=where.group_id.encode(), value=response)
         producer.flush()
@@ -252,16 +258,30 @@ def with_core(bootstrap: str, workdir: Path, wait_ms: int, samples: int) -> dict
         responder.join()
 
 
-def with_query(bootstrap: str, workdir: Path, wait_ms: int, samples: int) -> dict:
+def with_query(bootstrap: str, workdir: Path, samples: int, liveness_s: float) -> dict:
+    """The fast path's figures (`bench.gateway_fast`), a gateway in front of the real coordinator query."""
     from streaming.query import spark_session, start_query
 
     props = _fresh_topics(bootstrap, workdir)
     spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
     query = start_query(spark, props)
+    gateway = start_gateway(bootstrap, _topics(props), log_path=workdir / "gateway-fast.log")
+    out: dict[str, Any] = {}
     try:
-        return group_overhead(bootstrap, props, wait_ms, samples, workdir / "gateway-query.log")
+        out["latency"] = gateway_fast.latency(gateway.bootstrap_servers, bootstrap, samples)
+        out["load_average_after_latency"] = os.getloadavg()
+        out["control_records"] = gateway_fast.control_records_per_member_minute(
+            gateway.bootstrap_servers, bootstrap, props["topic.requests"], liveness_s)
+        out["three_consumers_commit_every_record"] = three = {
+            "gateway": gateway_fast.three_consumers(gateway.bootstrap_servers, bootstrap),
+            "tansu": gateway_fast.three_consumers(bootstrap, bootstrap)}
+        three["ratio"] = round(three["gateway"]["seconds_to_commit_all"] / three["tansu"]["seconds_to_commit_all"], 2)
+        three["ratio_with_forming"] = round(three["gateway"]["seconds"] / three["tansu"]["seconds"], 2)
+        three["goal"] = "ratio <= 2"
     finally:
+        gateway.stop()
         query.stop()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -269,8 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mib", type=int, default=64, help="MiB in the fetched topic")
     parser.add_argument("--rounds", type=int, default=3, help="reads of the topic per reader and path")
     parser.add_argument("--samples", type=int, default=300, help="round trips per request kind and path (core)")
-    parser.add_argument("--query-samples", type=int, default=30, help="the same against the real query")
-    parser.add_argument("--no-query", action="store_true", help="skip the real coordinator query")
+    parser.add_argument("--fast-samples", type=int, default=2000,
+                        help="round trips per request kind and target for the fast path's latency")
+    parser.add_argument("--liveness-seconds", type=float, default=60.0,
+                        help="how long ten idle members heartbeat while their control records are counted")
+    parser.add_argument("--no-query", action="store_true", help="skip the real coordinator query (the fast path)")
     parser.add_argument("--response-fetch-wait-ms", type=int, default=5,
                         help="the response readers' fetch wait, the same on both paths")
     args = parser.parse_args(argv)
@@ -289,13 +312,36 @@ def main(argv: list[str] | None = None) -> int:
         result["group_requests"] = {"goal": "overhead p50 <= 2 ms", "response_fetch_wait_ms": wait,
                                     "core": with_core(broker.bootstrap_servers, workdir, wait, args.samples)}
         if not args.no_query:
-            result["group_requests"]["query"] = with_query(broker.bootstrap_servers, workdir, wait,
-                                                           args.query_samples)
+            result["fast_path"] = with_query(broker.bootstrap_servers, workdir, args.fast_samples,
+                                             args.liveness_seconds)
     finally:
         broker.stop()
     result["load_average_after"] = os.getloadavg()
     print(json.dumps(result, indent=2))
+    if "fast_path" in result:
+        print(summary_line(result["fast_path"]))
     return 0
+
+
+def summary_line(fast: dict) -> str:
+    """Issue 24's line, then tansu's own coordinator beside it and the three consumers."""
+    ratios = fast["latency"]["ratios"]
+    ours, tansu = fast["latency"]["gateway"], fast["latency"]["tansu"]
+    three = fast["three_consumers_commit_every_record"]
+    return "\n".join([
+        f"tansu's coordinator (same run): commit p50 {tansu['commit']['p50_ms']} ms p99 {tansu['commit']['p99_ms']} ms, "
+        f"heartbeat p50 {tansu['heartbeat']['p50_ms']} ms p99 {tansu['heartbeat']['p99_ms']} ms; through the "
+        f"gateway: commit p50 {ours['commit']['p50_ms']} ms p99 {ours['commit']['p99_ms']} ms, heartbeat p50 "
+        f"{ours['heartbeat']['p50_ms']} ms p99 {ours['heartbeat']['p99_ms']} ms",
+        f"three librdkafka consumers committing every record, 600 records: committed in "
+        f"{three['gateway']['seconds_to_commit_all']} s through the gateway, {three['tansu']['seconds_to_commit_all']} "
+        f"s on tansu's coordinator (ratio {three['ratio']}); with the group's forming "
+        f"{three['gateway']['seconds']} s and {three['tansu']['seconds']} s (ratio {three['ratio_with_forming']})",
+        f"gateway latency: commit p50/produce p50 = {ratios['commit_p50_over_produce_p50']}, commit p99/produce p99 = "
+        f"{ratios['commit_p99_over_produce_p99']}, heartbeat p50/ApiVersions p50 = "
+        f"{ratios['heartbeat_p50_over_api_versions_p50']}, heartbeat p99/ApiVersions p99 = "
+        f"{ratios['heartbeat_p99_over_api_versions_p99']}, control records per member-minute = "
+        f"{fast['control_records']['control_records_per_member_minute']}"])
 
 
 if __name__ == "__main__":

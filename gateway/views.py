@@ -34,7 +34,7 @@ from common.log_ends import high_watermarks
 
 log = logging.getLogger(__name__)
 
-SAMPLE_INTERVAL_S = 0.05
+SAMPLE_INTERVAL_S = 0.1
 """How often the log ends are noted (one small fetch each): freshness is known to this much."""
 SAMPLES_KEPT_S = 60.0
 
