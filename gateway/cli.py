@@ -20,6 +20,7 @@ from typing import Any
 
 from common import config as job_config
 from common import logs
+from gateway import security_cli
 
 log = logging.getLogger("gateway")
 
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="any coordinator.properties key (repeatable): topic.requests, kafka.* ...")
     parser.add_argument("--sasl-users", type=Path, metavar="FILE",
                         help="SASL/PLAIN on the listeners, users from FILE (username=password lines)")
+    security_cli.add_arguments(parser)
     parser.add_argument("--ssl-certfile", type=Path, help="TLS on the listeners: certificate chain (PEM)")
     parser.add_argument("--ssl-keyfile", type=Path, help="TLS on the listeners: private key (PEM)")
     parser.add_argument("--request-timeout-ms", type=int, default=25_000,
@@ -65,15 +67,16 @@ def run(args: argparse.Namespace) -> int:
     if not props.get("bootstrap.servers"):
         raise SystemExit("--bootstrap-servers is required")
     settings = _settings(args, props)
+    security = security_cli.security_topics(args, props, settings.bootstrap_servers, settings.kafka_config,
+                                            settings.authenticator)
     try:
-        asyncio.run(_serve(settings, props))
+        asyncio.run(_serve(settings, props, security))
     except KeyboardInterrupt:
         pass
     return 0
 
 
 def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
-    from gateway.sasl import PlainAuthenticator
     from gateway.server import GatewaySettings
 
     host, _, port = args.listen.rpartition(":")
@@ -89,7 +92,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         bootstrap_servers=props["bootstrap.servers"], listen_host=host, listen_port=int(port),
         advertised_host=advertised, requests_topic=props["topic.requests"], responses_topic=props["topic.responses"],
         kafka_config=kafka_config, upstream=upstream_security(kafka_config),
-        authenticator=PlainAuthenticator.from_file(args.sasl_users) if args.sasl_users else None,
+        authenticator=security_cli.authenticator(args), authorization=args.authorization,
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
         response_fetch_wait_ms=args.response_fetch_wait_ms, views_topic=props["topic.views"],
         view_bound_ms=args.view_bound_ms, liveness_interval_ms=args.liveness_interval_ms,
@@ -113,10 +116,10 @@ def upstream_security(kafka_config: dict[str, Any]) -> Any:
     sasl = None
     if protocol.startswith("SASL_"):
         mechanism = str(kafka_config.get("sasl_mechanism", "PLAIN")).upper()
-        if mechanism != "PLAIN":
-            raise SystemExit(f"the gateway reaches brokers with SASL/PLAIN only, not {mechanism}")
-        sasl = (str(kafka_config["sasl_plain_username"]), str(kafka_config["sasl_plain_password"]))
-    return UpstreamSecurity(ssl=context, sasl_plain=sasl)
+        if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            raise SystemExit(f"the gateway reaches brokers with SASL/PLAIN or SCRAM, not {mechanism}")
+        sasl = (mechanism, str(kafka_config["sasl_plain_username"]), str(kafka_config["sasl_plain_password"]))
+    return UpstreamSecurity(ssl=context, sasl=sasl)
 
 
 def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) -> Any:
@@ -132,7 +135,7 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
                                                                loop), settings.offset_metadata_max_bytes)
 
 
-async def _serve(settings: Any, props: dict[str, str]) -> None:
+async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
     from kafka.errors import KafkaError
 
     from common.topics import ensure_topics
@@ -147,6 +150,8 @@ async def _serve(settings: Any, props: dict[str, str]) -> None:
     def connect() -> CoordinatorClient:
         # As `coordinator run`: the topics are created if missing (topic.create), and must be usable.
         ensure_topics({"bootstrap_servers": settings.bootstrap_servers, **settings.kafka_config}, props)
+        security_cli.start(security, settings.authenticator, settings.authorization, props,
+                           settings.bootstrap_servers, settings.kafka_config)
         return CoordinatorClient(settings.bootstrap_servers, settings.requests_topic, settings.responses_topic,
                                  settings.kafka_config, loop, settings.response_fetch_wait_ms)
 
@@ -154,7 +159,7 @@ async def _serve(settings: Any, props: dict[str, str]) -> None:
         coordinator = await loop.run_in_executor(None, connect)
     except (KafkaError, RuntimeError, OSError) as exc:
         raise SystemExit(f"the gateway cannot reach the cluster's topics: {exc}") from None
-    gateway = Gateway(settings, coordinator, fast_path(settings, coordinator, loop))
+    gateway = Gateway(settings, coordinator, security, fast_path(settings, coordinator, loop))
     try:
         try:
             await gateway.start()
@@ -166,6 +171,8 @@ async def _serve(settings: Any, props: dict[str, str]) -> None:
     finally:
         await gateway.close()
         await loop.run_in_executor(None, coordinator.close)
+        if security is not None:
+            await loop.run_in_executor(None, security.close)
 
 if __name__ == "__main__":
     sys.exit(main())
