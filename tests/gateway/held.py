@@ -32,8 +32,8 @@ class HeldGateway:
                                              settings.response_fetch_wait_ms)
         self.follower = ViewFollower(broker, settings.views_topic, settings.requests_topic, {}, bound_ms)
         heartbeats = Heartbeats(self.coordinator.appender, settings.liveness_interval_ms, self.loop)
-        self.gateway = Gateway(settings, self.coordinator, FastPath(self.follower, self.coordinator.appender,
-                                                                    heartbeats, 4096))
+        self.gateway = Gateway(settings, self.coordinator, fast_path=FastPath(
+            self.follower, self.coordinator.appender, heartbeats, 4096))
         asyncio.run_coroutine_threadsafe(self.gateway.start(), self.loop).result(60)
 
     @property

@@ -50,7 +50,7 @@ def test_a_killed_consumer_s_partitions_move_after_the_session_timeout(gateway_e
     # Members that keep heartbeating keep their partitions past their session timeout (6 s), though the coordinator
     # hears their heartbeats only coalesced, in Liveness requests.
     callbacks = [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group]
-    time.sleep(8)
+    time.sleep(7)
     assert [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group] == callbacks
     control = [json.loads(r.value) for r in gateway_env.run.read(gateway_env.run.topics.requests) if r.key == name.encode()]
     assert any(r["api"] == "Liveness" for r in control)
