@@ -44,19 +44,21 @@ def _port(servers: str) -> int:
     return int(servers.rpartition(":")[2])
 
 
-def create_topic(bootstrap: str, partitions: int = PARTITIONS, records_per_partition: int = 0) -> str:
+def create_topic(bootstrap: str, partitions: int = PARTITIONS) -> str:
     topic = f"bench-fast-{uuid.uuid4().hex[:6]}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic(topic, partitions, 1)])
     admin.close()
-    if records_per_partition:
-        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-        for p in range(partitions):
-            for i in range(records_per_partition):
-                producer.send(topic, b"%d" % i, partition=p)
-        producer.flush()
-        producer.close()
     return topic
+
+
+def fill(bootstrap: str, topic: str, records_per_partition: int, partitions: int = PARTITIONS) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    for p in range(partitions):
+        for i in range(records_per_partition):
+            producer.send(topic, b"%d" % i, partition=p)
+    producer.flush()
+    producer.close()
 
 
 # -- 1. latency ----------------------------------------------------------------------------------------------------
@@ -286,12 +288,7 @@ def three_consumers(servers: str, broker: str, records_per_partition: int = 100)
             raise TimeoutError(f"three consumers did not share the partitions within 180 s: {owned}")
         time.sleep(0.05)
     formed = time.monotonic()
-    producer = KafkaProducer(bootstrap_servers=broker, linger_ms=5)
-    for p in range(PARTITIONS):
-        for i in range(records_per_partition):
-            producer.send(topic, b"%d" % i, partition=p)
-    producer.flush()
-    producer.close()
+    fill(broker, topic, records_per_partition)
     produced = time.monotonic()
     finished = done.wait(300)
     ended = time.monotonic()

@@ -1,8 +1,8 @@
 """The gateway's copy of the groups' views, and whether it is fresh enough to answer from (docs/gateway.md).
 
 A thread follows the views topic from its beginning (a compacted topic: each group's latest view, a tombstone for a
-deleted group) and its completeness marks (`streaming.kafka_io.view_marks`). Freshness is measured on this gateway's clock
-alone, never by comparing it with the coordinator's:
+deleted group) and its completeness marks (`streaming.kafka_io.view_marks`). Freshness is measured on this gateway's
+clock alone, never by comparing it with the coordinator's:
 
 - Every `SAMPLE_INTERVAL_S` the thread notes the time t and the log ends of the requests topic (E) and of the views
   topic (V), then reads the views topic up to V.

@@ -44,12 +44,13 @@ SUMMARY_COLUMNS = ["kind", "bucket", "deadline", *SUMMARY_COUNTS]
 SUMMARY_SCHEMA = "kind STRING, bucket INT, deadline LONG, " + ", ".join(f"{c} LONG" for c in SUMMARY_COUNTS)
 """One row per state key per call, summed per batch by the query's `observe`. `deadline` is the bucket's earliest
 pending deadline (None: no timer); `timer_rows` is 1 when the source's timer row called the bucket (Spark counts it
-as an input row); `groups_to_<state>` count the group metadata records that put a group in that
-state; `fast_heartbeats`/`fast_commits` count the requests a gateway answered from a group's view and the coordinator checked (a
-Liveness request's members count as heartbeats), `mispredicted_...` those it decided otherwise; `call_us` is the
-call's own time (reading its rows, the core, the state row) and `produce_us` the time to
-hand its output to the producer, and with `applyInPandasWithState` to flush it (`transformWithState` flushes once
-per task, in `GroupRows.close`, outside any call): with Spark's `addBatch` they split a batch into read + shuffle, state and sink."""
+as an input row); `groups_to_<state>` count the group metadata records that put a group in that state;
+`fast_heartbeats`/`fast_commits` count the requests a gateway answered from a group's view and the coordinator checked
+(a Liveness request's members count as heartbeats), `mispredicted_...` those it decided otherwise; `call_us` is the
+call's own time (reading its rows, the core, the state row) and `produce_us` the time to hand its output to the
+producer, and with `applyInPandasWithState` to flush it (`transformWithState` flushes once per task, in
+`GroupRows.close`, outside any call): with Spark's `addBatch` they split a batch into read + shuffle, state and
+sink."""
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,8 @@ def test_a_killed_consumer_s_partitions_move_after_the_session_timeout(gateway_e
     callbacks = [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group]
     time.sleep(7)
     assert [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group] == callbacks
-    control = [json.loads(r.value) for r in gateway_env.run.read(gateway_env.run.topics.requests) if r.key == name.encode()]
+    control = [json.loads(r.value) for r in gateway_env.run.read(gateway_env.run.topics.requests)
+               if r.key == name.encode()]
     assert any(r["api"] == "Liveness" for r in control)
     victim, survivors = group[0], group[1:]
     victim.kill()

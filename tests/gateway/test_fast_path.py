@@ -71,7 +71,8 @@ def replayed_offsets(env: GatewayEnv, group: str, fast_path: bool) -> dict[tuple
 
 
 def observed(env: GatewayEnv, counter: str) -> int:
-    """A counter of the query's observed metrics (streaming.kafka_io.sink.SUMMARY_COUNTS), summed over its recent batches."""
+    """A counter of the query's observed metrics (streaming.kafka_io.sink.SUMMARY_COUNTS), summed over its recent
+    batches."""
     return sum(p.observedMetrics["coordinator"][counter] for p in env.run.query.recentProgress
                if "coordinator" in p.observedMetrics)
 
