@@ -13,7 +13,7 @@ from state.fast_answers import FastAnswer, commit_from_view, commit_response, he
 from state.group import GroupState
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
-from state.timers import is_due
+from state.timers import earliest, is_due
 from state.views import MARK_KEY, PublishedGroup, decode_mark, decode_view, encode_mark
 from state.wire import BadRequest, decode_request, encode, error_response
 
@@ -35,6 +35,7 @@ __all__ = [
     "decode_mark",
     "decode_request",
     "decode_view",
+    "earliest",
     "encode",
     "encode_mark",
     "error_response",

@@ -98,8 +98,9 @@ def _errors(answer: CommitAnswer) -> str:
     return ", ".join(f"{e.topic}-{e.partition}: {e.error_code}" for e in answer.partition_errors) or "none"
 
 
-def handle_liveness(ctx: Context, body: dict) -> None:
-    """Each member heard, as its Heartbeat at the time it was heard (never later than now)."""
+def handle_liveness(ctx: Context, body: dict) -> list[str]:
+    """Each member heard, as its Heartbeat at the time it was heard (never later than now). Nothing in it is a dead
+    letter of its own (the list `state.batch` takes from internal requests)."""
     try:
         liveness = msgspec.convert(body, Liveness)
     except msgspec.ValidationError as exc:
@@ -110,3 +111,4 @@ def handle_liveness(ctx: Context, body: dict) -> None:
                                member_id=heard.member_id, group_instance_id=heard.group_instance_id)
         decided = heartbeat(ctx, req, min(heard.heard_ms, ctx.now_ms))
         ctx.fast_answers.append(FastAnswer("Heartbeat", heard.member_id, heard.answered, decided))
+    return []
