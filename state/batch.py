@@ -113,9 +113,9 @@ class GroupStep:
     states_entered: tuple[str, ...] = ()
     """The state each group metadata record of this call put the group in, in order (the job's metrics)."""
     view: bytes | None = None
-    view_changed: bool = False
-    """The group's view (`state.views`) changed in this call (or the call was resumed): publish `view` on the views
-    topic, keyed by the group id (None: a tombstone, the group is gone)."""
+    publish_view: bool = False
+    """The call may have changed the group's view (`state.views`), or was resumed: publish `view` on the views topic,
+    keyed by the group id (None: a tombstone, the group is gone)."""
     fast_answers: tuple[FastAnswer, ...] = ()
     """Requests a gateway answered from the group's view, as the coordinator checked them (`state.fast_answers`):
     the job counts them and their mispredictions."""
@@ -221,7 +221,6 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
           config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
           read_offsets: OffsetsReader | None) -> GroupStep:
     group, persisted_current = _decode_group(stored, read_offsets)
-    view_before = views.view_of(group)
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
     decoded = group
@@ -272,12 +271,13 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     else:
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
     written = ctx.result.written
-    view = views.view_of(group)
-    # Published when it changed, and on a resumed call (the views topic may lack it: a first run of this release).
-    view_changed = view != view_before or (resumed and view is not None)
+    only_offsets = group is decoded and _only_offsets(ctx.result.records)
+    # The group's view (state.views) changes only through a record other than an offset's, or when the group is
+    # loaded, created or deleted: then it is published (at times as it was, after a record of a rebalance that left
+    # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release).
+    publish_view = (not only_offsets or resumed) and (group is not None or decoded is not None)
     return GroupStep(
-        metadata=encode_metadata(group, persisted_current and group is decoded
-                                 and _only_offsets(ctx.result.records)),
+        metadata=encode_metadata(group, persisted_current and only_offsets),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
         responses=[encode(r) for r in ctx.result.responses],
@@ -287,8 +287,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired=ctx.members_expired,
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
-        view=views.encode_view(view) if view_changed else None,
-        view_changed=view_changed,
+        view=views.encode_view(views.view_of(group)) if publish_view else None,
+        publish_view=publish_view,
         fast_answers=tuple(ctx.fast_answers),
     )
 

@@ -187,7 +187,7 @@ def _step_rows(group_id: str, rows: list[Input], step: GroupStep) -> list[tuple]
     key = group_id.encode()
     out: list[tuple] = [("response", key, value, None, None, None) for value in step.responses]
     out += [("record", rkey, rvalue, None, None, None) for rkey, rvalue in step.records]
-    if step.view_changed:
+    if step.publish_view:
         out.append(("view", key, step.view, None, None, None))
     for index, reason in step.dead_letters:
         row = rows[index]
