@@ -47,14 +47,15 @@ def test_a_killed_consumer_s_partitions_move_after_the_session_timeout(gateway_e
     name = f"kill-{topic}"
     group = [members.start(client.name, gateway_env.bootstrap, topic, name, **client.fast) for _ in range(3)]
     wait_for(lambda: balanced(group, 6), what="3 consumers own 6 partitions", group=group)
-    # Members that keep heartbeating keep their partitions past their session timeout (6 s), though the coordinator
-    # hears their heartbeats only coalesced, in Liveness requests.
-    callbacks = [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group]
-    time.sleep(7)
-    assert [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group] == callbacks
-    control = [json.loads(r.value) for r in gateway_env.run.read(gateway_env.run.topics.requests)
-               if r.key == name.encode()]
-    assert any(r["api"] == "Liveness" for r in control)
+    if client is KAFKA_PYTHON:  # once: the gateway coalesces every client's heartbeats alike
+        # Members that keep heartbeating keep their partitions past their session timeout (6 s), though the
+        # coordinator hears their heartbeats only coalesced, in Liveness requests.
+        callbacks = [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group]
+        time.sleep(7)
+        assert [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group] == callbacks
+        control = [json.loads(r.value) for r in gateway_env.run.read(gateway_env.run.topics.requests)
+                   if r.key == name.encode()]
+        assert any(r["api"] == "Liveness" for r in control)
     victim, survivors = group[0], group[1:]
     victim.kill()
     wait_for(lambda: balanced(survivors, 6), what="the 2 survivors own all 6 partitions", group=survivors)
