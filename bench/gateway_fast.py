@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import asyncio
-import statistics
 import threading
 import time
 import uuid
