@@ -159,6 +159,8 @@ async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
         coordinator = await loop.run_in_executor(None, connect)
     except (KafkaError, RuntimeError, OSError) as exc:
         raise SystemExit(f"the gateway cannot reach the cluster's topics: {exc}") from None
+    except ValueError as exc:  # a kafka.* setting librdkafka has no equivalent for (the gateway writes with it)
+        raise SystemExit(f"the gateway writes the control topic with librdkafka: {exc}") from None
     gateway = Gateway(settings, coordinator, security, fast_path(settings, coordinator, loop))
     try:
         try:
