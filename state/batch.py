@@ -61,9 +61,10 @@ from msgspec import UNSET, UnsetType
 
 from schemas.consumer_group import TopicMetadata
 from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, OffsetCommitKey
-from state import coordinator, load
+from state import coordinator, fast_answers, load, views
 from state.config import CoordinatorConfig
 from state.context import Context
+from state.fast_answers import FastAnswer
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
@@ -130,6 +131,13 @@ class GroupStep:
     """Members whose session (or sync deadline) ran out in this call: the job's "members expired" metric."""
     states_entered: tuple[str, ...] = ()
     """The state each group metadata record of this call put the group in, in order (the job's metrics)."""
+    view: bytes | None = None
+    publish_view: bool = False
+    """The call may have changed the group's view (`state.views`), or was resumed: publish `view` on the views topic,
+    keyed by the group id (None: a tombstone, the group is gone)."""
+    fast_answers: tuple[FastAnswer, ...] = ()
+    """Requests a gateway answered from the group's view, as the coordinator checked them (`state.fast_answers`):
+    the job counts them and their mispredictions."""
 
     def stored(self, before: StoredGroup | None) -> StoredGroup | None:
         """The group to pass to the next call, given the one passed to this call."""
@@ -166,7 +174,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
             return Route("directory", reply_key=key)
         if api == TOPIC_METADATA:
             return Route("topics")
-        if (group_id is not None and (api in API_VERSIONS or api == LOAD_GROUP) and len(group_id) <= _SAFE_CHARS
+        if (group_id is not None and (api in API_VERSIONS or api in _INTERNAL) and len(group_id) <= _SAFE_CHARS
                 and group_id != TOPIC_METADATA_GROUP):
             return Route("group", group_id=group_id)
     try:
@@ -182,7 +190,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if api == LOAD_GROUP and isinstance(group_id, str) and group_id != TOPIC_METADATA_GROUP:
+    if isinstance(api, str) and api in _INTERNAL and isinstance(group_id, str) and group_id != TOPIC_METADATA_GROUP:
         return Route("group", group_id=group_id)
     if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
@@ -297,9 +305,13 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     else:
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
     written = ctx.result.written
+    only_offsets = group is decoded and _only_offsets(ctx.result.records)
+    # The group's view (state.views) changes only through a record other than an offset's, or when the group is
+    # loaded, created or deleted: then it is published (at times as it was, after a record of a rebalance that left
+    # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release).
+    publish_view = (not only_offsets or resumed) and (group is not None or decoded is not None)
     return GroupStep(
-        metadata=encode_metadata(group, persisted_current and group is decoded
-                                 and _only_offsets(ctx.result.records)),
+        metadata=encode_metadata(group, persisted_current and only_offsets),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
         responses=[encode(r) for r in ctx.result.responses],
@@ -309,6 +321,9 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired=ctx.members_expired,
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
+        view=views.encode_view(views.view_of(group)) if publish_view else None,
+        publish_view=publish_view,
+        fast_answers=tuple(ctx.fast_answers),
     )
 
 
@@ -321,11 +336,14 @@ def _only_offsets(records: list) -> bool:
 
 def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
-    (a dead letter). An internal LoadGroup request is not refused but loaded: what it returns is why each of its
-    records that could not be loaded was not (a dead letter each)."""
+    (a dead letter). An internal request is not refused but handled: a LoadGroup is loaded (what it returns is why
+    each of its records that could not be loaded was not: a dead letter each), a Liveness request taken as its
+    members' heartbeats."""
     body = exc.body
-    if body is not None and body.get("api") == LOAD_GROUP:
-        return _load_request(ctx, body)
+    api = None if body is None else body.get("api")
+    internal = _INTERNAL.get(api) if isinstance(api, str) else None
+    if internal is not None:
+        return internal(ctx, body)
     request_id = None if body is None else readable_request_id(body)
     if request_id is None:
         raise exc
@@ -383,6 +401,10 @@ def _load_request(ctx: Context, body: dict) -> list[str]:
                                       for r in load_group_request.records], ctx.now_ms, ctx.config)
     ctx.group = loaded.group
     return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
+
+
+_INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness}
+"""The internal requests (written by the job and the gateways, never by clients) by `api`: no response."""
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,

@@ -19,19 +19,11 @@ from schemas.messages import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
+from state import fast_answers, rules
 from state.consumer.group import ConsumerGroup, delete_records
 from state.consumer.offsets import validate_offset_commit, validate_offset_fetch
 from state.context import Context
-from state.errors import (
-    GROUP_ID_NOT_FOUND,
-    GROUP_SUBSCRIBED_TO_TOPIC,
-    ILLEGAL_GENERATION,
-    NON_EMPTY_GROUP,
-    NONE,
-    OFFSET_METADATA_TOO_LARGE,
-    REBALANCE_IN_PROGRESS,
-    CoordinatorError,
-)
+from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE, CoordinatorError
 from state.group import ClassicGroup, GroupState, OffsetValue
 from state.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
@@ -40,23 +32,16 @@ from state.wire import simple_response
 
 
 def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
-    generation: int = req.generation_id_or_member_epoch  # type: ignore[assignment]
-    error = NONE
     group = ctx.group
     partition_error = None
-    try:
-        if group is None:
-            if generation >= 0:
-                # Java: GROUP_ID_NOT_FOUND from v9 on, ILLEGAL_GENERATION before.
-                raise CoordinatorError(GROUP_ID_NOT_FOUND if req.version >= 9 else ILLEGAL_GENERATION)
-            # A commit without group management (admin tools, assign()) creates a "simple" group.
-            group = ctx.create_group()
-        elif isinstance(group, ConsumerGroup):
-            partition_error = _validate_consumer_commit(ctx, group, req, generation)
-        else:
-            _validate_commit(group, req.member_id, req.group_instance_id, generation, req.principal)
-    except CoordinatorError as exc:
-        error = exc.code
+    if isinstance(group, ConsumerGroup):
+        error, partition_error = _consumer_commit_error(ctx, group, req)
+    else:
+        error = rules.commit_error(group, req)
+    if error == NONE and group is None:
+        # A commit without group management (admin tools, assign()) creates a "simple" group.
+        group = ctx.create_group()
+    max_metadata = ctx.config.offset_metadata_max_bytes
     topics = []
     for topic in req.topics:
         partitions = []
@@ -65,8 +50,8 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
             if code == NONE and partition_error is not None:
                 code = partition_error(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
-            if code == NONE and _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
-                code = OFFSET_METADATA_TOO_LARGE
+            if code == NONE:
+                code = rules.partition_error(metadata, max_metadata)
             if code == NONE:
                 commit_ts = p.commit_timestamp if req.version == 1 and p.commit_timestamp >= 0 else ctx.now_ms
                 expire = req.retention_time_ms
@@ -81,41 +66,28 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
         member = group.members.get(req.member_id)
         if member is not None:
             reschedule_heartbeat(ctx, member)
-    ctx.respond(simple_response(req, error, topics=tuple(topics)))
+    fast_answers.settle_commit(ctx, req, simple_response(req, error, topics=tuple(topics)))
 
 
-def _java_length(text: str) -> int:
-    """Kafka compares String.length(): UTF-16 code units."""
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _validate_commit(group: ClassicGroup, member_id: str, instance: str | None, generation: int,
-                     principal: str | None) -> None:
-    """ClassicGroup.validateOffsetCommit: an Empty group takes commits without a generation; otherwise the
-    member and its generation must be current, and not while the assignment is being handed out."""
-    if generation < 0 and group.state == GroupState.EMPTY:
-        return
-    group.validate_member(member_id, instance, principal)
-    if generation != group.generation:
-        raise CoordinatorError(ILLEGAL_GENERATION)
-    if group.state == GroupState.COMPLETING_REBALANCE:
-        raise CoordinatorError(REBALANCE_IN_PROGRESS)
-
-
-def _validate_consumer_commit(ctx: Context, group: ConsumerGroup, req: OffsetCommitRequest,
-                              member_epoch: int) -> Callable[[str, int], int]:
-    """Kafka's ConsumerGroup.validateOffsetCommit (`state.consumer.offsets`): the member and its epoch, then for a
-    member one epoch behind, each partition (KIP-1251: a partition it held since then may still be committed; the
-    topic's id comes from the cluster's topics, and a topic they lack cannot be judged: STALE_MEMBER_EPOCH)."""
-    check = validate_offset_commit(group, member_id=req.member_id, instance_id=req.group_instance_id,
-                                   member_epoch=member_epoch, api_version=req.version)
+def _consumer_commit_error(ctx: Context, group: ConsumerGroup,
+                           req: OffsetCommitRequest) -> tuple[int, Callable[[str, int], int] | None]:
+    """Kafka's ConsumerGroup.validateOffsetCommit (`state.consumer.offsets`): the request's error, and for an
+    accepted one the check of each partition, for a member one epoch behind (KIP-1251: a partition it held since
+    then may still be committed; the topic's id comes from the cluster's topics, and a topic they lack cannot be
+    judged: STALE_MEMBER_EPOCH)."""
+    try:
+        check = validate_offset_commit(group, member_id=req.member_id, instance_id=req.group_instance_id,
+                                       member_epoch=req.generation_id_or_member_epoch,  # type: ignore[arg-type]
+                                       api_version=req.version)
+    except CoordinatorError as exc:
+        return exc.code, None
     by_name = ctx.image.by_name
 
     def partition_error(topic: str, partition: int) -> int:
         found = by_name.get(topic)
         return check(found.topic_id if found is not None else "", partition)
 
-    return partition_error
+    return NONE, partition_error
 
 
 def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:

@@ -25,6 +25,9 @@ row per due bucket (`timer_rows`), which makes Spark call that bucket, where the
 log records the due buckets, so a replayed batch calls the same ones. Which buckets a batch calls, the first new batch
 of a query run among them (every bucket), is `streaming.bucket_deadlines`'.
 
+`viewsTopic` makes the source write the views topic's completeness marks (`streaming.kafka_io.view_marks`) each time it
+plans a batch: the batch that ended at its start offsets has committed.
+
 The offset also records `"buckets"` (`state.buckets`): a group's bucket depends on it, so a checkpoint refuses
 another value.
 
@@ -55,6 +58,7 @@ from streaming.buckets import bucket_of
 from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
 from streaming.kafka_io.topic_watch import TopicWatch
+from streaming.kafka_io.view_marks import ViewMarks
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
@@ -133,6 +137,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.timers = TimerSchedule(self.client_config, timers) if timers else None
         refresh_ms = int(options.get("topicmetadatarefreshms") or 0)
         self.topic_watch = TopicWatch(self.client_config, self.topic, refresh_ms) if refresh_ms > 0 else None
+        views = options.get("viewstopic")
+        self.marks = ViewMarks(self.client_config, self.client, views, self.topic) if views else None
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
         # A new reader is a new query run: its first new batch is marked (only routed rows, the coordinator's, carry
         # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
@@ -190,6 +196,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                              f"with state.buckets={self.buckets}; state.buckets is fixed once a checkpoint exists "
                              f"(set it back to {start.get('buckets')}, or start a new checkpoint)")
         begin = {int(p): o for p, o in start[self.topic].items()}
+        if self.marks is not None:
+            self.marks.covered(begin)  # the batch that ended at `start` has committed (streaming.view_marks)
         if self.topic_watch is not None:  # before the ends are read: a change is part of this batch
             self.topic_watch.maybe_publish(int(time.time() * 1000))
         ends = self._ends(begin)
