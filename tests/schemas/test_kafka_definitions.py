@@ -10,13 +10,10 @@ from typing import Any, get_type_hints
 import pytest
 from msgspec import inspect as mi
 
-from gateway import kafka_apis
 from gateway.control import GROUP_APIS
 from schemas.messages import API_VERSIONS, REQUESTS, RESPONSES, Extension, Versions
 
 KAFKA = {api.name: (api.request, api.response) for api in GROUP_APIS.values()}
-KAFKA.update({name: (getattr(kafka_apis, f"{name}Request"), getattr(kafka_apis, f"{name}Response"))
-              for name in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe")})
 ENVELOPE = {"request_id", "api_version", "principal", "group_id"}
 SEVERAL_GROUPS = {
     # Kafka names several groups in one message; a control message names one, at its top level
