@@ -53,7 +53,7 @@ GROUP_COORDINATOR = 0
 UNSUPPORTED_SASL_MECHANISM = 33
 SASL_AUTHENTICATION_FAILED = 58
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})
-FAST_APIS = frozenset({"Heartbeat", "OffsetCommit"})
+FAST_APIS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat", "OffsetCommit"})
 """Group requests a gateway may answer from the group's view (`gateway.fast_path`)."""
 
 

@@ -160,6 +160,28 @@ class TopicMetadata(Struct, frozen=True, kw_only=True):
     topics: tuple[TopicMetadataTopic, ...]
 
 
+# -- the views topic (the gateway's fast path: docs/gateway.md, "Fast answers") ----------------------------------
+
+
+class ConsumerViewMember(Message, frozen=True):
+    member_id: str
+    instance_id: str | None
+    member_epoch: Int32
+
+
+class ConsumerGroupView(Struct, frozen=True, kw_only=True):
+    """What a gateway answers a consumer group's heartbeats from: the members whose heartbeat changes nothing as the
+    coordinator left the group after a step (reconciled to the group's target, which is at the group epoch, and
+    owing the coordinator no heartbeat), and what it answers them with."""
+
+    kind: Annotated[Literal["consumer"], Meta(description="a consumer group's view (a classic group's has none)")] = (
+        "consumer")
+    group_epoch: Int32
+    heartbeat_interval_ms: Int32
+    session_timeout_ms: Int32
+    members: tuple[ConsumerViewMember, ...]
+
+
 # -- records (the records topic: docs/records.md) ----------------------------------------------------------------
 # Kafka's record types 3-8 and 16; the key's `version` is the type. A None value is a tombstone.
 

@@ -50,6 +50,7 @@ from schemas.base import (  # noqa: F401 - re-exported: the rest of the code imp
 from schemas.consumer_group import (
     CONSUMER_RECORDS,
     ConsumerGroupDescribeRequest,
+    ConsumerGroupView,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -524,5 +525,5 @@ class Liveness(Struct, frozen=True, kw_only=True):
     members: tuple[HeardMember, ...]
 
 
-VIEWS: dict[str, type[Struct]] = {"GroupView": GroupView, "ViewMark": ViewMark}
+VIEWS: dict[str, type[Struct]] = {"GroupView": GroupView, "ConsumerGroupView": ConsumerGroupView, "ViewMark": ViewMark}
 """The views topic's values by their schema names (keys: the group id's UTF-8 bytes, `\\xffmark` for a mark)."""

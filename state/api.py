@@ -17,12 +17,18 @@ from state.batch import (
 from state.config import CoordinatorConfig
 from state.directory import GroupDirectory
 from state.errors import Errors
-from state.fast_answers import FastAnswer, commit_from_view, commit_response, heartbeat_from_view
+from state.fast_answers import (
+    FastAnswer,
+    commit_from_view,
+    commit_response,
+    consumer_heartbeat_from_view,
+    heartbeat_from_view,
+)
 from state.group import GroupState
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
 from state.timers import earliest, is_due
-from state.views import MARK_KEY, PublishedGroup, decode_mark, decode_view, encode_mark
+from state.views import MARK_KEY, PublishedGroup, PublishedView, decode_mark, decode_view, encode_mark
 from state.wire import BadRequest, decode_request, encode, error_response
 
 __all__ = [
@@ -37,9 +43,11 @@ __all__ = [
     "GroupStep",
     "OffsetsReader",
     "PublishedGroup",
+    "PublishedView",
     "StoredGroup",
     "commit_from_view",
     "commit_response",
+    "consumer_heartbeat_from_view",
     "decode_key",
     "decode_mark",
     "decode_request",

@@ -321,7 +321,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired=ctx.members_expired,
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
-        view=views.encode_view(views.view_of(group)) if publish_view else None,
+        view=views.encode_view(views.view_of(group, config)) if publish_view else None,
         publish_view=publish_view,
         fast_answers=tuple(ctx.fast_answers),
     )

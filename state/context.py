@@ -44,6 +44,7 @@ from state.records import (
     GenerationStarted,
     GroupCreated,
     GroupLoaded,
+    HeartbeatOwed,
     JoinCompleted,
     JoinParked,
     JoinPhaseChanged,
@@ -355,6 +356,14 @@ def _sync_received(group: ClassicGroup, record: SyncReceived) -> ClassicGroup:
     return group
 
 
+def _heartbeat_owed(group: ConsumerGroup, record: HeartbeatOwed) -> ConsumerGroup:
+    if record.owed:
+        group.heartbeat_owed.add(record.member_id)
+    else:
+        group.heartbeat_owed.discard(record.member_id)
+    return group
+
+
 def _assignments_set(group: ClassicGroup, record: AssignmentsSet) -> ClassicGroup:
     for member in group.members.values():
         member.assignment = record.assignments.get(member.member_id, "")
@@ -386,6 +395,7 @@ _REPLAY: dict[type, Callable] = {
     PendingSyncCleared: _pending_sync_cleared,
     SyncReceived: _sync_received,
     AssignmentsSet: _assignments_set,
+    HeartbeatOwed: _heartbeat_owed,
 }
 
 

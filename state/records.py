@@ -414,8 +414,18 @@ class AssignmentsSet(Struct, frozen=True, gc=False):
     assignments: dict[str, str]
 
 
+class HeartbeatOwed(Struct, frozen=True, gc=False):
+    """A consumer group's member owes the coordinator a heartbeat (`owed`), or no longer does: a gateway answered
+    its heartbeat from the group's view, and the coordinator, checking it, would have answered otherwise (the view
+    was stale, or the topics changed). Its next heartbeat must reach the coordinator, so its view leaves it out
+    (`state.views`; the fast path, docs/gateway.md)."""
+
+    member_id: str
+    owed: bool
+
+
 InMemoryRecord = (GroupCreated | GroupLoaded | MemberAdded | MemberUpdated | MemberRemoved | StaticMemberReplaced
                   | PendingMemberAdded | MemberIdIssued | JoinParked | SyncParked | ParkedSyncsAnswered
                   | StateChanged | JoinPhaseChanged | LeaderElected | GenerationStarted | JoinCompleted
-                  | PendingSyncCleared | SyncReceived | AssignmentsSet)
+                  | PendingSyncCleared | SyncReceived | AssignmentsSet | HeartbeatOwed)
 AnyRecord = Record | InMemoryRecord

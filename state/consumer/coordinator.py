@@ -17,7 +17,7 @@ from state.consumer.group import ConsumerGroup
 from state.context import Context, CoordinatorResult
 from state.errors import Errors
 from state.group import ClassicGroup
-from state.records import group_tombstone
+from state.records import HeartbeatOwed, group_tombstone
 from state.timers import (
     CONSUMER_SESSION_TIMEOUT_PREFIX,
     OFFSETS_EXPIRATION,
@@ -28,9 +28,10 @@ from state.timers import (
 from state.wire import simple_response
 
 
-def env(ctx: Context) -> heartbeat.Env:
+def env(ctx: Context, now_ms: int | None = None) -> heartbeat.Env:
     group = ctx.group
-    return heartbeat.Env(ctx.now_ms, ctx.config, ctx.image, group.timers if group is not None else {})
+    return heartbeat.Env(ctx.now_ms if now_ms is None else now_ms, ctx.config, ctx.image,
+                         group.timers if group is not None else {})
 
 
 def apply(ctx: Context, result: CoordinatorResult) -> None:
@@ -62,8 +63,34 @@ def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:
             ctx.append(group_tombstone(group.group_id))
     else:
         result = heartbeat.consumer_group_heartbeat(group, req, env(ctx))
+        if group is not None and req.member_id in group.heartbeat_owed:  # this one reaches the coordinator
+            ctx.append(HeartbeatOwed(req.member_id, False))
     apply(ctx, result)
     _start_retention(ctx)
+
+
+def handle_heard(ctx: Context, req: ConsumerGroupHeartbeatRequest, heard_ms: int) -> int | None:
+    """A heartbeat a gateway answered "nothing changed" from the group's view (`state.fast_answers`), run as if it
+    had arrived when it was heard. Applied only when it changes nothing, as answered: no record, no error, no
+    assignment, the same epoch; then its timers (the member's session restarts from `heard_ms`), and no response
+    (the member has its answer). Otherwise nothing of it is applied, since the member never got what the
+    coordinator would tell it: the member owes a heartbeat (`HeartbeatOwed`), which takes it out of the view, so
+    that its next heartbeat reaches the coordinator and gets the answer. Returns the error the coordinator decided,
+    None where it would have answered otherwise with no error."""
+    group = ctx.group
+    result = heartbeat.consumer_group_heartbeat(group, req, env(ctx, heard_ms))  # type: ignore[arg-type]
+    response = result.response
+    if (not result.records and response.error_code == Errors.NONE and response.assignment is None
+            and response.member_epoch == req.member_epoch):
+        for op in result.timers:
+            if isinstance(op, Schedule):
+                ctx.schedule(op.key, op.deadline_ms)
+            else:
+                ctx.cancel(op.key)
+        return Errors.NONE
+    if req.member_id in group.members and req.member_id not in group.heartbeat_owed:  # type: ignore[union-attr]
+        ctx.append(HeartbeatOwed(req.member_id, True))
+    return response.error_code or None
 
 
 def _start_retention(ctx: Context) -> None:

@@ -68,6 +68,8 @@ class ConsumerGroup:
         """The latest time the group was processed at (see `ClassicGroup.clock_ms`)."""
         self.directory: list | None = None
         """[state, member count] of the last group-epoch record written with a `directory` (ListGroups)."""
+        self.heartbeat_owed: set[str] = set()
+        """Members whose next heartbeat must reach the coordinator (`state.records.HeartbeatOwed`; the fast path)."""
 
     # -- reading ----------------------------------------------------------------------------------------------------
 

@@ -142,6 +142,8 @@ def _update_member(group: ConsumerGroup, old: ConsumerGroupMember | None, new: C
         if old.instance_id is not None and group.static_members.get(old.instance_id) == old.member_id:
             del group.static_members[old.instance_id]
         del group.members[old.member_id]
+        if new is None:
+            group.heartbeat_owed.discard(old.member_id)
     if new is not None:
         _hold(group, new)
         group.subscribed_names.update(set(new.subscribed_topic_names))

@@ -2,11 +2,12 @@
 keeps beside them.
 
 The group's own part is its records, the latest of each key (`snapshot`: what compaction of the records topic
-would leave, written in the order Kafka's load would replay them), so that decoding a stored group (`restore`) is
-the same replay that loads one from the records topic (`state.load`) and that a live call makes: there is no second
-encoding of a group to keep in step with the first. Beside them: the timers, the clock, the directory entry last
-written and the time of the last regular-expression resolution (which a log holds only in records since
-tombstoned). Offsets are stored apart, as a classic group's (`state.group.Offsets`).
+would leave, written in the order Kafka's load would replay them), so that decoding a stored group (`from_doc`)
+is the same replay that loads one from the records topic (`state.load`) and that a live call makes: there is no
+second encoding of a group to keep in step with the first. Beside them: the timers, the clock, the directory entry
+last written, the members owing a heartbeat (the fast path) and the time of the last regular-expression resolution
+(which a log holds only in records since tombstoned). Offsets are stored apart, as a classic group's
+(`state.group.Offsets`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class ConsumerGroupDoc(msgspec.Struct):
     directory: list | None
     last_regex_refresh_ms: int | None
     last_regex_version: int
+    heartbeat_owed: list[str] = []
 
 
 def snapshot(group: ConsumerGroup) -> list[Record]:
@@ -52,7 +54,7 @@ def to_doc(group: ConsumerGroup) -> ConsumerGroupDoc:
     return ConsumerGroupDoc(
         group.group_id, [(msgspec.Raw(k), msgspec.Raw(b"null" if v is None else v)) for k, v in encoded],
         sorted(group.timers.items()), group.clock_ms, group.directory, group.last_regex_refresh_ms,
-        group.last_regex_version)
+        group.last_regex_version, sorted(group.heartbeat_owed))
 
 
 def from_doc(doc: ConsumerGroupDoc, offsets: Offsets) -> ConsumerGroup:
@@ -69,4 +71,5 @@ def from_doc(doc: ConsumerGroupDoc, offsets: Offsets) -> ConsumerGroup:
     group.directory = doc.directory
     group.last_regex_refresh_ms = doc.last_regex_refresh_ms
     group.last_regex_version = doc.last_regex_version
+    group.heartbeat_owed = set(doc.heartbeat_owed)
     return group

@@ -7,6 +7,7 @@ Kafka's default), and a static member comes back to its partitions."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -82,10 +83,15 @@ def test_three_form_consume_everything_and_a_fourth_takes_only_what_moves(gatewa
     assert sum(len(owned - m.owned) for m, owned in zip(first, before)) == len(fourth.owned)
     # the group went on consuming while the fourth joined (what each member kept, it never gave up: above)
     assert sum(consumed(m) for m in first) > sum(consumed_before)
-    describe(gateway_env, group, everyone)
+    epoch = describe(gateway_env, group, everyone)
+    # the heartbeats that changed nothing were answered by the gateway from the group's view (its fast path), and
+    # reported to the coordinator in Liveness requests; the group stayed as it was (above)
+    wait_for(lambda: any(json.loads(r.value)["api"] == "Liveness" for r in gateway_env.run.read(
+        gateway_env.run.topics.requests) if r.key == group.encode()), what="a Liveness request", group=everyone)
+    assert {m.member_epoch for m in describe_v1(gateway_env, group).members} == {epoch}
 
 
-def describe(env: GatewayEnv, group: str, everyone: list[Member]) -> None:
+def describe(env: GatewayEnv, group: str, everyone: list[Member]) -> int:
     """The admin client (librdkafka's, which asks ConsumerGroupDescribe first) shows a consumer group, each member
     with what it owns; ConsumerGroupDescribe v1 itself shows the member epochs, which confluent-kafka does not."""
     admin = AdminClient({"bootstrap.servers": env.bootstrap})
@@ -96,16 +102,21 @@ def describe(env: GatewayEnv, group: str, everyone: list[Member]) -> None:
     assert sorted(sorted(tp.partition for tp in m.assignment.topic_partitions) for m in described.members) == sorted(
         sorted(m.owned) for m in everyone)
     assert all(m.assignment.topic_partitions == m.target_assignment.topic_partitions for m in described.members)
-    connection = Connection(env.bootstrap)
-    try:
-        request = ConsumerGroupDescribeRequest[1](group_ids=[group], include_authorized_operations=False)
-        answer = connection.call(request, 1, ConsumerGroupDescribeResponse)
-    finally:
-        connection.close()
-    (g,) = answer.groups
+    g = describe_v1(env, group)
     assert g.error_code == 0 and g.group_state == "Stable" and g.group_epoch == g.assignment_epoch >= 4
     assert [m.member_epoch for m in g.members] == [g.group_epoch] * 4
     assert {m.member_type for m in g.members} == {1}  # the consumer protocol's members
+    return g.group_epoch
+
+
+def describe_v1(env: GatewayEnv, group: str):
+    connection = Connection(env.bootstrap)
+    try:
+        request = ConsumerGroupDescribeRequest[1](group_ids=[group], include_authorized_operations=False)
+        (described,) = connection.call(request, 1, ConsumerGroupDescribeResponse).groups
+    finally:
+        connection.close()
+    return described
 
 
 def test_a_killed_member_s_partitions_move_after_the_session_timeout(gateway_env: GatewayEnv, members: Members):

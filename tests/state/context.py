@@ -139,12 +139,12 @@ class GroupContext:
             validate_response(json.loads(response))
         for key, value in result.records:
             validate_record(json.loads(key), None if value is None else json.loads(value))
-        view_before = view_of(self.group)
+        view_before = view_of(self.group, self.config)
         self.state = result.stored(self.state)
         self.records.extend(result.records)
         self.last = result
         # A view that changed is published (gateways answer from it), and what is published is the group's view.
-        view_after = view_of(self.group)
+        view_after = view_of(self.group, self.config)
         assert result.publish_view or view_after == view_before, "the group's view changed and was not published"
         assert not result.publish_view or result.view == encode_view(view_after), "a view that is not the group's"
         if self.check_replay:

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 
+from schemas.consumer_group import ConsumerGroupHeartbeatRequest
 from state.batch import LOAD_GROUP, TOPIC_METADATA_GROUP, load_group, route, step_group
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.errors import Errors
 from state.group import ClassicGroup
 from state.directory import GroupDirectory
+from state.fast_answers import consumer_heartbeat_from_view
 from state.offline import answer, list_groups
 from state.timers import OFFSETS_EXPIRATION, consumer_session_timeout_key
+from state.views import decode_view, encode_view, view_of
 from tests.state.consumer.support import topic_id
 from tests.state.context import GroupContext
 
@@ -282,3 +285,65 @@ def test_a_new_partition_published_to_the_bucket_changes_the_target_at_the_next_
     assert ctx.group.group_epoch == 1
     response = ctx.consumer_heartbeat("A", 1)
     assert response["member_epoch"] == 2 and assigned(response) == {0, 1, 2, 3}
+
+
+# -- the fast path: heartbeats answered from the group's view (docs/gateway.md, "Fast answers") -------------------
+
+def view(ctx: GroupContext):
+    return decode_view(encode_view(view_of(ctx.group, ctx.config)))
+
+
+def heartbeat_request(member_id: str, epoch: int, **fields) -> ConsumerGroupHeartbeatRequest:
+    return ConsumerGroupHeartbeatRequest(request_id="f", group_id="g", member_id=member_id, member_epoch=epoch,
+                                         **fields)
+
+
+def liveness(ctx: GroupContext, member_id: str, epoch: int, heard_ms: int) -> list[dict]:
+    return ctx.step({"api": "Liveness", "request_id": ctx.request_id(), "group_id": "g", "members": [
+        {"member_id": member_id, "generation_id": epoch, "heard_ms": heard_ms, "answered": 0}]}, valid=False)
+
+
+def test_a_heartbeat_that_changes_nothing_is_answered_from_the_view_and_restarts_the_session():
+    ctx = consumer_context()
+    ctx.consumer_join("A")
+    published = view(ctx)
+    answered = consumer_heartbeat_from_view(published, heartbeat_request("A", 1))
+    assert (answered.error_code, answered.member_epoch, answered.heartbeat_interval_ms, answered.assignment) == (
+        0, 1, 5000, None)
+    # an acknowledgement, another epoch, a subscription: the coordinator's
+    assert consumer_heartbeat_from_view(published, heartbeat_request("A", 1, topic_partitions=())) is None
+    assert consumer_heartbeat_from_view(published, heartbeat_request("A", 0)) is None
+    assert consumer_heartbeat_from_view(published, heartbeat_request("A", 1, subscribed_topic_names=("t",))) is None
+    assert consumer_heartbeat_from_view(published, heartbeat_request("B", 1)) is None
+    heard = ctx.now_ms + 2_000
+    ctx.now_ms += 3_000
+    assert liveness(ctx, "A", 1, heard) == []  # no answer: the gateway gave it
+    assert ctx.last.records == [] and not ctx.last.fast_answers[0].mispredicted
+    assert ctx.group.timers[consumer_session_timeout_key("A")] == heard + SESSION
+
+
+def test_a_heartbeat_answered_from_a_stale_view_makes_the_member_heartbeat_the_coordinator():
+    """The topics changed since the view: the coordinator would have bumped the epoch and assigned more. Nothing of
+    that is applied (the member was told nothing changed); it owes a heartbeat, leaves the view, and its next one
+    gets the answer."""
+    ctx = consumer_context(partitions=2)
+    ctx.consumer_join("A")
+    published = view(ctx)
+    ctx.publish_topics(2, (T, "t", 4))
+    assert consumer_heartbeat_from_view(published, heartbeat_request("A", 1)) is not None
+    assert liveness(ctx, "A", 1, ctx.now_ms) == []
+    assert ctx.last.records == [] and ctx.last.fast_answers[0].mispredicted
+    assert ctx.group.group_epoch == 1 and "A" not in view(ctx).members
+    response = ctx.consumer_heartbeat("A", 1)
+    assert response["member_epoch"] == 2 and assigned(response) == {0, 1, 2, 3}
+    assert "A" in view(ctx).members
+
+
+def test_members_that_are_still_reconciling_are_not_in_the_view():
+    """B's join moves partitions from A: until both reached the new target, neither heartbeat is the view's."""
+    ctx = consumer_context()
+    ctx.consumer_join("A")
+    assert set(view(ctx).members) == {"A"}
+    ctx.consumer_join("B")
+    assert ctx.group.group_epoch == 2 and set(view(ctx).members) == set()
+    assert consumer_heartbeat_from_view(view(ctx), heartbeat_request("A", 1)) is None
