@@ -10,6 +10,7 @@ from state.config import CoordinatorConfig
 from state.directory import GroupDirectory
 from state.errors import Errors
 from state.group import GroupState
+from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
 from state.timers import is_due
@@ -20,6 +21,7 @@ __all__ = [
     "Errors",
     "GroupDirectory",
     "GroupState",
+    "PENDING_MEMBER",
     "GroupStep",
     "OffsetsReader",
     "StoredGroup",
@@ -27,7 +29,10 @@ __all__ = [
     "encode",
     "error_response",
     "is_due",
+    "is_member_id_round",
     "kafka_python_settings",
+    "member_id_required",
+    "pending_member_id",
     "read_properties",
     "route",
     "step_group",

@@ -58,6 +58,7 @@ from state.config import CoordinatorConfig
 from state.context import Context
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
+from state.member_id_round import PENDING_MEMBER, handle_pending_member
 from state.membership import reschedule_heartbeat
 from state.records import kafka_group_value
 from state.wire import (
@@ -145,7 +146,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
         api, group_id = envelope.api, envelope.group_id
         if api == "ListGroups":
             return Route("directory", reply_key=key)
-        if group_id is not None and (api in API_VERSIONS or api == LOAD_GROUP) and len(group_id) <= _SAFE_CHARS:
+        if group_id is not None and (api in API_VERSIONS or api in _INTERNAL) and len(group_id) <= _SAFE_CHARS:
             return Route("group", group_id=group_id)
     try:
         body = decode_json(value)
@@ -158,7 +159,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if api == LOAD_GROUP and isinstance(group_id, str):
+    if api in _INTERNAL and isinstance(group_id, str):
         return Route("group", group_id=group_id)
     if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
@@ -241,7 +242,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
                                  body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
         except BadRequest as exc:
             try:
-                _refuse(ctx, exc)
+                _refuse(ctx, exc, index)
             except BadRequest as unanswerable:
                 dead_letters.append((index, unanswerable.reason))
             continue
@@ -275,12 +276,14 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     )
 
 
-def _refuse(ctx: Context, exc: BadRequest) -> None:
+def _refuse(ctx: Context, exc: BadRequest, index: int) -> None:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
-    (a dead letter). An internal LoadGroup request is not refused but loaded."""
+    (a dead letter). The internal requests (`_INTERNAL`), which no client API decodes, are handled instead."""
     body = exc.body
     if body is not None and body.get("api") == LOAD_GROUP:
         return _load_request(ctx, body)
+    if body is not None and body.get("api") == PENDING_MEMBER:
+        return _pending_member(ctx, body, index)
     request_id = None if body is None else readable_request_id(body)
     if request_id is None:
         raise exc
@@ -304,6 +307,19 @@ def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms
 
 LOAD_GROUP = "LoadGroup"
 """The internal request `schemas.messages.LoadGroup` (a rebuild's), routed like a group request."""
+_INTERNAL = (LOAD_GROUP, PENDING_MEMBER)
+"""Internal requests (never sent by clients), routed like group requests: a rebuild's LoadGroup, a gateway's
+PendingMember (`state.member_id_round`)."""
+
+
+def _pending_member(ctx: Context, body: dict, index: int) -> None:
+    try:
+        handle_pending_member(ctx, body)
+    except BadRequest as exc:
+        exc.body = {**body, "api": "JoinGroup"}  # answered as the JoinGroup it is
+        _refuse(ctx, exc, index)
+    except Exception as exc:  # noqa: BLE001 - as a failing handler: dead-lettered, the step re-run without it
+        raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
 
 
 def _load_request(ctx: Context, body: dict) -> None:

@@ -47,7 +47,9 @@ STABLE = GroupState.STABLE
 
 # -- JoinGroup ---------------------------------------------------------------------------------------------------
 
-def handle_join(ctx: Context, req: JoinGroupRequest) -> None:
+def handle_join(ctx: Context, req: JoinGroupRequest, new_member_id: str | None = None) -> None:
+    """`new_member_id`: the id a new member gets instead of a generated one (a member-id round the gateway
+    answered, `state.member_id_round`)."""
     member_id = req.member_id
     if req.group_id == "":
         return ctx.respond(join_response(req, INVALID_GROUP_ID, member_id=member_id))
@@ -65,7 +67,7 @@ def handle_join(ctx: Context, req: JoinGroupRequest) -> None:
         group.timers.pop(heartbeat_key(member_id), None)
         return ctx.respond(join_response(req, GROUP_MAX_SIZE_REACHED))
     if member_id == "":
-        _join_new_member(ctx, group, req)
+        _join_new_member(ctx, group, req, new_member_id)
     else:
         _join_existing_member(ctx, group, req)
 
@@ -85,11 +87,13 @@ def _protocols(req: JoinGroupRequest) -> list[tuple[str, str]]:
     return [(p.name, p.metadata) for p in req.protocols]
 
 
-def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest) -> None:
+def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest, new_id: str | None) -> None:
     if not group.supports_protocols(req.protocol_type, _protocols(req)):
         return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL))
     instance = req.group_instance_id
-    new_id = group.next_member_id(instance if instance is not None else req.client_id, req.request_id, ctx.now_ms)
+    if new_id is None:
+        new_id = group.next_member_id(instance if instance is not None else req.client_id, req.request_id,
+                                      ctx.now_ms)
     if instance is not None:
         existing = group.static_members.get(instance)
         if existing is None:
