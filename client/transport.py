@@ -150,6 +150,17 @@ class KafkaTransport:
         self._producer.send(self.control_topic, key=key.encode("utf-8"), value=encode_request(body, request_id))
         return request_id, fut
 
+    def append(self, key: str, body: Json) -> tuple[str, Future[Json], Future[None]]:
+        """As `submit`, plus a future completed once the broker has acknowledged the request (or failed as the
+        append failed): for callers that act on the request being in the control topic."""
+        self._watch(key, 60.0)
+        request_id, fut = self._waiters.new()
+        appended: Future[None] = Future()
+        sent = self._producer.send(self.control_topic, key=key.encode("utf-8"), value=encode_request(body, request_id))
+        sent.add_callback(lambda _metadata: appended.set_result(None))
+        sent.add_errback(appended.set_exception)
+        return request_id, fut, appended
+
     def forget(self, request_id: str) -> None:
         self._waiters.forget(request_id)
 

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--response-fetch-wait-ms", type=int, default=50,
                         help="how long the broker may hold the gateway's fetch of the response topic; lower it "
                              "against a broker that holds a fetch this long even when data arrives (tansu)")
+    parser.add_argument("--member-id-round-by-coordinator", action="store_true",
+                        help="leave JoinGroup's member-id round (KIP-394) to the coordinator's micro-batch instead of "
+                             "answering it here at once (docs/gateway.md)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
     from gateway.sasl import PlainAuthenticator
     from gateway.server import GatewaySettings
+    from state.api import CoordinatorConfig
 
     host, _, port = args.listen.rpartition(":")
     host = host.strip("[]") or "0.0.0.0"
@@ -86,6 +90,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         authenticator=PlainAuthenticator.from_file(args.sasl_users) if args.sasl_users else None,
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
         response_fetch_wait_ms=args.response_fetch_wait_ms,
+        coordinator_config=None if args.member_id_round_by_coordinator else CoordinatorConfig.from_properties(props),
     )
 
 

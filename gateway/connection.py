@@ -246,8 +246,13 @@ class ClientConnection:
             if api.name == "JoinGroup":  # our extension: Kafka takes these from the header and the socket
                 extra = {"client_id": request.header.client_id or "", "client_host": self.client_host}
             bodies = control_requests(api, version, doc, self.principal, extra)
-            answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s) for body in bodies))
-            merged = api.merge(doc, list(answers), version)
+            merged = None
+            if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
+                merged = await self.gateway.member_id_round.answer(version, bodies[0])
+            if merged is None:
+                answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s)
+                                                 for body in bodies))
+                merged = api.merge(doc, list(answers), version)
         return _encode(from_json(api.response, version, merged), version, correlation)
 
     # -- SASL/PLAIN ------------------------------------------------------------------------------------------

@@ -26,9 +26,11 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from gateway.control import Json, to_json
 from gateway.coordinator import CoordinatorClient
 from gateway.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
+from gateway.member_id_round import MemberIdRound
 from gateway.sasl import PlainAuthenticator
 from gateway.upstream import Upstream, UpstreamSecurity
 from gateway.versions import Versions, advertised
+from state.api import CoordinatorConfig
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +63,17 @@ class GatewaySettings:
     """How long the broker may hold the fetch that reads the coordinator's answers (`client.transport`)."""
     max_request_bytes: int = MAX_REQUEST_BYTES
     connect_timeout_ms: int = 10_000
+    coordinator_config: CoordinatorConfig | None = None
+    """The coordinator's settings (the `group.*` properties, as the query reads them), for the member-id round the
+    gateway answers itself by the core's rules (`gateway.member_id_round`); None: the coordinator answers it."""
 
 
 class Gateway:
     def __init__(self, settings: GatewaySettings, coordinator: CoordinatorClient) -> None:
         self.settings = settings
         self.coordinator = coordinator
+        self.member_id_round = (None if settings.coordinator_config is None
+                                else MemberIdRound(coordinator, settings.coordinator_config))
         self.list_groups_key = coordinator.client_id
         self.brokers: dict[int, tuple[str, int]] = {}
         """Upstream node id -> the broker's own address."""

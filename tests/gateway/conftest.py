@@ -65,7 +65,7 @@ def gateway_env(spark, broker, tmp_path_factory) -> Iterator[GatewayEnv]:
     run = new_run(spark, broker, tmp_path_factory.mktemp("gateway"), GATEWAY_PROPERTIES)
     gateway = None
     try:
-        gateway = start_gateway(broker, {k: v for k, v in run.props.items() if k.startswith("topic.")},
+        gateway = start_gateway(broker, {k: v for k, v in run.props.items() if k.startswith(("topic.", "group."))},
                                 log_path=tmp_path_factory.mktemp("gateway-log") / "gateway.log")
         yield GatewayEnv(run, gateway, broker)
     finally:
