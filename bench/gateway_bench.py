@@ -17,9 +17,14 @@
    it: its micro-batches make each round trip hundreds of ms, and the difference mostly noise). Goal: p50
    overhead <= 2 ms.
 
+3. What authorization costs. With `--authorization both` (the default) every gateway above runs twice, without
+   and with `--authorization` (Kafka's ACLs checked on every request, the bench's principal allowed by PREFIXED
+   ACLs on its topics and groups, so every check walks bindings), and the ratios on/off are printed: the goal is
+   within 10% (fetch throughput at least 0.9x, group overhead no more than 1.1x). `off` or `on` runs one.
+
 Prints one JSON document: figures, ratios and the load average before and after. The gateway runs in its own
 process, as in production; everything shares this machine's cores.
-Run with `python -m bench.gateway_bench [--mib N] [--rounds R] [--samples N] [--no-query]`.
+Run with `python -m bench.gateway_bench [--mib N] [--rounds R] [--samples N] [--no-query] [--authorization M]`.
 """
 
 from __future__ import annotations
@@ -102,7 +107,7 @@ def read_librdkafka(servers: str, topic: str, count: int) -> float:
     return elapsed
 
 
-def fetch_throughput(broker: str, gateway: str, mib: int, rounds: int) -> dict:
+def fetch_throughput(broker: str, gateways: dict[str, str], mib: int, rounds: int) -> dict:
     topic = f"bench-fetch-{uuid.uuid4().hex[:6]}"
     count = fill(broker, topic, mib)
     readers: dict[str, Callable[[str, str, int], float]] = {"kafka-python": read_kafka_python}
@@ -113,13 +118,21 @@ def fetch_throughput(broker: str, gateway: str, mib: int, rounds: int) -> dict:
         pass
     out = {}
     for name, read in readers.items():
-        direct, through = [], []
+        direct: list[float] = []
+        through: dict[str, list[float]] = {mode: [] for mode in gateways}
         for _ in range(rounds):
             direct.append(mib / read(broker, topic, count))
-            through.append(mib / read(gateway, topic, count))
-        d, g = statistics.median(direct), statistics.median(through)
-        out[name] = {"direct_mib_s": round(d, 1), "gateway_mib_s": round(g, 1), "ratio": round(g / d, 2),
-                     "direct_rounds": [round(x, 1) for x in direct], "gateway_rounds": [round(x, 1) for x in through]}
+            for mode, gateway in gateways.items():
+                through[mode].append(mib / read(gateway, topic, count))
+        d = statistics.median(direct)
+        out[name] = {"direct_mib_s": round(d, 1), "direct_rounds": [round(x, 1) for x in direct]}
+        for mode, rounds_ in through.items():
+            g = statistics.median(rounds_)
+            out[name][f"gateway_{mode}"] = {"mib_s": round(g, 1), "ratio": round(g / d, 2),
+                                            "rounds": [round(x, 1) for x in rounds_]}
+        if len(through) == 2:
+            out[name]["authorization_on_over_off"] = round(
+                statistics.median(through["on"]) / statistics.median(through["off"]), 3)
     return {"mib": mib, "records": count, "record_bytes": RECORD, "partitions": PARTITIONS, "readers": out,
             "goal": "ratio >= 0.8"}
 
@@ -141,7 +154,8 @@ def _core_responder(bootstrap: str, requests: str, responses: str) -> None:
     consumer.assign([TopicPartition(requests, p) for p in partitions])
     consumer.seek_to_beginning()  # fresh topics: whatever was sent before this process was ready is answered too
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
-    states: dict[str, bytes | None] = {}
+    states: dict[str, Any] = {}
+    """Group id -> the StoredGroup to pass to its next step."""
     while True:
         for records in consumer.poll(timeout_ms=100).values():
             for record in records:
@@ -150,7 +164,7 @@ def _core_responder(bootstrap: str, requests: str, responses: str) -> None:
                     continue
                 step = step_group(where.group_id, states.get(where.group_id), [record.value],
                                   int(time.time() * 1000), config)
-                states[where.group_id] = step.state
+                states[where.group_id] = step.stored(states.get(where.group_id))
                 for response in step.responses:
                     producer.send(responses, key=where.group_id.encode(), value=response)
         producer.flush()
@@ -209,9 +223,10 @@ async def _round_trips(port: int, transport: KafkaTransport, samples: int, pause
     return results
 
 
-def group_overhead(bootstrap: str, props: dict[str, str], wait_ms: int, samples: int, log: Path) -> dict:
-    gateway = start_gateway(bootstrap, _topics(props), args=["--response-fetch-wait-ms", str(wait_ms)],
-                            log_path=log)
+def group_overhead(bootstrap: str, props: dict[str, str], wait_ms: int, samples: int, log: Path,
+                   mode: str = "off") -> dict:
+    gateway = start_gateway(bootstrap, _gateway_props(props, mode),
+                            args=["--response-fetch-wait-ms", str(wait_ms), *MODES[mode]], log_path=log)
     transport = KafkaTransport(bootstrap, props["topic.requests"], props["topic.responses"],
                                client_id="bench-direct", fetch_max_wait_ms=wait_ms)
     try:
@@ -239,26 +254,69 @@ def _topics(props: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in props.items() if k.startswith("topic.")}
 
 
-def with_core(bootstrap: str, workdir: Path, wait_ms: int, samples: int) -> dict:
+# -- 3. Authorization on and off ---------------------------------------------------------------------------------
+
+MODES = {"off": [], "on": ["--authorization"]}
+"""The gateway's arguments per mode."""
+ACLS_TOPIC = "bench-acls"
+
+
+def grant_bench_acls(bootstrap: str) -> None:
+    """What the bench's principal (User:ANONYMOUS: its clients do not authenticate) may do: everything on the
+    topics and groups named bench-*, through PREFIXED bindings, plus unrelated bindings a check walks past. Written
+    to the ACL topic as a gateway would write them (CreateAcls needs an authenticated administrator)."""
+    from gateway.acl import AclBinding, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType
+    from gateway.security_topics import SecurityTopics, acl_record
+
+    bindings = [AclBinding(rtype, "bench-", PatternType.PREFIXED, "User:ANONYMOUS", "*", AclOperation.ALL,
+                           AclPermissionType.ALLOW) for rtype in (ResourceType.TOPIC, ResourceType.GROUP)]
+    bindings += [AclBinding(ResourceType.TOPIC, f"other-{i}", PatternType.LITERAL, f"User:u{i}", "*",
+                            AclOperation.READ, AclPermissionType.ALLOW) for i in range(100)]
+    security = SecurityTopics(bootstrap, {}, ACLS_TOPIC, "bench-scram-credentials", Authorizer())
+    security.start()
+    try:
+        security.write(ACLS_TOPIC, [acl_record(b, True) for b in bindings])
+    finally:
+        security.close()
+
+
+def _gateway_props(props: dict[str, str], mode: str) -> dict[str, str]:
+    return {**_topics(props), "topic.acls": ACLS_TOPIC, "topic.scram.credentials": "bench-scram-credentials"} \
+        if mode == "on" else _topics(props)
+
+
+def with_core(bootstrap: str, workdir: Path, wait_ms: int, samples: int, modes: list[str]) -> dict:
     props = _fresh_topics(bootstrap, workdir)
     responder = multiprocessing.get_context("spawn").Process(
         target=_core_responder, args=(bootstrap, props["topic.requests"], props["topic.responses"]), daemon=True)
     responder.start()
     try:
-        return group_overhead(bootstrap, props, wait_ms, samples, workdir / "gateway-core.log")
+        out = {f"authorization_{mode}": group_overhead(bootstrap, props, wait_ms, samples,
+                                                       workdir / f"gateway-core-{mode}.log", mode)
+               for mode in modes}
+        if len(modes) == 2:
+            # Each mode's round trips through the gateway over the same request sent straight, in one alternating
+            # run (so a load that changes between the two modes cancels out), then on over off.
+            ratio = {mode: {kind: r["gateway"]["p50_ms"] / r["direct"]["p50_ms"]
+                            for kind, r in out[f"authorization_{mode}"].items()} for mode in modes}
+            out["authorization_on_over_off_p50_ratio"] = {kind: round(ratio["on"][kind] / ratio["off"][kind], 3)
+                                                          for kind in ratio["off"]}
+        return out
     finally:
         responder.terminate()
         responder.join()
 
 
-def with_query(bootstrap: str, workdir: Path, wait_ms: int, samples: int) -> dict:
+def with_query(bootstrap: str, workdir: Path, wait_ms: int, samples: int, modes: list[str]) -> dict:
     from streaming.query import spark_session, start_query
 
     props = _fresh_topics(bootstrap, workdir)
     spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
     query = start_query(spark, props)
     try:
-        return group_overhead(bootstrap, props, wait_ms, samples, workdir / "gateway-query.log")
+        return {f"authorization_{mode}": group_overhead(bootstrap, props, wait_ms, samples,
+                                                        workdir / f"gateway-query-{mode}.log", mode)
+                for mode in modes}
     finally:
         query.stop()
 
@@ -272,24 +330,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-query", action="store_true", help="skip the real coordinator query")
     parser.add_argument("--response-fetch-wait-ms", type=int, default=5,
                         help="the response readers' fetch wait, the same on both paths")
+    parser.add_argument("--authorization", choices=("both", "off", "on"), default="both",
+                        help="gateways without ACL checks, with them, or both (ratios on/off printed)")
     args = parser.parse_args(argv)
-    result: dict[str, Any] = {"load_average_before": os.getloadavg()}
+    modes = ["off", "on"] if args.authorization == "both" else [args.authorization]
+    result: dict[str, Any] = {"load_average_before": os.getloadavg(), "authorization": modes,
+                              "authorization_goal": "on within 10% of off"}
     broker = start_broker()
     workdir = Path(tempfile.mkdtemp(prefix="gateway-bench-"))
     try:
+        if "on" in modes:
+            grant_bench_acls(broker.bootstrap_servers)
         props = _fresh_topics(broker.bootstrap_servers, workdir)
-        gateway = start_gateway(broker.bootstrap_servers, _topics(props), log_path=workdir / "gateway-fetch.log")
+        gateways = {mode: start_gateway(broker.bootstrap_servers, _gateway_props(props, mode), args=MODES[mode],
+                                        log_path=workdir / f"gateway-fetch-{mode}.log") for mode in modes}
         try:
-            result["fetch"] = fetch_throughput(broker.bootstrap_servers, gateway.bootstrap_servers, args.mib,
-                                               args.rounds)
+            result["fetch"] = fetch_throughput(broker.bootstrap_servers,
+                                               {mode: g.bootstrap_servers for mode, g in gateways.items()},
+                                               args.mib, args.rounds)
         finally:
-            gateway.stop()
+            for gateway in gateways.values():
+                gateway.stop()
         wait = args.response_fetch_wait_ms
         result["group_requests"] = {"goal": "overhead p50 <= 2 ms", "response_fetch_wait_ms": wait,
-                                    "core": with_core(broker.bootstrap_servers, workdir, wait, args.samples)}
+                                    "core": with_core(broker.bootstrap_servers, workdir, wait, args.samples, modes)}
         if not args.no_query:
             result["group_requests"]["query"] = with_query(broker.bootstrap_servers, workdir, wait,
-                                                           args.query_samples)
+                                                           args.query_samples, modes)
     finally:
         broker.stop()
     result["load_average_after"] = os.getloadavg()

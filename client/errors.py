@@ -161,6 +161,7 @@ _TABLE: tuple[KafkaError, ...] = (
     _entry(Errors.INVALID_VOTER_KEY, False, "The voter key doesn't match the receiving replica's key"),
     _entry(Errors.DUPLICATE_VOTER, False, 'The voter is already part of the set of voters'),
     _entry(Errors.VOTER_NOT_FOUND, False, 'The voter is not part of the set of voters'),
+    _entry(Errors.INVALID_REGULAR_EXPRESSION, False, 'The regular expression is not valid'),
 )
 
 ERRORS: dict[int, KafkaError] = {e.code: e for e in _TABLE}

@@ -20,6 +20,7 @@ from typing import Any
 
 from common import config as job_config
 from common import logs
+from gateway import security_cli
 
 log = logging.getLogger("gateway")
 
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="any coordinator.properties key (repeatable): topic.requests, kafka.* ...")
     parser.add_argument("--sasl-users", type=Path, metavar="FILE",
                         help="SASL/PLAIN on the listeners, users from FILE (username=password lines)")
+    security_cli.add_arguments(parser)
     parser.add_argument("--ssl-certfile", type=Path, help="TLS on the listeners: certificate chain (PEM)")
     parser.add_argument("--ssl-keyfile", type=Path, help="TLS on the listeners: private key (PEM)")
     parser.add_argument("--request-timeout-ms", type=int, default=25_000,
@@ -62,15 +64,16 @@ def run(args: argparse.Namespace) -> int:
     if not props.get("bootstrap.servers"):
         raise SystemExit("--bootstrap-servers is required")
     settings = _settings(args, props)
+    security = security_cli.security_topics(args, props, settings.bootstrap_servers, settings.kafka_config,
+                                            settings.authenticator)
     try:
-        asyncio.run(_serve(settings, props))
+        asyncio.run(_serve(settings, props, security))
     except KeyboardInterrupt:
         pass
     return 0
 
 
 def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
-    from gateway.sasl import PlainAuthenticator
     from gateway.server import GatewaySettings
     from state.api import CoordinatorConfig
 
@@ -87,7 +90,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         bootstrap_servers=props["bootstrap.servers"], listen_host=host, listen_port=int(port),
         advertised_host=advertised, requests_topic=props["topic.requests"], responses_topic=props["topic.responses"],
         kafka_config=kafka_config, upstream=upstream_security(kafka_config),
-        authenticator=PlainAuthenticator.from_file(args.sasl_users) if args.sasl_users else None,
+        authenticator=security_cli.authenticator(args), authorization=args.authorization,
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
         response_fetch_wait_ms=args.response_fetch_wait_ms,
         coordinator_config=None if args.member_id_round_by_coordinator else CoordinatorConfig.from_properties(props),
@@ -110,13 +113,13 @@ def upstream_security(kafka_config: dict[str, Any]) -> Any:
     sasl = None
     if protocol.startswith("SASL_"):
         mechanism = str(kafka_config.get("sasl_mechanism", "PLAIN")).upper()
-        if mechanism != "PLAIN":
-            raise SystemExit(f"the gateway reaches brokers with SASL/PLAIN only, not {mechanism}")
-        sasl = (str(kafka_config["sasl_plain_username"]), str(kafka_config["sasl_plain_password"]))
-    return UpstreamSecurity(ssl=context, sasl_plain=sasl)
+        if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            raise SystemExit(f"the gateway reaches brokers with SASL/PLAIN or SCRAM, not {mechanism}")
+        sasl = (mechanism, str(kafka_config["sasl_plain_username"]), str(kafka_config["sasl_plain_password"]))
+    return UpstreamSecurity(ssl=context, sasl=sasl)
 
 
-async def _serve(settings: Any, props: dict[str, str]) -> None:
+async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
     from kafka.errors import KafkaError
 
     from common.topics import ensure_topics
@@ -131,6 +134,8 @@ async def _serve(settings: Any, props: dict[str, str]) -> None:
     def connect() -> CoordinatorClient:
         # As `coordinator run`: the topics are created if missing (topic.create), and must be usable.
         ensure_topics({"bootstrap_servers": settings.bootstrap_servers, **settings.kafka_config}, props)
+        security_cli.start(security, settings.authenticator, settings.authorization, props,
+                           settings.bootstrap_servers, settings.kafka_config)
         return CoordinatorClient(settings.bootstrap_servers, settings.requests_topic, settings.responses_topic,
                                  settings.kafka_config, settings.response_fetch_wait_ms)
 
@@ -138,7 +143,7 @@ async def _serve(settings: Any, props: dict[str, str]) -> None:
         coordinator = await loop.run_in_executor(None, connect)
     except (KafkaError, RuntimeError, OSError) as exc:
         raise SystemExit(f"the gateway cannot reach the cluster's topics: {exc}") from None
-    gateway = Gateway(settings, coordinator)
+    gateway = Gateway(settings, coordinator, security)
     try:
         try:
             await gateway.start()
@@ -150,6 +155,8 @@ async def _serve(settings: Any, props: dict[str, str]) -> None:
     finally:
         await gateway.close()
         await loop.run_in_executor(None, coordinator.close)
+        if security is not None:
+            await loop.run_in_executor(None, security.close)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -27,13 +27,17 @@ from kafka.protocol.consumer.fetch import FetchResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
-from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.produce import ProduceResponse
 from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
                                  SaslHandshakeResponse)
 
+from gateway import authz, peek, security_apis
+from gateway.acl import ANONYMOUS
 from gateway.control import GROUP_APIS, GroupApi, control_requests, from_json, to_json
 from gateway.frames import FrameError, framed, read_frame, request_prefix
-from gateway.sasl import MECHANISM
+from gateway.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSAGE, GroupAccess, Session, group_access
+from gateway.authentication import MAX_RECEIVE_BYTES, Exchange
+from gateway.scram import AuthenticationFailed
 from gateway.upstream import Upstream
 from state.api import Errors
 
@@ -70,6 +74,7 @@ class ClientConnection:
         self.principal: str | None = None
         self._authenticated = self._authenticator is None
         self._handshake_version: int | None = None
+        self._exchange: Exchange | None = None
         self._slots: asyncio.Queue[Awaitable[Any] | None] = asyncio.Queue(MAX_IN_FLIGHT)
         self._upstream: Upstream | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -78,7 +83,8 @@ class ClientConnection:
         writer = asyncio.get_running_loop().create_task(self._write_answers())
         try:
             while not writer.done():
-                frame = await read_frame(self._reader, self.gateway.settings.max_request_bytes)
+                limit = self.gateway.settings.max_request_bytes if self._authenticated else MAX_RECEIVE_BYTES
+                frame = await read_frame(self._reader, limit)
                 if frame is None:
                     break
                 slot = await self._handle(frame)
@@ -144,11 +150,36 @@ class ClientConnection:
             request = FindCoordinatorRequest.decode(frame, version=version, header=True)
             if request.key_type == GROUP_COORDINATOR:
                 return self._spawn(self._find_coordinator(request, version, correlation))
-        if api_key == ApiKey.Produce and ProduceRequest.decode(frame, version=version, header=True).acks == 0:
+        security = self.gateway.security
+        if security is not None and api_key in security_apis.served(self.gateway.authorizing):
+            return self._spawn(security_apis.answer(api_key, self._authz(), security, frame, version, correlation))
+        finish = None
+        if self.gateway.authorizing:
+            # Inline, not in a task: forwarded requests must reach the broker in the client's order.
+            plan = await authz.plan(self._authz(), api_key, frame, version, correlation)
+            if plan is not None:
+                if plan.close:
+                    raise FrameError(plan.close)
+                if plan.answer is not None:
+                    return self._ready(plan.answer)
+                frame, finish = plan.frame, plan.finish
+        if api_key == ApiKey.Produce and peek.produce_acks(frame, version) == 0:
             await self._forward(frame, correlation, None, version, expect_response=False)
             return None
         rewrite = api_key in _ADDRESSES and version >= _ADDRESSES_FROM.get(api_key, 0)
-        return await self._forward(frame, correlation, api_key if rewrite else None, version)
+        answer = await self._forward(frame, correlation, api_key if rewrite else None, version)
+        return answer if finish is None else self._spawn(self._finish(answer, finish))
+
+    async def _finish(self, answer: Awaitable[bytes], finish: Callable[[bytes], bytes]) -> bytes:
+        return finish(await answer)
+
+    @property
+    def session(self) -> Session:
+        """Who this connection is, for the ACLs: its principal (User:ANONYMOUS without SASL) and IP address."""
+        return Session(self.principal or ANONYMOUS, self.client_host[1:])
+
+    def _authz(self) -> authz.Context:
+        return authz.Context(self.gateway.authorizer, self.session, self.gateway.topic_names)
 
     def _ready(self, answer: Any) -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()
@@ -218,7 +249,11 @@ class ClientConnection:
         entries = []
         for key in keys:
             node_id = self.gateway.coordinator_for(key)
-            if node_id is None:
+            if self.gateway.authorizing and not authz.group_coordinator_allowed(self.gateway.authorizer,
+                                                                                self.session, key):
+                entries.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                                "error_code": GROUP_AUTHORIZATION_FAILED, "error_message": GROUP_MESSAGE})
+            elif node_id is None:
                 entries.append({"key": key, "node_id": -1, "host": "", "port": -1,
                                 "error_code": Errors.COORDINATOR_NOT_AVAILABLE, "error_message": "no broker is known"})
             else:
@@ -232,6 +267,12 @@ class ClientConnection:
     async def _group(self, api: GroupApi, frame: bytes, version: int, correlation: int) -> bytes:
         request = api.request.decode(frame, version=version, header=True)
         doc = to_json(request, version)
+        # Authorization, before anything reaches the control topic (or is answered from the group view).
+        access = (group_access(self.gateway.authorizer, self.session, api.name, version, doc)
+                  if self.gateway.authorizing else GroupAccess(doc))
+        if access.request is None:
+            return _encode(from_json(api.response, version, access.answer), version, correlation)
+        doc = access.request
         coordinator = self.gateway.coordinator
         timeout_s = self.gateway.timeout_s(api.name, doc)
         if api.name == "ListGroups":
@@ -253,43 +294,54 @@ class ClientConnection:
                 answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s)
                                                  for body in bodies))
                 merged = api.merge(doc, list(answers), version)
-        return _encode(from_json(api.response, version, merged), version, correlation)
+        return _encode(from_json(api.response, version, access.complete(merged)), version, correlation)
 
-    # -- SASL/PLAIN ------------------------------------------------------------------------------------------
+    # -- SASL ------------------------------------------------------------------------------------------------
 
     def _sasl(self, api_key: int, frame: bytes, version: int, correlation: int) -> bytes | Closing:
         if self._authenticated:
             raise FrameError("SASL after authentication (re-authentication is not supported)")
         if api_key == ApiKey.SaslHandshake:
+            if self._exchange is not None:
+                raise FrameError("a second SaslHandshake")
             request = SaslHandshakeRequest.decode(frame, version=version, header=True)
-            known = request.mechanism == MECHANISM
-            if known:
-                self._handshake_version = version
-            response = SaslHandshakeResponse[version](
-                error_code=Errors.NONE if known else UNSUPPORTED_SASL_MECHANISM, mechanisms=[MECHANISM])
-            return _encode(response, version, correlation)
+            self._exchange = self._authenticator.start(request.mechanism)
+            enabled = self._authenticator.mechanisms
+            if self._exchange is None:
+                # Kafka answers with the mechanisms it has, then closes the connection.
+                log.info("closing %s: SASL mechanism %r is not enabled", self.peer, request.mechanism)
+                return Closing(_encode(SaslHandshakeResponse[version](
+                    error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled), version, correlation))
+            self._handshake_version = version
+            return _encode(SaslHandshakeResponse[version](error_code=Errors.NONE, mechanisms=enabled), version,
+                           correlation)
         if self._handshake_version != 1:
             raise FrameError("SaslAuthenticate without a SaslHandshake v1")
         request = SaslAuthenticateRequest.decode(frame, version=version, header=True)
-        principal = self._authenticator.authenticate(bytes(request.auth_bytes))
-        if principal is None:
-            log.info("authentication failed from %s", self.peer)
+        try:
+            challenge = self._exchange.evaluate(bytes(request.auth_bytes))
+        except AuthenticationFailed as exc:
+            log.info("authentication failed from %s: %s", self.peer, exc)
             response = SaslAuthenticateResponse[version](
-                error_code=SASL_AUTHENTICATION_FAILED, error_message="Authentication failed: invalid credentials",
-                auth_bytes=b"", session_lifetime_ms=0)
+                error_code=SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b"", session_lifetime_ms=0)
             return Closing(_encode(response, version, correlation))
-        self._authenticated, self.principal = True, principal
-        response = SaslAuthenticateResponse[version](error_code=Errors.NONE, error_message=None, auth_bytes=b"",
-                                                     session_lifetime_ms=0)
+        self._authenticate_if_complete()
+        response = SaslAuthenticateResponse[version](error_code=Errors.NONE, error_message=None,
+                                                     auth_bytes=challenge, session_lifetime_ms=0)
         return _encode(response, version, correlation)
 
     def _raw_token(self, token: bytes) -> bytes:
-        """SaslHandshake v0: the token comes unframed by Kafka; success is an empty answer, failure a close."""
-        principal = self._authenticator.authenticate(token)
-        if principal is None:
-            raise FrameError("authentication failed")
-        self._authenticated, self.principal = True, principal
-        return b""
+        """SaslHandshake v0: tokens come unframed by Kafka's headers, and so do the answers; a failure closes."""
+        try:
+            challenge = self._exchange.evaluate(token)
+        except AuthenticationFailed as exc:
+            raise FrameError(str(exc)) from None
+        self._authenticate_if_complete()
+        return challenge
+
+    def _authenticate_if_complete(self) -> None:
+        if self._exchange.complete:
+            self._authenticated, self.principal = True, self._exchange.principal
 
 
 _ADDRESSES: dict[int, tuple[Any, Callable[[Any, int], list[tuple[int, Any]]]]] = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl as ssl_module
+import time
 import zlib
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,8 +27,10 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from gateway.control import Json, to_json
 from gateway.coordinator import CoordinatorClient
 from gateway.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
+from gateway.acl import Authorizer
+from gateway.authentication import Authenticator
 from gateway.member_id_round import MemberIdRound
-from gateway.sasl import PlainAuthenticator
+from gateway.security_topics import SecurityTopics
 from gateway.upstream import Upstream, UpstreamSecurity
 from gateway.versions import Versions, advertised
 from state.api import CoordinatorConfig
@@ -52,8 +55,10 @@ class GatewaySettings:
     kafka_config: dict[str, Any] = field(default_factory=dict)
     """kafka-python settings of the control-topic clients (security)."""
     upstream: UpstreamSecurity = UpstreamSecurity()
-    authenticator: PlainAuthenticator | None = None
-    """SASL/PLAIN on the listeners when set."""
+    authenticator: Authenticator | None = None
+    """SASL on the listeners when set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."""
+    authorization: bool = False
+    """Kafka's ACLs enforced on every request (`gateway.authz`), from the security topics."""
     ssl: ssl_module.SSLContext | None = None
     """TLS on the listeners when set."""
     request_timeout_ms: int = 25_000
@@ -68,12 +73,24 @@ class GatewaySettings:
     gateway answers itself by the core's rules (`gateway.member_id_round`); None: the coordinator answers it."""
 
 
+ALLOW_ALL = Authorizer(allow_everyone_if_no_acl_found=True)
+"""Who may do what while authorization is off: everyone everything (the SCRAM management APIs still ask)."""
+TOPIC_IDS_REFRESH_S = 1.0
+"""At most one metadata request per this long to learn topic ids the gateway does not know."""
+
+
 class Gateway:
-    def __init__(self, settings: GatewaySettings, coordinator: CoordinatorClient) -> None:
+    def __init__(self, settings: GatewaySettings, coordinator: CoordinatorClient,
+                 security: SecurityTopics | None = None) -> None:
         self.settings = settings
         self.coordinator = coordinator
         self.member_id_round = (None if settings.coordinator_config is None
                                 else MemberIdRound(coordinator, settings.coordinator_config))
+        self.security = security
+        """The ACLs and SCRAM credentials the gateway follows (when authorization or SCRAM is on)."""
+        self.authorizing = settings.authorization and security is not None
+        self._topic_names: dict[bytes, str] = {}
+        self._topic_ids_learned = 0.0
         self.list_groups_key = coordinator.client_id
         self.brokers: dict[int, tuple[str, int]] = {}
         """Upstream node id -> the broker's own address."""
@@ -134,7 +151,8 @@ class Gateway:
                     answer = await upstream.request(ApiVersionsRequest[0](), 0, ApiVersionsResponse)
                 upstream_versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
                 self.features = {k: v for k, v in to_json(answer, 3).items() if k not in ("api_keys", "error_code")}
-                self.versions = advertised(upstream_versions, self.settings.authenticator is not None)
+                self.versions = advertised(upstream_versions, self.settings.authenticator is not None,
+                                           self.authorizing, self.security is not None)
                 version = min(upstream_versions.get(MetadataRequest.API_KEY, (0, 0))[1], 12)
                 metadata = await upstream.request(MetadataRequest[version](topics=[]), version, MetadataResponse)
                 self.learn_brokers((b.node_id, b.host, b.port) for b in metadata.brokers)
@@ -142,6 +160,31 @@ class Gateway:
             finally:
                 upstream.close()
         raise ConnectionError(f"no upstream broker answered: {'; '.join(errors)}")
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """The current ACL snapshot (every request sees one consistent set)."""
+        return self.security.authorizer if self.authorizing else ALLOW_ALL
+
+    async def topic_names(self, ids: list[bytes]) -> dict[bytes, str]:
+        """Names of topic ids (Fetch v13+ names topics by id; ACLs name them by name). Ids the gateway has not
+        seen make it ask the cluster's metadata, at most once per TOPIC_IDS_REFRESH_S; unknown ones are left out."""
+        if any(i not in self._topic_names for i in ids) and \
+                time.monotonic() - self._topic_ids_learned > TOPIC_IDS_REFRESH_S:
+            self._topic_ids_learned = time.monotonic()
+            for host, port in self.upstream_addresses(None):
+                try:
+                    upstream = await Upstream.connect(host, port, self.settings.upstream,
+                                                      self.settings.connect_timeout_ms / 1000)
+                except (OSError, asyncio.TimeoutError, ConnectionError):
+                    continue
+                try:
+                    metadata = await upstream.request(MetadataRequest[12](topics=None), 12, MetadataResponse)
+                    self._topic_names.update((t.topic_id.bytes, t.name) for t in metadata.topics if t.name)
+                    break
+                finally:
+                    upstream.close()
+        return {i: self._topic_names[i] for i in ids if i in self._topic_names}
 
     def learn_brokers(self, brokers: Any) -> None:
         """(node_id, host, port) of upstream brokers, as a Metadata or DescribeCluster answer names them."""

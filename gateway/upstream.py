@@ -15,6 +15,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import scramp
+
 from gateway.frames import STREAM_BUFFER_BYTES, FrameError, correlation_id, framed, read_frame
 
 log = logging.getLogger(__name__)
@@ -24,10 +26,12 @@ UPSTREAM_MAX_RESPONSE_BYTES = (1 << 31) - 1
 
 @dataclass(frozen=True)
 class UpstreamSecurity:
-    """How the gateway reaches the brokers: TLS, and SASL/PLAIN with the gateway's own credentials."""
+    """How the gateway reaches the brokers: TLS, and SASL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) with the
+    gateway's own credentials."""
 
     ssl: ssl_module.SSLContext | None = None
-    sasl_plain: tuple[str, str] | None = None
+    sasl: tuple[str, str, str] | None = None
+    """(mechanism, username, password)."""
 
 
 class UpstreamClosed(ConnectionError):
@@ -50,9 +54,9 @@ class Upstream:
                                     limit=STREAM_BUFFER_BYTES),
             timeout_s)
         upstream = cls(reader, writer, f"{host}:{port}")
-        if security.sasl_plain is not None:
+        if security.sasl is not None:
             try:
-                await asyncio.wait_for(upstream._authenticate(*security.sasl_plain), timeout_s)
+                await asyncio.wait_for(upstream._authenticate(*security.sasl), timeout_s)
             except BaseException:
                 upstream.close()
                 raise
@@ -77,17 +81,29 @@ class Upstream:
         payload = await future
         return response_class.decode(payload, version=version, header=True)
 
-    async def _authenticate(self, username: str, password: str) -> None:
+    async def _authenticate(self, mechanism: str, username: str, password: str) -> None:
         from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
                                          SaslHandshakeResponse)
 
-        handshake = await self.request(SaslHandshakeRequest[1](mechanism="PLAIN"), 1, SaslHandshakeResponse)
+        handshake = await self.request(SaslHandshakeRequest[1](mechanism=mechanism), 1, SaslHandshakeResponse)
         if handshake.error_code != 0:
-            raise UpstreamClosed(f"upstream {self.address} refused SASL/PLAIN: error {handshake.error_code}")
-        token = b"\0" + username.encode() + b"\0" + password.encode()
-        answer = await self.request(SaslAuthenticateRequest[0](auth_bytes=token), 0, SaslAuthenticateResponse)
-        if answer.error_code != 0:
-            raise UpstreamClosed(f"upstream {self.address} authentication failed: {answer.error_message}")
+            raise UpstreamClosed(f"upstream {self.address} refused SASL {mechanism}: error {handshake.error_code}")
+
+        async def send(token: bytes) -> bytes:
+            answer = await self.request(SaslAuthenticateRequest[1](auth_bytes=token), 1, SaslAuthenticateResponse)
+            if answer.error_code != 0:
+                raise UpstreamClosed(f"upstream {self.address} authentication failed: {answer.error_message}")
+            return bytes(answer.auth_bytes)
+
+        if mechanism == "PLAIN":
+            await send(b"\0" + username.encode() + b"\0" + password.encode())
+            return
+        client = scramp.ScramClient([mechanism], username, password)
+        try:
+            client.set_server_first((await send(client.get_client_first().encode())).decode())
+            client.set_server_final((await send(client.get_client_final().encode())).decode())
+        except scramp.ScramException as exc:
+            raise UpstreamClosed(f"upstream {self.address} SCRAM exchange failed: {exc}") from None
 
     async def _read_loop(self) -> None:
         reason: BaseException = UpstreamClosed(f"upstream {self.address} closed the connection")

@@ -23,7 +23,9 @@ from kafka.protocol.metadata.metadata import MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
+from gateway.authz import POLICED
 from gateway.control import GROUP_APIS
+from gateway.security_apis import versions as security_versions
 
 Versions = dict[int, tuple[int, int]]
 
@@ -49,11 +51,15 @@ _SASL = {ApiKey.SaslHandshake: SaslHandshakeRequest.max_version,
          ApiKey.SaslAuthenticate: SaslAuthenticateRequest.max_version}
 
 
-def advertised(upstream: Versions, sasl: bool) -> Versions:
-    """The version ranges the gateway answers ApiVersions with, given the upstream broker's."""
+def advertised(upstream: Versions, sasl: bool, authorizing: bool = False, security: bool = False) -> Versions:
+    """The version ranges the gateway answers ApiVersions with, given the upstream broker's. `authorizing`: only
+    the upstream APIs the gateway authorizes (`gateway.authz.POLICED`); `security`: the ACL and SCRAM management
+    APIs are the gateway's own (`gateway.security_apis`)."""
     out: Versions = {}
     for key, (lo, hi) in upstream.items():
         if key in NOT_SERVED or key in GROUP_APIS or key in _SASL or key == ApiKey.ApiVersions:
+            continue
+        if authorizing and key not in POLICED:
             continue
         for cls in _DECODED.get(key, ()):
             hi = min(hi, cls.max_version)
@@ -64,4 +70,6 @@ def advertised(upstream: Versions, sasl: bool) -> Versions:
     out[ApiKey.ApiVersions] = (0, min(ApiVersionsRequest.max_version, ApiVersionsResponse.max_version))
     if sasl:
         out.update({key: (0, hi) for key, hi in _SASL.items()})
+    if security:
+        out.update(security_versions(authorizing))
     return dict(sorted(out.items()))

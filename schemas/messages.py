@@ -17,6 +17,9 @@ One class serves every version of an API, as one control message does: a field a
 a version that lacks them (`state.wire`), as Kafka never reads them there.
 
 A version bump is one edit: the API's entry in `API_VERSIONS` (then `python -m schemas`).
+
+KIP-848's consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe, their records and the internal
+TopicMetadata request) are declared the same way in `schemas.consumer_group`.
 """
 
 from typing import Annotated, Literal

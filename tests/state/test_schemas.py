@@ -6,28 +6,32 @@ import json
 
 import pytest
 
+from schemas.consumer_group import CONSUMER_API_VERSIONS, CONSUMER_RECORDS
 from state.wire import API_VERSIONS
 from tests.state.schemas import SCHEMAS, validate_request, validator
 from tests.state.test_replay_tool import SCENARIO
 
 
-@pytest.mark.parametrize("api", sorted(API_VERSIONS))
+VERSIONS = {**API_VERSIONS, **CONSUMER_API_VERSIONS}
+RECORD_SCHEMAS = ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", *CONSUMER_RECORDS]
+
+
+@pytest.mark.parametrize("api", sorted(VERSIONS))
 def test_every_api_has_a_request_and_a_response_schema(api):
     request = validator(f"{api}Request")
     validator(f"{api}Response")
-    assert request.schema["properties"]["api_version"]["maximum"] == API_VERSIONS[api][1]
+    assert request.schema["properties"]["api_version"]["maximum"] == VERSIONS[api][1]
 
 
-@pytest.mark.parametrize("name", ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue",
-                                  "ErrorResponse"])
+@pytest.mark.parametrize("name", [*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest"])
 def test_record_schemas_are_valid(name):
     validator(name)
 
 
 def test_no_stray_schema_files():
     names = {p.stem for p in SCHEMAS.glob("*.json")}
-    expected = {f"{api}{kind}" for api in API_VERSIONS for kind in ("Request", "Response")}
-    expected |= {"GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", "ErrorResponse"}
+    expected = {f"{api}{kind}" for api in VERSIONS for kind in ("Request", "Response")}
+    expected |= {*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest"}
     assert names == expected
 
 

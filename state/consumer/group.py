@@ -1,0 +1,138 @@
+"""A consumer group as its records leave it, and the rules that read it: Kafka's ConsumerGroup (and ModernGroup).
+
+The fields below the docstring's line change only in `state.consumer.replay`. The indexes after them (who holds
+which partition at which epoch, static members by instance id, subscription counts) are kept up to date there too,
+so handlers answer "is this partition free?" or "is the subscription homogeneous?" without scanning members.
+
+The group state is derived, as Kafka's `maybeUpdateGroupState`: Empty (no members), Assigning (the group epoch is
+ahead of the target assignment's), Reconciling (some member is not STABLE at the assignment epoch), Stable.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from typing import Mapping
+
+from assignors.api import SubscriptionType
+from state.consumer import records
+from state.consumer.member import ConsumerGroupMember, Partitions
+from state.consumer.records import Record, ResolvedRegularExpression
+from state.errors import CoordinatorError, Errors
+
+
+class ConsumerGroupState(enum.Enum):
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+
+
+class ConsumerGroup:
+    """Mutable, and mutated only by `state.consumer.replay`."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        # -- from the records -----------------------------------------------------------------------------------
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.has_subscription_metadata_record = False
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target_assignment: dict[str, Partitions] = {}
+        self.assignment_epoch = 0
+        self.assignment_timestamp_ms = 0
+        self.resolved_regexes: dict[str, ResolvedRegularExpression] = {}
+        self.last_regex_refresh_ms: int | None = None
+        """When a regular expression was last resolved (None: never); Kafka's lastResolvedRegularExpressionRefreshTimeMs."""
+        self.last_regex_version = -1
+        """The metadata version of the last resolution; Kafka's lastResolvedRegularExpressionVersion."""
+        # -- indexes kept by replay ---------------------------------------------------------------------------------
+        self.static_members: dict[str, str] = {}
+        """instance id -> member id."""
+        self.partition_epochs: dict[str, dict[int, int]] = {}
+        """topic id -> partition -> epoch of the member holding it (assigned or still revoking)."""
+        self.subscribed_names: Counter[str] = Counter()
+        """topic name -> members subscribing to it by name."""
+        self.subscribed_regexes: Counter[str] = Counter()
+        """regular expression -> members subscribing with it."""
+        self.server_assignors: Counter[str] = Counter()
+
+    # -- reading ----------------------------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def current_partition_epoch(self, topic_id: str, partition: int) -> int:
+        """The epoch of the member holding the partition, -1 when it is free."""
+        return self.partition_epochs.get(topic_id, {}).get(partition, -1)
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def target_of(self, member_id: str, instance_id: str | None = None) -> Partitions:
+        """A member's target; a static member that just replaced another one has the replaced member's."""
+        if member_id in self.target_assignment:
+            return self.target_assignment[member_id]
+        previous = self.static_members.get(instance_id) if instance_id is not None else None
+        return self.target_assignment.get(previous, {}) if previous is not None else {}
+
+    def resolved_topics(self) -> dict[str, frozenset[str]]:
+        return {regex: resolved.topics for regex, resolved in self.resolved_regexes.items()}
+
+    def preferred_server_assignor(self, changed: Mapping[str, ConsumerGroupMember | None] = {}) -> str | None:
+        """The server assignor most members name (Kafka's computePreferredServerAssignor); ties go to the name
+        that sorts first, where Kafka's follow its HashMap."""
+        counts: Counter[str] = Counter(self.server_assignors)
+        for member_id, member in changed.items():
+            old = self.members.get(member_id)
+            if old is not None and old.server_assignor_name is not None:
+                counts[old.server_assignor_name] -= 1
+            if member is not None and member.server_assignor_name is not None:
+                counts[member.server_assignor_name] += 1
+        named = sorted((-n, name) for name, n in counts.items() if n > 0)
+        return named[0][1] if named else None
+
+
+def subscription_type(regexes: Mapping[str, int], names: Mapping[str, tuple[int, int]],
+                      members: int) -> SubscriptionType:
+    """Kafka's ConsumerGroup.subscriptionType: without regular expressions, homogeneous when every topic has every
+    member as a subscriber; with them, homogeneous only when every member uses one and the same regular
+    expression and no topic name."""
+    if not regexes:
+        homogeneous = all(by_name == members for by_name, _ in names.values())
+    else:
+        (first, *_) = regexes.values()
+        homogeneous = (len(regexes) == 1 and first == members
+                       and all(by_regex == 1 and by_name == 0 for by_name, by_regex in names.values()))
+    return SubscriptionType.HOMOGENEOUS if homogeneous else SubscriptionType.HETEROGENEOUS
+
+
+def validate_delete(group: ConsumerGroup) -> None:
+    """DeleteGroups deletes an Empty consumer group only (Kafka's ConsumerGroup.validateDeleteGroup)."""
+    if group.state is not ConsumerGroupState.EMPTY:
+        raise CoordinatorError(Errors.NON_EMPTY_GROUP, "The group is not empty.")
+
+
+def delete_records(group: ConsumerGroup) -> list[Record]:
+    """The tombstones that delete the group, in Kafka's order (ConsumerGroup.createGroupTombstoneRecords): current
+    and target assignments, the assignment epoch, subscriptions, resolved regular expressions, the subscription
+    metadata, the group epoch. Replaying them leaves no group."""
+    group_id = group.group_id
+    members = sorted(group.members)
+    return [
+        *(records.current_assignment_tombstone(group_id, m) for m in members),
+        *(records.target_assignment_tombstone(group_id, m) for m in sorted(group.target_assignment)),
+        records.target_assignment_epoch_tombstone(group_id),
+        *(records.member_subscription_tombstone(group_id, m) for m in members),
+        *(records.regular_expression_tombstone(group_id, r) for r in sorted(group.resolved_regexes)),
+        records.subscription_metadata_tombstone(group_id),
+        records.group_epoch_tombstone(group_id),
+    ]

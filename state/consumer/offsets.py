@@ -1,0 +1,73 @@
+"""What OffsetCommit and OffsetFetch must check when they address a consumer group: the member and its epoch
+(Kafka's ConsumerGroup.validateOffsetCommit and validateOffsetFetch). The offsets handler calls these and answers
+with the error; they change nothing.
+
+Commits, as Kafka 4.3 (KIP-1251) checks them:
+- an epoch below 0 on a group without members is an admin's (or a consumer without group management): accepted;
+- a TxnOffsetCommit without member (epoch -1, member id "", no instance id) is accepted;
+- an unknown member id is UNKNOWN_MEMBER_ID; a member of the consumer protocol must commit with OffsetCommit v9+
+  (UNSUPPORTED_VERSION);
+- the member's epoch commits every partition; a newer epoch is STALE_MEMBER_EPOCH; an older one commits a
+  partition only if the member still holds it (assigned or being revoked) from that epoch or earlier, else
+  STALE_MEMBER_EPOCH for that partition (the member's heartbeat bumped its epoch before it could commit).
+Fetches: without member id and with a negative epoch, accepted; else the member must exist and the epoch be its.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from state.consumer.group import ConsumerGroup
+from state.errors import CoordinatorError, Errors
+
+PartitionValidator = Callable[[str, int], Errors]
+"""(topic id, partition) -> NONE, or the error of that partition."""
+
+FIRST_CONSUMER_PROTOCOL_COMMIT_VERSION = 9
+
+
+def _accept(topic_id: str, partition: int) -> Errors:
+    return Errors.NONE
+
+
+def validate_offset_commit(group: ConsumerGroup, *, member_id: str, instance_id: str | None, member_epoch: int,
+                           api_version: int, transactional: bool = False) -> PartitionValidator:
+    """The per-partition check of an accepted commit; CoordinatorError for a refused one."""
+    if member_epoch < 0 and not group.members:
+        return _accept
+    if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+        return _accept
+    member = group.members.get(member_id)
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                               f"Member {member_id} is not a member of group {group.group_id}.")
+    if not transactional and api_version < FIRST_CONSUMER_PROTOCOL_COMMIT_VERSION:
+        raise CoordinatorError(Errors.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by members "
+                               "using the modern group protocol")
+    if member_epoch == member.member_epoch:
+        return _accept
+    if member_epoch > member.member_epoch:
+        raise CoordinatorError(Errors.STALE_MEMBER_EPOCH, f"Received member epoch {member_epoch} is newer than "
+                               f"current member epoch {member.member_epoch}.")
+
+    def held_since(topic_id: str, partition: int) -> Errors:
+        for partitions in (member.assigned_partitions, member.partitions_pending_revocation):
+            assigned_at = partitions.get(topic_id, {}).get(partition)
+            if assigned_at is not None and assigned_at <= member_epoch:
+                return Errors.NONE
+        return Errors.STALE_MEMBER_EPOCH
+
+    return held_since
+
+
+def validate_offset_fetch(group: ConsumerGroup, *, member_id: str | None, member_epoch: int) -> None:
+    """CoordinatorError when the fetch names a member it may not fetch for."""
+    if member_id is None and member_epoch < 0:
+        return
+    member = group.members.get(member_id or "")
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                               f"Member {member_id} is not a member of group {group.group_id}.")
+    if member_epoch != member.member_epoch:
+        raise CoordinatorError(Errors.STALE_MEMBER_EPOCH, f"The received member epoch {member_epoch} does not "
+                               f"match the expected member epoch {member.member_epoch}.")
