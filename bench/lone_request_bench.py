@@ -38,7 +38,7 @@ from typing import Any, Iterator
 from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
-from bench.stream_bench import FloorQuery, JobClient, OursPeer, _load_request, percentiles
+from bench.stream_bench import FloorQuery, JobClient, OursPeer, _load_request, _ratio, percentiles
 from common import config as job_config
 from common.config import Topics, client_config, kafka_options
 from common.topics import ensure_topics
@@ -178,8 +178,8 @@ def run(samples: int = 100, rounds: int = 4, trigger_ms: int = 100, floor_second
         ours = result["peers"]["ours"]["latency"]["p50_ms"]
         floor = result["peers"]["same-source"]["latency"]["p50_ms"]
         rate = result["rate_floor"]["batch_ms_median"]
-        result["ratios"] = {"p50/same-source floor": ours / floor if floor else None,
-                            "same-source floor/rate floor": floor / rate if rate else None}
+        result["ratios"] = {"p50/same-source floor": _ratio(ours, floor),
+                            "same-source floor/rate floor": _ratio(floor, rate)}
         result["load_average"] = load
         return result
     finally:
