@@ -1,7 +1,7 @@
 """`groupcoord-consumer-groups`: Kafka's `kafka-consumer-groups.sh` for groups kept by this project's coordinator.
 
 Options, column names, messages and the Empty-only rule for resets are Kafka's (`ConsumerGroupCommand`,
-ecosystem-conventions.md section 1), so operators and their scripts carry over; the reset specifications and
+`ConsumerGroupCommandOptions`), so operators and their scripts carry over; the reset specifications and
 CSV plans are in `admin.reset`. Added: `--output json` for scripts, and `--history` (with
 `--picture FILE.png|FILE.html`) for a group's generations over time.
 
@@ -26,6 +26,7 @@ from client.errors import GroupError, RequestTimeoutError, for_code
 from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, KafkaTransport, Transport
 from kafka import KafkaConsumer, KafkaProducer
 from state.properties import kafka_python_settings, read_properties
+from streaming.recovery.checkpoint import CheckpointError
 
 DEFAULT_RECORDS_TOPIC = "group-coordinator-records"
 REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
@@ -163,7 +164,7 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
         if args.delete_offsets:
             return _delete_offsets(args, admin, log_offsets, o)
         return _reset(args, admin, log_offsets, groups, o)
-    except (CommandError, ResetError, GroupError, RequestTimeoutError, TimeoutError) as exc:
+    except (CommandError, CheckpointError, ResetError, GroupError, RequestTimeoutError, TimeoutError) as exc:
         err.write(f"\nError: {exc}\n")
         return 1
     finally:

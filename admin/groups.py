@@ -2,7 +2,7 @@
 
 Group facts come from the coordinator over the control topic (DescribeGroups, OffsetFetch, ListGroups, ...);
 log offsets come from the brokers, the log end read as the high watermark of a fetch response because tansu's
-ListOffsets can under-report it (tansu-broker.md). Nothing here prints.
+ListOffsets can under-report it (docs/admin.md). Nothing here prints.
 """
 
 from __future__ import annotations

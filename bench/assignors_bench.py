@@ -22,7 +22,8 @@ Kafka jars): the server-side uniform assignor on Kafka's own JMH shape (ServerSi
 FULL assignment, 1,000 topics; figures from apache/kafka PR 17133), timed as JMH times it, with the GroupSpec and
 its subscription type built before the clock; also through `assign(cluster, members)`, which learns the type from
 the members, once with every member sharing one topics tuple and once with a tuple per member, as decoded
-subscriptions come; and the workloads above that `kafka-assignors.md` section 3.2 measured with Kafka's classes.
+subscriptions come; and the workloads above as Kafka's own classes ran them on this kind of machine when these
+assignors were written ("ref 3.2" in `JAVA`: those figures are quoted, not measured here).
 Those rows get the best and the median of 20 runs (at least 3, as many as fit in 3 s, for the slow ones), and the
 ratio of our best to Java's best.
 """

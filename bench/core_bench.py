@@ -61,7 +61,8 @@ class Group:
                                   assignments=[{"member_id": m, "assignment": ""} for m in ordered]))
         answered = self.call(syncs)
         elapsed, used = time.perf_counter() - start, time.process_time() - cpu
-        assert len(answered) == n and {r["error_code"] for r in answered} == {0}, "rebalance did not complete"
+        if len(answered) != n or {r["error_code"] for r in answered} != {0}:
+            raise RuntimeError(f"rebalance did not complete: {answered[:1]}")
         return ordered, elapsed, used
 
 
@@ -72,7 +73,8 @@ def rate(group: Group, make, total: int, batch: int) -> str:
     while done < total:
         group.now += 1
         responses = group.call([make(i) for i in range(done, min(done + batch, total))])
-        assert all(r["error_code"] == 0 for r in responses), responses[:1]
+        if any(r["error_code"] != 0 for r in responses):
+            raise RuntimeError(f"a request failed: {responses[:1]}")
         done += batch
     wall, used = time.perf_counter() - start, time.process_time() - cpu
     return f"{total / wall:>9,.0f} wall  {total / used:>9,.0f} cpu"
@@ -105,10 +107,12 @@ def main() -> None:
           f"{first_cpu * 1000:,.0f} ms cpu, {2 * n / first:,.0f} requests/s")
     start, cpu = time.perf_counter(), time.process_time()
     leader_rejoin = big.call([big.join(next(iter(json.loads(big.state.metadata)["group"]["members"]))[0])])
-    assert leader_rejoin == []
+    if leader_rejoin:
+        raise RuntimeError(f"the leader's re-join was answered before the others joined: {leader_rejoin[:1]}")
     members = [m[0] for m in json.loads(big.state.metadata)["group"]["members"]]
     responses = big.call([big.join(m) for m in members[1:]])
-    assert len(responses) == n
+    if len(responses) != n:
+        raise RuntimeError(f"{len(responses)} JoinGroup answers for {n} members")
     elapsed, used = time.perf_counter() - start, time.process_time() - cpu
     print(f"  rebalance by leader re-join, then everyone re-joins in one batch: {elapsed * 1000:,.0f} ms wall, "
           f"{used * 1000:,.0f} ms cpu")

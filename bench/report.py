@@ -68,7 +68,7 @@ SCALES = {
 reaches 100,000 groups x 10 members in minutes where forming them through the protocol (`population`) takes hours."""
 SESSION_MS = 30000
 STABLE_SESSION_MS = 10000
-"""Session timeout of the time-to-Stable groups: tansu holds every JoinGroup for session/2 (tansu-broker.md §3),
+"""Session timeout of the time-to-Stable groups: tansu holds every JoinGroup for session/2,
 Kafka and the job use group.initial.rebalance.delay.ms (3 s) instead."""
 HEARTBEAT_MS = 3000
 FAILOVER_SESSION_MS = 6000

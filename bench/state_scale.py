@@ -58,7 +58,8 @@ def template_group(members: int, group_id: str = "template") -> tuple[StoredGrou
                                       {"partition_index": i, "committed_offset": 100, "committed_leader_epoch": -1,
                                        "committed_metadata": ""}]}])
                         for i, m in enumerate(ids)])
-    assert {r["topics"][0]["partitions"][0]["error_code"] for r in committed} == {0}
+    if {r["topics"][0]["partitions"][0]["error_code"] for r in committed} != {0}:
+        raise RuntimeError(f"the template group's commits failed: {committed[:1]}")
     return g.state, ids, generation
 
 

@@ -5,7 +5,7 @@ offset commits, alternating), on the same machine in the same minutes:
 
 - ours: JSON requests produced to the control topic of a running coordinator query (embedded tansu as the
   transport), responses read from the response topic; once per state operator (`state.operator`: the default
-  `transformWithState` and the design card's `applyInPandasWithState`), two queries of one SparkSession, each
+  `transformWithState` and release 0.1.0's `applyInPandasWithState`), two queries of one SparkSession, each
   on its own topics.
 - tansu: raw Kafka protocol requests (kafka-python's message classes over asyncio sockets, one connection per
   member) to a tansu broker's own group coordinator.

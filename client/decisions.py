@@ -2,7 +2,7 @@
 
 The reactions are those of Kafka's Java consumer (`AbstractCoordinator` Join/Sync/Heartbeat response handlers and
 `ConsumerCoordinator.OffsetCommitResponseHandler`). Keeping them in one table, instead of inside the methods that
-send requests (the aiokafka pattern style-anchors.md warns about), lets tests check every cell without a broker,
+send requests (as aiokafka's `_do_commit_offsets` does, which then needs a live broker to test), lets tests check every cell without a broker,
 and lets a reader compare it with Kafka line by line.
 """
 
@@ -28,6 +28,9 @@ class Action(enum.Enum):
     """Success: go on with the protocol."""
     RETRY = "retry"
     """Send the same request again after a backoff (coordinator busy or moving); nothing about the member changes."""
+    RAISE = "raise"
+    """This request fails and its caller gets the error; nothing about the member changes (Kafka's commitSync
+    raising "Unexpected error in commit", after which the consumer carries on)."""
     REJOIN = "rejoin"
     """The group is rebalancing or moved on: (re-)send JoinGroup, keeping the member id."""
     RESET_MEMBER_ID = "reset_member_id"
@@ -48,6 +51,7 @@ class Reaction:
 
 PROCEED = Reaction(Action.PROCEED)
 RETRY = Reaction(Action.RETRY)
+RAISE = Reaction(Action.RAISE)
 REJOIN = Reaction(Action.REJOIN)
 REJOIN_NEW_GENERATION = Reaction(Action.REJOIN, reset_generation=True)
 RESET_MEMBER_ID = Reaction(Action.RESET_MEMBER_ID, reset_generation=True)
@@ -113,6 +117,10 @@ OFFSET_COMMIT: dict[int, Reaction] = {
     Errors.OFFSET_METADATA_TOO_LARGE: FAIL,
     Errors.INVALID_COMMIT_OFFSET_SIZE: FAIL,
     Errors.INVALID_GROUP_ID: FAIL,
+    # v9+: the group no longer exists (v8 answers ILLEGAL_GENERATION). Kafka's consumer has no case for it: the
+    # commit raises "Unexpected error in commit" and the member goes on; its next heartbeat learns that it is
+    # unknown, and it joins again.
+    Errors.GROUP_ID_NOT_FOUND: RAISE,
 }
 
 LEAVE_GROUP: dict[int, Reaction] = {
@@ -145,10 +153,11 @@ def decide(api: str, error: KafkaError | int) -> Reaction:
 _SEVERITY = {
     Action.PROCEED: 0,
     Action.RETRY: 1,
-    Action.REJOIN: 2,
-    Action.RESET_MEMBER_ID: 3,
-    Action.FAIL: 4,
-    Action.FENCED: 5,
+    Action.RAISE: 2,
+    Action.REJOIN: 3,
+    Action.RESET_MEMBER_ID: 4,
+    Action.FAIL: 5,
+    Action.FENCED: 6,
 }
 
 
@@ -164,7 +173,8 @@ def most_drastic(api: str, codes: Iterable[int]) -> int:
 
 def commit_error(reaction: Reaction, error: KafkaError) -> GroupError:
     """What a commit raises for a reaction other than PROCEED or RETRY, as Kafka's commitSync does: re-join and
-    commit again (the generation stands), the generation is gone, fenced, or any other failure."""
+    commit again (the generation stands), the generation is gone, fenced, or any other failure (RAISE among them:
+    only this commit failed)."""
     if reaction.action is Action.REJOIN and not reaction.reset_generation:
         return RebalanceInProgressError(error, "OffsetCommit")
     if reaction.action in (Action.REJOIN, Action.RESET_MEMBER_ID):

@@ -50,7 +50,7 @@ _TABLE: tuple[KafkaError, ...] = (
     _entry(Errors.COORDINATOR_LOAD_IN_PROGRESS, True, 'The broker returns this error code for txn or group requests, when the coordinator is...'),
     _entry(Errors.COORDINATOR_NOT_AVAILABLE, True, 'The broker returns this error code for consumer and transaction requests if the...'),
     _entry(Errors.NOT_COORDINATOR, True, 'The broker returns this error code if it is not the correct coordinator for the...'),
-    _entry(Errors.INVALID_TOPIC, False, 'For a request which attempts to access an invalid topic (e.g'),
+    _entry(Errors.INVALID_TOPIC, False, 'For a request which attempts to access an invalid topic (an illegal name, or an internal topic written to)'),
     _entry(Errors.RECORD_LIST_TOO_LARGE, False, 'If a message batch in a produce request exceeds the maximum configured segment size'),
     _entry(Errors.NOT_ENOUGH_REPLICAS, True, 'Returned from a produce request when the number of in-sync replicas is lower than the...'),
     _entry(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, True, 'Returned from a produce request when the message was written to the log, but with...'),

@@ -456,6 +456,8 @@ class GroupMember:
         with self._lock:
             if self._generation != gen and api == "Heartbeat":
                 return False  # an answer about a generation we already left (Kafka's generationUnchanged)
+            if reaction.action is Action.RAISE:
+                return False  # only this request failed
             if reaction.action is Action.FENCED:
                 self._fatal = FencedInstanceError(error, api)
                 self._state = MemberState.FENCED

@@ -36,13 +36,8 @@ from schemas.messages import (
     TopicPartitionCount,
 )
 
-VERSIONS: dict[str, int] = {api: high for api, (_, high) in API_VERSIONS.items()} | {
-    # v9 changes only what a commit to a group that does not exist answers (69 instead of 22), which the client's
-    # decisions (client/decisions.py) do not handle; the fetch goes with it.
-    "OffsetCommit": 8,
-    "OffsetFetch": 8,
-}
-"""The version the client sends of each API: the latest the coordinator answers, but for the two above."""
+VERSIONS: dict[str, int] = {api: high for api, (_, high) in API_VERSIONS.items()}
+"""The version the client sends of each API: the latest the coordinator answers."""
 
 Json = dict[str, Any]
 Offsets = Mapping[tuple[str, int], tuple[int, str | None]]

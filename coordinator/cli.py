@@ -51,19 +51,30 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--from", dest="old_checkpoint", required=True, help="the checkpoint to upgrade (only read)")
     upgrade.add_argument("--checkpoint-location", required=True, help="the new checkpoint (must not have batches)")
     upgrade.add_argument("--bootstrap-servers", required=True, help="the Kafka cluster the old checkpoint read")
-    from gateway.cli import add_arguments
-
-    add_arguments(sub.add_parser("gateway", help="the Kafka-protocol gateway: unmodified Kafka clients use the "
-                                                 "coordinator through it (docs/gateway.md)"))
+    gateway = _gateway_cli()
+    if gateway is not None:
+        gateway.add_arguments(sub.add_parser("gateway", help="the Kafka-protocol gateway: unmodified Kafka clients use "
+                                                             "the coordinator through it (docs/gateway.md)"))
     return parser
+
+
+def _gateway_cli():
+    """`gateway.cli` where this installation has the gateway, else None. The cluster's `--py-files` zip
+    (deploy/spark/package.py) ships the job alone, so there `coordinator` has no `gateway` command; an error inside
+    an installed gateway is raised as usual."""
+    try:
+        from gateway import cli
+    except ModuleNotFoundError as exc:
+        if exc.name in ("gateway", "client"):
+            return None
+        raise
+    return cli
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "gateway":
-        from gateway.cli import run as run_gateway
-
-        return run_gateway(args)
+        return _gateway_cli().run(args)
     logs.configure()
     overrides = job_config.parse_assignments(args.props)
     flags = {"bootstrap.servers": args.bootstrap_servers, "checkpoint.location": args.checkpoint_location}
@@ -91,8 +102,6 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     """Start everything, block until the query ends or the process is told to stop, then clean up."""
     from pyspark.errors import StreamingQueryException
 
-    from common.topics import ensure_topics
-    from gateway.process import start_gateway
     from streaming.kafka_io.embedded import start_broker
     from streaming.monitoring.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
@@ -118,8 +127,10 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             throwaway_checkpoint = tempfile.mkdtemp(prefix="checkpoint-", dir="var")
             props["checkpoint.location"] = throwaway_checkpoint
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
-        ensure_topics(client, props, check_compaction=broker is None)
+        _reach_topics(client, props, check_compaction=broker is None)
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
+            from gateway.process import start_gateway
+
             # its topics, and the group.* settings the gateway applies when it answers the member-id round itself
             shared = {k: v for k, v in props.items() if k.startswith(("topic.", "group."))}
             gateway = start_gateway(broker.bootstrap_servers, shared, log_path=Path("var/gateway.log"))
@@ -188,16 +199,29 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
 
 def upgrade(props: dict[str, str], spark_conf: dict[str, str], old_checkpoint: str) -> int:
     """`coordinator upgrade`: see `streaming.recovery.upgrade`."""
-    from common.topics import ensure_topics
     from streaming.query import spark_session
     from streaming.recovery.upgrade import upgrade as upgrade_checkpoint
 
-    ensure_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
+    _reach_topics({"bootstrap_servers": props["bootstrap.servers"], **_security(props)}, props)
     spark = spark_session(spark_conf)
     groups = upgrade_checkpoint(spark, props, old_checkpoint)
     print(f"upgraded: {groups} group(s) from {old_checkpoint} into {props['checkpoint.location']}; run the "
           f"coordinator on it with --checkpoint-location {props['checkpoint.location']}", flush=True)
     return 0
+
+
+def _reach_topics(client: dict[str, object], props: dict[str, str], check_compaction: bool = True) -> None:
+    """The topics created if missing and usable (`common.topics.ensure_topics`), or one line saying that the cluster
+    cannot be reached, as `coordinator gateway` says it, instead of a traceback."""
+    from kafka.errors import KafkaError
+
+    from common.topics import ensure_topics
+
+    try:
+        ensure_topics(client, props, check_compaction=check_compaction)
+    except (KafkaError, RuntimeError, OSError) as exc:
+        raise SystemExit(f"the coordinator cannot reach the cluster's topics at {client['bootstrap_servers']}: "
+                         f"{exc}") from None
 
 
 def _stopped(query) -> bool:

@@ -360,6 +360,7 @@ _ADDRESSES_FROM = {ApiKey.Fetch: 16, ApiKey.Produce: 10}
 def _encode(message: Any, version: int, correlation: int) -> bytes:
     """A response of `version` (set when it was built) with its header; `encode(version=...)` would fail on a
     response header in kafka-python 3.0.12."""
-    assert message.API_VERSION == version
+    if message.API_VERSION != version:
+        raise ValueError(f"{type(message).__name__} was built at version {message.API_VERSION}, not {version}")
     message.with_header(correlation_id=correlation)
     return bytes(message.encode(header=True))

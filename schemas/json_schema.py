@@ -71,7 +71,8 @@ def render(doc: dict) -> str:
 
 def _document(name: str, title: str, cls: type[Struct], every_field: bool) -> dict:
     info = mi.type_info(cls)
-    assert isinstance(info, mi.StructType)
+    if not isinstance(info, mi.StructType):
+        raise TypeError(f"{cls.__name__} is not a msgspec Struct: it has no JSON object schema")
     doc: dict[str, Any] = {"$schema": DRAFT, "$id": f"{name}.json", "title": title}
     if cls.__doc__ and cls.__doc__ is not Struct.__doc__:
         doc["description"] = " ".join(cls.__doc__.split())

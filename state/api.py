@@ -13,7 +13,7 @@ from state.group import GroupState
 from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
-from state.timers import is_due
+from state.timers import earliest, is_due
 from state.wire import encode, error_response
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "OffsetsReader",
     "StoredGroup",
     "decode_key",
+    "earliest",
     "encode",
     "error_response",
     "is_due",

@@ -52,7 +52,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 import msgspec
 
-from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup
+from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, OffsetCommitKey
 from state import coordinator, load
 from state.config import CoordinatorConfig
 from state.context import Context
@@ -60,7 +60,7 @@ from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
 from state.member_id_round import PENDING_MEMBER, handle_pending_member
 from state.membership import reschedule_heartbeat
-from state.records import kafka_group_value
+from state.records import Record, kafka_group_value
 from state.wire import (
     API_VERSIONS,
     BadRequest,
@@ -213,15 +213,16 @@ class _RequestFailed(Exception):
 def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int,
           config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
           read_offsets: OffsetsReader | None) -> GroupStep:
-    group = decode_state(stored, read_offsets)
+    group, persisted_current = _decode_group(stored, read_offsets)
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
+    decoded = group
     ctx = Context(group_id, group, now_ms, config)
     if group is not None and (resumed or _after_outage(group, clock, now_ms, request_times_ms, config)):
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
         # during the outage is handled after the "load".
         for member in group.members.values():
-            reschedule_heartbeat(ctx, group, member)
+            reschedule_heartbeat(ctx, member)
         clock = now_ms
     dead_letters = []
     fired_at = None
@@ -242,12 +243,12 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
                                  body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
         except BadRequest as exc:
             try:
-                _refuse(ctx, exc, index)
+                dead_letters.extend((index, reason) for reason in _refuse(ctx, exc, index))
             except BadRequest as unanswerable:
                 dead_letters.append((index, unanswerable.reason))
             continue
         try:
-            coordinator.handle(ctx, req)
+            coordinator.run(ctx, req)
         except Exception as exc:  # noqa: BLE001 - reported as a dead letter, the step is re-run without it
             raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
     ctx.now_ms = now_ms
@@ -262,23 +263,33 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         offsets_changed = stored is not None
     else:
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
+    written = ctx.result.written
     return GroupStep(
-        metadata=encode_metadata(group),
+        metadata=encode_metadata(group, persisted_current and group is decoded
+                                 and _only_offsets(ctx.result.records)),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
-        responses=[encode(r) for r in ctx.responses],
-        records=[r.encode() for r in ctx.records],
+        responses=[encode(r) for r in ctx.result.responses],
+        records=[r.encode() for r in written],
         dead_letters=dead_letters,
         next_deadline_ms=coordinator.next_deadline(ctx.group),
         members_expired=ctx.members_expired,
-        states_entered=tuple(r.value.directory.group_state for r in ctx.records  # type: ignore[union-attr]
+        states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
     )
 
 
-def _refuse(ctx: Context, exc: BadRequest, index: int) -> None:
+def _only_offsets(records: list) -> bool:
+    """Whether these records leave what a group metadata value holds as it was: offset records change offsets only,
+    so a persisted value stored as CURRENT still is, without comparing it member by member (a call of heartbeats
+    and commits only, the common one)."""
+    return all(type(r) is Record and type(r.key) is OffsetCommitKey for r in records)
+
+
+def _refuse(ctx: Context, exc: BadRequest, index: int) -> list[str]:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
-    (a dead letter). The internal requests (`_INTERNAL`), which no client API decodes, are handled instead."""
+    (a dead letter). The internal requests (`_INTERNAL`), which no client API decodes, are handled instead: what a
+    LoadGroup returns is why each of its records that could not be loaded was not (a dead letter each)."""
     body = exc.body
     if body is not None and body.get("api") == LOAD_GROUP:
         return _load_request(ctx, body)
@@ -288,6 +299,7 @@ def _refuse(ctx: Context, exc: BadRequest, index: int) -> None:
     if request_id is None:
         raise exc
     ctx.respond(error_response(body.get("api"), request_id, body.get("group_id"), exc.code, exc.reason))
+    return []
 
 
 def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms: Sequence[int] | None,
@@ -312,29 +324,34 @@ _INTERNAL = (LOAD_GROUP, PENDING_MEMBER)
 PendingMember (`state.member_id_round`)."""
 
 
-def _pending_member(ctx: Context, body: dict, index: int) -> None:
+def _pending_member(ctx: Context, body: dict, index: int) -> list[str]:
     try:
         handle_pending_member(ctx, body)
     except BadRequest as exc:
         exc.body = {**body, "api": "JoinGroup"}  # answered as the JoinGroup it is
-        _refuse(ctx, exc, index)
+        return _refuse(ctx, exc, index)
     except Exception as exc:  # noqa: BLE001 - as a failing handler: dead-lettered, the step re-run without it
         raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
+    return []
 
 
-def _load_request(ctx: Context, body: dict) -> None:
+def _load_request(ctx: Context, body: dict) -> list[str]:
     try:
         load_group_request = msgspec.convert(body, LoadGroup)
     except msgspec.ValidationError as exc:
         raise BadRequest(f"LoadGroup: {exc}") from None
-    if ctx.group is None:
-        ctx.group = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
-                                             for r in load_group_request.records], ctx.now_ms, ctx.config)
+    if ctx.group is not None:
+        return []
+    loaded = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
+                                      for r in load_group_request.records], ctx.now_ms, ctx.config)
+    ctx.group = loaded.group
+    return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
                config: CoordinatorConfig) -> StoredGroup | None:
-    return encode_state(load.load(group_id, records, now_ms, config))
+    """The stored group the records leave (see `state.load`; records that cannot be decoded are logged)."""
+    return encode_state(load.load(group_id, records, now_ms, config).group)
 
 
 def encode_state(group: ClassicGroup | None) -> StoredGroup | None:
@@ -360,11 +377,12 @@ _METADATA = msgspec.json.Decoder(_MetadataDoc)
 _OFFSETS = msgspec.json.Decoder(_OffsetsDoc)
 
 
-def encode_metadata(group: ClassicGroup | None) -> bytes | None:
+def encode_metadata(group: ClassicGroup | None, persisted_current: bool = False) -> bytes | None:
+    """`persisted_current`: the caller knows the persisted value is the group as it is now."""
     if group is None:
         return None
     doc = group.to_doc()
-    if group.persisted == kafka_group_value(group):
+    if persisted_current or group.persisted == kafka_group_value(group):
         doc.persisted = CURRENT
     return encode(_MetadataDoc(STATE_SCHEMA_VERSION, doc))
 
@@ -391,8 +409,13 @@ def _decode(raw: bytes, decoder: msgspec.json.Decoder, what: str) -> Any:
 def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None = None) -> ClassicGroup | None:
     """The group of a stored state of this schema version; offsets from `read_offsets` (on first use) when given,
     else from `stored.offsets`. Older versions go through `upgrade_state` first."""
+    return _decode_group(stored, read_offsets)[0]
+
+
+def _decode_group(stored: StoredGroup | None, read_offsets: OffsetsReader | None) -> tuple[ClassicGroup | None, bool]:
+    """`decode_state`, and whether the persisted value was stored as CURRENT."""
     if stored is None:
-        return None
+        return None, False
     doc = _decode(stored.metadata, _METADATA, "state")
     if doc.v != STATE_SCHEMA_VERSION:
         raise ValueError(f"stored state has schema version {doc.v}, this release reads {STATE_SCHEMA_VERSION}"
@@ -402,9 +425,10 @@ def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None 
     else:
         offsets = Offsets(read=lambda: _offset_values(read_offsets()))
     group = ClassicGroup.from_doc(doc.group, offsets)
-    if group.persisted == CURRENT:
+    current = group.persisted == CURRENT
+    if current:
         group.persisted = kafka_group_value(group)
-    return group
+    return group, current
 
 
 def _offset_values(raw: bytes | None) -> dict:

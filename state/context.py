@@ -1,74 +1,328 @@
-"""What one handler call sees and produces: the group (or None), the time, the config, and the outputs.
+"""How a group changes: `replay(group, record)`, and the runtime of one call (`Context`) that collects results.
 
-`emit` is the only way durable state changes: it appends a record and replays it onto the group, exactly as a
-load replays the records topic (Kafka's `CoordinatorResult(records, response)` followed by `replay(record)`).
-What the records carry (offsets, the persisted group value, the directory entry) changes only here. The live
-membership (members, generation, leader, parked requests) is updated in place by the handlers, as Kafka's Java
-coordinator does for classic groups (their results are appended with `replayRecords=false`); the tests check
-after every step that the records written so far rebuild the durable part.
+A handler (`state.membership`, `state.offsets`, `state.coordinator`) reads the group and decides; it never assigns
+to the group. What it decides it writes through the context, as Kafka's `CoordinatorResult(records, response)` and
+its `CoordinatorTimer`:
+
+- `ctx.append(record)`: the record is replayed onto the group at once (`replay`), so the rest of the handler reads
+  its own writes, as Kafka's runtime replays each record of a result before the next operation runs. Written
+  records (`state.records.Record`) also go to the records topic; in-memory ones (the rest of `state.records`) do
+  not: they carry what Kafka's classic coordinator keeps only in memory.
+- `ctx.respond(response)`.
+- `ctx.schedule(key, deadline_ms)` / `ctx.cancel(key)`: timers by key (`state.timers`); scheduling a key replaces
+  its deadline. Timers are the runtime's, not records: they are stored with the group for the shell to call it
+  back, and a fired timer's handler re-checks what it was for.
+
+`replay` is the only code that changes a group: live, when a handler appends, and when a group is loaded from its
+records (`state.load`), where the same function replays the written records and then `GroupLoaded`. The transition
+table (`state.group.VALID_PREVIOUS`) is checked on every `StateChanged`, loading included.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
+
+from msgspec import UNSET
 
 from schemas.messages import GroupMetadataKey, Response
 from state.config import CoordinatorConfig
-from state.group import ClassicGroup
-from state.records import Record, directory_of, group_record, kafka_group_value, offset_value_of, persisted_of
-from state.timers import OFFSETS_EXPIRATION, next_retention_check
+from state.group import ClassicGroup, GroupState, Member
+from state.records import (
+    AnyRecord,
+    AssignmentsSet,
+    GenerationStarted,
+    GroupCreated,
+    GroupLoaded,
+    JoinCompleted,
+    JoinParked,
+    JoinPhaseChanged,
+    LeaderElected,
+    MemberAdded,
+    MemberIdIssued,
+    MemberRemoved,
+    MemberUpdated,
+    ParkedSyncsAnswered,
+    PendingMemberAdded,
+    PendingSyncCleared,
+    Record,
+    StateChanged,
+    StaticMemberReplaced,
+    SyncParked,
+    SyncReceived,
+    directory_changed,
+    group_record,
+    kafka_group_value,
+    offset_value_of,
+    persisted_of,
+)
+from state.timers import OFFSETS_EXPIRATION, Cancel, Schedule, TimerOperation, next_retention_check
+
+
+class ReplayError(Exception):
+    """A record that cannot apply to the group it names (a bug in a handler, or a records log out of order)."""
+
+
+@dataclass
+class CoordinatorResult:
+    """What one request or one fired timer produced, in order (Kafka's CoordinatorResult plus its timer calls)."""
+
+    records: list[AnyRecord] = field(default_factory=list)
+    responses: list[Response] = field(default_factory=list)
+    timers: list[TimerOperation] = field(default_factory=list)
+
+    @property
+    def written(self) -> list[Record]:
+        """The records for the records topic (the in-memory ones left out)."""
+        return [r for r in self.records if isinstance(r, Record)]
 
 
 @dataclass
 class Context:
+    """One call's runtime for one group: the group as replayed so far, the time, the config, and the result."""
+
     group_id: str
     group: ClassicGroup | None
     now_ms: int
     config: CoordinatorConfig
-    responses: list[Response] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
+    result: CoordinatorResult = field(default_factory=CoordinatorResult)
+    """Everything this call produced so far; `mark`/`since` cut it into one result per request or timer."""
     members_expired: int = 0
     """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
 
-    def respond(self, response: Response) -> None:
-        self.responses.append(response)
+    def append(self, record: AnyRecord) -> None:
+        """Replay the record onto the group, and add it to the result."""
+        apply = _REPLAY.get(type(record))
+        group = self.group
+        if apply is None or (group is None and type(record) not in _CREATING):
+            replay(group, record)  # raises the ReplayError that says why
+        self.group = apply(group, record)  # type: ignore[misc] - `replay` inlined: a rebalance appends thousands
+        self.result.records.append(record)
 
-    def emit(self, record: Record) -> None:
-        self.records.append(record)
-        self.group = replay(self.group, record)
+    def respond(self, response: Response) -> None:
+        self.result.responses.append(response)
+
+    def schedule(self, key: str, deadline_ms: int) -> None:
+        """Arm the timer `key` at `deadline_ms`, replacing its deadline if it is armed (CoordinatorTimer.schedule)."""
+        self.group.timers[key] = deadline_ms  # type: ignore[union-attr]
+        self.result.timers.append(Schedule(key, deadline_ms))
+
+    def cancel(self, key: str) -> None:
+        if self.group is not None and self.group.timers.pop(key, None) is not None:
+            self.result.timers.append(Cancel(key))
 
     def create_group(self) -> ClassicGroup:
-        """A new Empty group (generation 0), as Kafka's getOrMaybeCreateClassicGroup. Its first record (Java writes
-        an empty GroupMetadata record for a group a JoinGroup creates) is written by the directory sync."""
-        group = ClassicGroup(self.group_id, state_timestamp=self.now_ms)
-        group.persisted = kafka_group_value(group)
-        group.timers[OFFSETS_EXPIRATION] = next_retention_check(self.now_ms, self.config)
-        self.group = group
-        return group
+        """A new Empty group (generation 0), as Kafka's getOrMaybeCreateClassicGroup, with its retention check
+        scheduled. Its first written record (Java writes an empty GroupMetadata record for a group a JoinGroup
+        creates) comes from the directory sync."""
+        self.append(GroupCreated(self.group_id, self.now_ms))
+        self.schedule(OFFSETS_EXPIRATION, next_retention_check(self.now_ms, self.config))
+        return self.group  # type: ignore[return-value]
+
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.result.records), len(self.result.responses), len(self.result.timers)
+
+    def since(self, mark: tuple[int, int, int]) -> CoordinatorResult:
+        records, responses, timers = mark
+        return CoordinatorResult(self.result.records[records:], self.result.responses[responses:],
+                                 self.result.timers[timers:])
 
 
-def replay(group: ClassicGroup | None, record: Record) -> ClassicGroup | None:
-    """Apply one record of this group to its in-memory state (a tombstone of the group metadata removes it)."""
+# -- replay ------------------------------------------------------------------------------------------------------
+
+def replay(group: ClassicGroup | None, record: AnyRecord) -> ClassicGroup | None:
+    """Apply one record of this group: the group after it (None: the group metadata tombstone removed it)."""
+    kind = type(record)
+    apply = _REPLAY.get(kind)
+    if apply is None:
+        raise ReplayError(f"no replay for a record of type {kind.__name__}")
+    if group is None and kind not in _CREATING:
+        raise ReplayError(f"{kind.__name__} for a group that does not exist")
+    return apply(group, record)
+
+
+def _written(group: ClassicGroup, record: Record) -> ClassicGroup | None:
     key, value = record.key, record.value
     if isinstance(key, GroupMetadataKey):
         if value is None:
             return None
-        assert group is not None, "a group metadata record is written only for a live group"
         group.persisted = persisted_of(value)  # type: ignore[arg-type]
-        group.directory = [value.directory.group_state, value.directory.protocol_type]
+        group.directory = [value.directory.group_state, value.directory.protocol_type]  # type: ignore[union-attr]
         return group
-    assert group is not None, "an offset record is written only for a live group"
     tp = (key.topic, key.partition)
     if value is None:
         group.offsets.pop(tp, None)
     else:
-        group.offsets[tp] = offset_value_of(value)
+        group.offsets[tp] = offset_value_of(value)  # type: ignore[arg-type]
     return group
+
+
+def _group_created(group: None, record: GroupCreated) -> ClassicGroup:
+    if group is not None:
+        raise ReplayError(f"group {record.group_id} exists already")
+    created = ClassicGroup(record.group_id, state_timestamp=record.timestamp)
+    created.persisted = kafka_group_value(created)
+    return created
+
+
+def _group_loaded(group: ClassicGroup, record: GroupLoaded) -> ClassicGroup:
+    value = record.value
+    protocol_type = value.protocol_type or None
+    for m in value.members:
+        group.add(Member(
+            m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout, m.session_timeout,
+            value.protocol_type, [(value.protocol or "", m.subscription)], m.assignment,
+            principal=None if m.principal is UNSET else m.principal,
+        ))
+    group.generation = value.generation
+    group.protocol_type = protocol_type
+    group.protocol_name = value.protocol
+    if value.leader in group.members:
+        group.leader = value.leader
+    group.state_timestamp = value.current_state_timestamp
+    if group.members:  # Kafka's loaded group is Stable: the path a group takes there
+        for state in (GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+            group.transition_to(state, value.current_state_timestamp)
+    group.subscribed_topics = group.compute_subscribed_topics()
+    return group
+
+
+# A record is a value: the group gets its own copy of a member, since later records change members in place.
+
+def _member_added(group: ClassicGroup, record: MemberAdded) -> ClassicGroup:
+    group.add(record.member.__copy__())
+    return group
+
+
+def _member_updated(group: ClassicGroup, record: MemberUpdated) -> ClassicGroup:
+    member = group.members[record.member_id]
+    group.set_protocols(member, record.protocols)
+    member.rebalance_timeout_ms = record.rebalance_timeout_ms
+    member.session_timeout_ms = record.session_timeout_ms
+    member.topic_partitions = record.topic_partitions
+    group.set_join(member, record.join)
+    return group
+
+
+def _member_removed(group: ClassicGroup, record: MemberRemoved) -> ClassicGroup:
+    group.remove(record.member_id)
+    return group
+
+
+def _static_member_replaced(group: ClassicGroup, record: StaticMemberReplaced) -> ClassicGroup:
+    group.replace_static_member(record.old_member_id, record.member.__copy__())
+    return group
+
+
+def _pending_member_added(group: ClassicGroup, record: PendingMemberAdded) -> ClassicGroup:
+    group.pending_members[record.member_id] = None
+    group.id_counter = record.id_counter
+    return group
+
+
+def _member_id_issued(group: ClassicGroup, record: MemberIdIssued) -> ClassicGroup:
+    group.id_counter = record.id_counter
+    return group
+
+
+def _join_parked(group: ClassicGroup, record: JoinParked) -> ClassicGroup:
+    group.set_join(group.members[record.member_id], record.parked)
+    return group
+
+
+def _sync_parked(group: ClassicGroup, record: SyncParked) -> ClassicGroup:
+    group.members[record.member_id].sync = record.parked
+    group.pending_sync.pop(record.member_id, None)
+    return group
+
+
+def _parked_syncs_answered(group: ClassicGroup, record: ParkedSyncsAnswered) -> ClassicGroup:
+    for member in group.members.values():
+        member.sync = None
+    return group
+
+
+def _state_changed(group: ClassicGroup, record: StateChanged) -> ClassicGroup:
+    group.transition_to(record.state, record.timestamp)
+    return group
+
+
+def _join_phase_changed(group: ClassicGroup, record: JoinPhaseChanged) -> ClassicGroup:
+    group.new_member_added = record.new_member_added
+    group.initial_delay = record.initial_delay
+    return group
+
+
+def _leader_elected(group: ClassicGroup, record: LeaderElected) -> ClassicGroup:
+    group.leader = record.member_id
+    return group
+
+
+def _generation_started(group: ClassicGroup, record: GenerationStarted) -> ClassicGroup:
+    group.generation = record.generation
+    group.protocol_name = record.protocol_name
+    group.subscribed_topics = group.compute_subscribed_topics()
+    return group
+
+
+def _join_completed(group: ClassicGroup, record: JoinCompleted) -> ClassicGroup:
+    for member in group.members.values():
+        group.set_join(member, None)
+        member.is_new = False
+        if record.await_sync:
+            group.pending_sync[member.member_id] = None
+    return group
+
+
+def _pending_sync_cleared(group: ClassicGroup, record: PendingSyncCleared) -> ClassicGroup:
+    group.pending_sync.clear()
+    return group
+
+
+def _sync_received(group: ClassicGroup, record: SyncReceived) -> ClassicGroup:
+    group.pending_sync.pop(record.member_id, None)
+    return group
+
+
+def _assignments_set(group: ClassicGroup, record: AssignmentsSet) -> ClassicGroup:
+    for member in group.members.values():
+        member.assignment = record.assignments.get(member.member_id, "")
+    return group
+
+
+_CREATING: frozenset[type] = frozenset({GroupCreated})
+"""The records that apply to no group (they create one); every other record needs its group."""
+
+_REPLAY: dict[type, Callable] = {
+    Record: _written,
+    GroupCreated: _group_created,
+    GroupLoaded: _group_loaded,
+    MemberAdded: _member_added,
+    MemberUpdated: _member_updated,
+    MemberRemoved: _member_removed,
+    StaticMemberReplaced: _static_member_replaced,
+    PendingMemberAdded: _pending_member_added,
+    MemberIdIssued: _member_id_issued,
+    JoinParked: _join_parked,
+    SyncParked: _sync_parked,
+    ParkedSyncsAnswered: _parked_syncs_answered,
+    StateChanged: _state_changed,
+    JoinPhaseChanged: _join_phase_changed,
+    LeaderElected: _leader_elected,
+    GenerationStarted: _generation_started,
+    JoinCompleted: _join_completed,
+    PendingSyncCleared: _pending_sync_cleared,
+    SyncReceived: _sync_received,
+    AssignmentsSet: _assignments_set,
+}
 
 
 def sync_directory(ctx: Context) -> None:
     """Write a group metadata record when the state or protocol type changed since the last one, so the
     directory (ListGroups) follows every state change, not only those Kafka persists."""
     group = ctx.group
-    if group is not None and group.directory != directory_of(group):
-        ctx.emit(group_record(group))
+    if group is not None and directory_changed(group):
+        ctx.append(group_record(group))
+
+
+__all__ = ["CoordinatorResult", "Context", "ReplayError", "replay", "sync_directory"]

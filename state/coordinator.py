@@ -1,17 +1,19 @@
-"""One group's coordinator: fire the due timers, then handle requests, each producing responses and records.
+"""One group's coordinator: fire the due timers, then handle requests, each producing a `CoordinatorResult`.
 
 This is the pure function behind `state.batch.step_group` and the replay tool: (group, requests, now) ->
 (group', responses, records). It never reads a clock; the caller passes `now_ms` and gets back the next deadline.
+The checks every group request shares (Kafka's API-level ones, and the group id) are made here, once, before a
+handler runs.
 """
 
 from __future__ import annotations
 
-from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request
+from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request, Response
 from state import membership, offsets
-from state.context import Context, sync_directory
-from state.errors import GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NONE
+from state.context import Context, CoordinatorResult, sync_directory
+from state.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, NON_EMPTY_GROUP, NONE
 from state.group import ClassicGroup, GroupState
-from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, is_due
+from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
 from state.wire import simple_response
 
 
@@ -26,6 +28,7 @@ def fire_timers(ctx: Context) -> None:
         if due is None:
             break
         key = due[1]
+        ctx.cancel(key)  # a fired timer is gone; its handler schedules it again if it must
         if key == JOIN:
             membership.on_join_timer(ctx, group)
         elif key == SYNC:
@@ -34,19 +37,51 @@ def fire_timers(ctx: Context) -> None:
             offsets.on_expiration_timer(ctx, group)
         elif key.startswith(HEARTBEAT_PREFIX):
             membership.on_heartbeat_timer(ctx, group, key[len(HEARTBEAT_PREFIX):])
-        else:  # a key this release does not know (a newer state): drop it rather than fire it forever
-            del group.timers[key]
+        # else: a key this release does not know (a newer state): dropped rather than fired forever
         sync_directory(ctx)
     sync_directory(ctx)
 
 
-def handle(ctx: Context, req: Request) -> None:
-    _HANDLERS[req.api](ctx, req)
-    sync_directory(ctx)
+def handle(ctx: Context, req: Request) -> CoordinatorResult:
+    """Handle one request: its records (replayed), responses and timer operations."""
+    mark = ctx.mark()
+    run(ctx, req)
+    return ctx.since(mark)
+
+
+def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
+    """`handle` without cutting out this request's result: what a call over many requests uses (its
+    `ctx.result` holds them all, in order). First the checks Kafka makes before the coordinator sees a request,
+    in its order: KIP-559's, then the group id (INVALID_GROUP_ID). `new_member_id`: a JoinGroup's new member gets
+    it instead of a generated id (a member-id round a gateway answered, `state.member_id_round`)."""
+    api = req.api
+    if api == "SyncGroup" and req.version >= 5 and (req.protocol_type is None or  # type: ignore[union-attr]
+                                                    req.protocol_name is None):  # type: ignore[union-attr]
+        ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL))
+    elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
+        ctx.respond(_error(req, INVALID_GROUP_ID))
+    elif new_member_id is not None and api == "JoinGroup":
+        membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
+        sync_directory(ctx)
+    else:
+        _HANDLERS[api](ctx, req)
+        sync_directory(ctx)
+
+
+_GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})
+"""The APIs whose group id may not be "" (Kafka's INVALID_GROUP_ID); OffsetCommit, OffsetFetch, DescribeGroups
+and DeleteGroups accept it."""
+
+
+def _error(req: Request, error: int) -> Response:
+    """The request's response with only an error (a JoinGroup's keeps the member id it was sent with)."""
+    if req.api == "JoinGroup":
+        return simple_response(req, error, member_id=req.member_id)  # type: ignore[union-attr]
+    return simple_response(req, error)
 
 
 def next_deadline(group: ClassicGroup | None) -> int | None:
-    return min(group.timers.values(), default=None) if group is not None else None
+    return earliest(group.timers.values()) if group is not None else None
 
 
 def _describe(ctx: Context, req: Request) -> None:

@@ -1,7 +1,9 @@
 """The classic group's data: states, the legal transitions between them, members, and their serialization.
 
 Only data and the small invariants of `ClassicGroup`/`ClassicGroupMember` live here (membership bookkeeping,
-leader choice, protocol vote); the protocol decisions are in `membership.py` and `offsets.py`.
+leader choice, protocol vote); the protocol decisions are in `membership.py` and `offsets.py`. The methods that
+change a group are called by `state.context.replay` only (one per in-memory record of `state.records`); handlers
+read the group and append records.
 
 Both kinds of state sit in one object and one stored document: the durable part (what the records topic holds:
 generation, protocol, leader, members and assignments as last persisted, committed offsets) and the soft part
@@ -51,14 +53,14 @@ class IllegalTransition(Exception):
     """A bug, not bad input: the handlers only ask for transitions the table allows."""
 
 
-class Parked(Struct, array_like=True):
+class Parked(Struct, array_like=True, gc=False):
     """A JoinGroup or SyncGroup Kafka would hold as a delayed operation: enough to answer it later."""
 
     request_id: str
     api_version: int
 
 
-class Member(Struct, array_like=True):
+class Member(Struct, array_like=True, gc=False):
     """Stored as an array, in this order (the stored state's schema version 2)."""
 
     member_id: str
@@ -251,6 +253,16 @@ class ClassicGroup:
             self.leader = next(iter(self.members), None)
         return member
 
+    def replace_static_member(self, old_id: str, new: Member) -> None:
+        """KIP-345: the new member takes the old one's place as leader and in the pending-sync set."""
+        was_leader, was_pending_sync = self.leader == old_id, old_id in self.pending_sync
+        self.remove(old_id)
+        self.add(new)
+        if was_leader:
+            self.leader = new.member_id
+        if was_pending_sync:
+            self.pending_sync[new.member_id] = None
+
     def set_join(self, member: Member, parked: Parked | None) -> None:
         """Park (or clear) a member's JoinGroup; the only way `Member.join` changes for a member of the group."""
         self.awaiting_join += (parked is not None) - (member.join is not None)
@@ -311,17 +323,14 @@ class ClassicGroup:
             votes[choice] = votes.get(choice, 0) + 1
         return min(votes, key=lambda name: (-votes[name], name))
 
-    def maybe_elect_new_joined_leader(self) -> bool:
-        """Keep a leader that re-joined, else pick the first member that did; False if nobody re-joined."""
+    def joined_leader(self) -> str | None:
+        """The leader of the next generation: the leader if it re-joined, else the first member that did; None
+        if nobody re-joined (Kafka's maybeElectNewJoinedLeader, without the election)."""
         if self.leader is not None:
             leader = self.members.get(self.leader)
             if leader is not None and leader.join is not None:
-                return True
-        for m in self.members.values():
-            if m.join is not None:
-                self.leader = m.member_id
-                return True
-        return False
+                return self.leader
+        return next((m.member_id for m in self.members.values() if m.join is not None), None)
 
     def compute_subscribed_topics(self) -> list[str] | None:
         if self.protocol_type != "consumer":
@@ -338,10 +347,10 @@ class ClassicGroup:
         """Unknown subscriptions count as subscribed, so offsets are never deleted on a guess (KIP-496)."""
         return True if self.subscribed_topics is None else topic in self.subscribed_topics
 
-    def next_member_id(self, prefix: str, request_id: str, now_ms: int) -> str:
-        """`prefix-UUID` as Kafka, but the UUID is derived from the request so replays give the same ids."""
-        self.id_counter += 1
-        name = f"{self.group_id}\x00{request_id}\x00{now_ms}\x00{self.id_counter}"
+    def member_id_for(self, prefix: str, request_id: str, now_ms: int) -> str:
+        """The next member id, `prefix-UUID` as Kafka, but the UUID is derived from the request and the group's id
+        counter so replays give the same ids; the handler that hands it out appends `MemberIdIssued`."""
+        name = f"{self.group_id}\x00{request_id}\x00{now_ms}\x00{self.id_counter + 1}"
         return f"{prefix}-{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
 
     # -- serialization -------------------------------------------------------------------------------------

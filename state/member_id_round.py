@@ -25,9 +25,9 @@ import uuid
 from typing import cast
 
 from schemas.messages import JoinGroupRequest, JoinGroupResponse
-from state import membership
+from state import coordinator
 from state.config import CoordinatorConfig
-from state.context import Context, sync_directory
+from state.context import Context
 from state.errors import MEMBER_ID_REQUIRED
 from state.wire import parse
 
@@ -63,6 +63,5 @@ def handle_pending_member(ctx: Context, body: dict) -> None:
     """The JoinGroup a gateway answered, handled as any JoinGroup, its new member getting the id the gateway gave.
     BadRequest (answered by the caller) when the JoinGroup itself is not valid."""
     request = cast(JoinGroupRequest, parse({**body, "api": "JoinGroup"}))
-    membership.handle_join(ctx, request,
-                           new_member_id=pending_member_id(request.group_id, request.client_id, request.request_id))
-    sync_directory(ctx)
+    coordinator.run(ctx, request,
+                    new_member_id=pending_member_id(request.group_id, request.client_id, request.request_id))

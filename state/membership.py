@@ -4,6 +4,10 @@ Follows the Java coordinator (`GroupMetadataManager.classicGroup*`); where Kafka
 Java behaviour is taken and marked "Java:". Requests Kafka parks (JoinGroup until the join phase completes,
 SyncGroup until the leader's assignment) are kept on the member (`Member.join`/`Member.sync`) and answered when
 the group gets there, from whichever request or timer gets it there.
+
+The handlers here decide and change nothing themselves: they read the group and append records
+(`state.records`, replayed at once by `state.context`), answer, and schedule or cancel timers. The group-id check
+and the API-level checks come before any of them, in `state.coordinator.handle`.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from state.errors import (
     GROUP_MAX_SIZE_REACHED,
     ILLEGAL_GENERATION,
     INCONSISTENT_GROUP_PROTOCOL,
-    INVALID_GROUP_ID,
     INVALID_REQUEST,
     INVALID_SESSION_TIMEOUT,
     MEMBER_ID_REQUIRED,
@@ -35,7 +38,26 @@ from state.errors import (
     CoordinatorError,
 )
 from state.group import ClassicGroup, GroupState, Member, Parked
-from state.records import group_record
+from state.records import (
+    AssignmentsSet,
+    GenerationStarted,
+    JoinCompleted,
+    JoinParked,
+    JoinPhaseChanged,
+    LeaderElected,
+    MemberAdded,
+    MemberIdIssued,
+    MemberRemoved,
+    MemberUpdated,
+    ParkedSyncsAnswered,
+    PendingMemberAdded,
+    PendingSyncCleared,
+    StateChanged,
+    StaticMemberReplaced,
+    SyncParked,
+    SyncReceived,
+    group_record,
+)
 from state.timers import JOIN, SYNC, heartbeat_key
 from state.wire import join_response, parked_join_response, simple_response, sync_response
 
@@ -51,8 +73,6 @@ def handle_join(ctx: Context, req: JoinGroupRequest, new_member_id: str | None =
     """`new_member_id`: the id a new member gets instead of a generated one (a member-id round the gateway
     answered, `state.member_id_round`)."""
     member_id = req.member_id
-    if req.group_id == "":
-        return ctx.respond(join_response(req, INVALID_GROUP_ID, member_id=member_id))
     session = req.session_timeout_ms
     if not ctx.config.group_min_session_timeout_ms <= session <= ctx.config.group_max_session_timeout_ms:
         return ctx.respond(join_response(req, INVALID_SESSION_TIMEOUT, member_id=member_id))
@@ -63,8 +83,7 @@ def handle_join(ctx: Context, req: JoinGroupRequest, new_member_id: str | None =
         group = ctx.create_group()
     if not _accept_joining_member(group, member_id, ctx.config.group_max_size):
         # Kafka removes the refused member (or pending member) and does not rebalance for it.
-        group.remove(member_id)
-        group.timers.pop(heartbeat_key(member_id), None)
+        remove_member(ctx, group, member_id)
         return ctx.respond(join_response(req, GROUP_MAX_SIZE_REACHED))
     if member_id == "":
         _join_new_member(ctx, group, req, new_member_id)
@@ -92,8 +111,14 @@ def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest, n
         return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL))
     instance = req.group_instance_id
     if new_id is None:
-        new_id = group.next_member_id(instance if instance is not None else req.client_id, req.request_id,
-                                      ctx.now_ms)
+        new_id = group.member_id_for(instance if instance is not None else req.client_id, req.request_id,
+                                     ctx.now_ms)
+    if instance is None and req.version >= 4:
+        # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
+        ctx.append(PendingMemberAdded(new_id, group.id_counter + 1))
+        ctx.schedule(heartbeat_key(new_id), ctx.now_ms + req.session_timeout_ms)
+        return ctx.respond(join_response(req, MEMBER_ID_REQUIRED, member_id=new_id))
+    ctx.append(MemberIdIssued(group.id_counter + 1))
     if instance is not None:
         existing = group.static_members.get(instance)
         if existing is None:
@@ -104,11 +129,6 @@ def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest, n
             except CoordinatorError as exc:
                 return ctx.respond(join_response(req, exc.code))
             _replace_static_member_then_rebalance_or_complete(ctx, group, req, existing, new_id)
-    elif req.version >= 4:
-        # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
-        group.pending_members[new_id] = None
-        group.timers[heartbeat_key(new_id)] = ctx.now_ms + req.session_timeout_ms
-        ctx.respond(join_response(req, MEMBER_ID_REQUIRED, member_id=new_id))
     else:
         _add_member_then_rebalance_or_complete(ctx, group, req, new_id)
 
@@ -174,46 +194,51 @@ def _new_member(req: JoinGroupRequest, member_id: str) -> Member:
     )
 
 
-def _update_member(group: ClassicGroup, member: Member, req: JoinGroupRequest) -> None:
-    group.set_protocols(member, _protocols(req))
-    member.rebalance_timeout_ms = req.rebalance_timeout_ms
-    member.session_timeout_ms = req.session_timeout_ms
-    member.topic_partitions = _topic_partitions(req)
-    group.set_join(member, Parked(req.request_id, req.version))
+def _update_member(ctx: Context, member: Member, req: JoinGroupRequest) -> None:
+    """The member as this JoinGroup describes it, its JoinGroup parked."""
+    ctx.append(MemberUpdated(member.member_id, _protocols(req), req.rebalance_timeout_ms, req.session_timeout_ms,
+                             _topic_partitions(req), Parked(req.request_id, req.version)))
 
 
 def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: JoinGroupRequest,
                                            member_id: str) -> None:
     member = _new_member(req, member_id)
-    if group.state == PREPARING and group.previous_state == EMPTY:
+    if group.state == PREPARING and group.previous_state == EMPTY and not group.new_member_added:
         # Java: any member added during a rebalance that started from Empty extends the initial delay
         # (Scala only while generation == 0).
-        group.new_member_added = True
-    group.add(member)
+        ctx.append(JoinPhaseChanged(True, group.initial_delay))
+    ctx.append(MemberAdded(member))
     # New members cannot heartbeat yet; they are cut after the new-member join timeout instead.
-    reschedule_heartbeat(ctx, group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+    reschedule_heartbeat(ctx, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
     _maybe_prepare_rebalance_or_complete_join(ctx, group)
 
 
 def _update_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, member: Member,
                                               req: JoinGroupRequest) -> None:
-    _update_member(group, member, req)
+    _update_member(ctx, member, req)
     _maybe_prepare_rebalance_or_complete_join(ctx, group)
 
 
 def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: JoinGroupRequest,
                                                       old_id: str, new_id: str) -> None:
-    """KIP-345: a restarted static member takes over its old member id's place, assignment included."""
+    """KIP-345: a restarted static member takes over its old member id's place, assignment included; the old
+    incarnation is fenced at once if it still waits for an answer."""
     current_leader = group.leader
-    new = _replace_static_member(ctx, group, old_id, new_id, req.principal)
+    old = group.members[old_id]
+    _answer_parked(ctx, group, old, FENCED_INSTANCE_ID, member_id=old_id)
+    new = Member(new_id, old.group_instance_id, old.client_id, old.client_host, old.rebalance_timeout_ms,
+                 old.session_timeout_ms, old.protocol_type, old.protocols, old.assignment,
+                 topic_partitions=old.topic_partitions, principal=req.principal)
+    ctx.append(StaticMemberReplaced(old_id, new))
+    ctx.cancel(heartbeat_key(old_id))
     # Re-armed with the old session timeout, before the request's timeouts are stored (as Kafka).
-    reschedule_heartbeat(ctx, group, new)
-    _update_member(group, new, req)
+    reschedule_heartbeat(ctx, new)
+    _update_member(ctx, new, req)
     if group.state == STABLE:
         if group.protocol_name == group.select_protocol():
             # No rebalance: persist the new member id and answer at once at the current generation.
-            group.set_join(new, None)
-            ctx.emit(group_record(group, persist=True))
+            ctx.append(JoinParked(new_id, None))
+            ctx.append(group_record(group, persist=True))
             skip = req.version >= 9
             is_leader = group.leader == new_id
             ctx.respond(_current_generation_join_response(
@@ -228,28 +253,6 @@ def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: Class
         maybe_complete_join_phase(ctx, group)
 
 
-def _replace_static_member(ctx: Context, group: ClassicGroup, old_id: str, new_id: str,
-                           principal: str | None) -> Member:
-    old = group.members[old_id]
-    # Fence the old incarnation at once if it still waits for an answer.
-    if old.join is not None:
-        ctx.respond(parked_join_response(group.group_id, old.join.request_id, FENCED_INSTANCE_ID, member_id=old_id))
-    if old.sync is not None:
-        ctx.respond(sync_response(group.group_id, old.sync.request_id, FENCED_INSTANCE_ID))
-    was_leader, was_pending_sync = group.leader == old_id, old_id in group.pending_sync
-    group.remove(old_id)
-    group.timers.pop(heartbeat_key(old_id), None)
-    new = Member(new_id, old.group_instance_id, old.client_id, old.client_host, old.rebalance_timeout_ms,
-                 old.session_timeout_ms, old.protocol_type, old.protocols, old.assignment,
-                 topic_partitions=old.topic_partitions, principal=principal)
-    group.add(new)
-    if was_leader:
-        group.leader = new_id
-    if was_pending_sync:
-        group.pending_sync[new_id] = None
-    return new
-
-
 # -- the join phase ----------------------------------------------------------------------------------------------
 
 def _maybe_prepare_rebalance_or_complete_join(ctx: Context, group: ClassicGroup) -> None:
@@ -262,20 +265,22 @@ def _maybe_prepare_rebalance_or_complete_join(ctx: Context, group: ClassicGroup)
 def prepare_rebalance(ctx: Context, group: ClassicGroup) -> None:
     if group.state == COMPLETING:
         _reset_and_propagate_assignment_with_error(ctx, group, REBALANCE_IN_PROGRESS)
-    group.pending_sync.clear()
-    group.timers.pop(SYNC, None)
+    if group.pending_sync:
+        ctx.append(PendingSyncCleared())
+    ctx.cancel(SYNC)
     initial = group.state == EMPTY
-    group.transition_to(PREPARING, ctx.now_ms)
+    ctx.append(StateChanged(PREPARING, ctx.now_ms))
     if initial:
         # KIP-134: hold the first rebalance of an Empty group so that more members can join it.
         delay = ctx.config.group_initial_rebalance_delay_ms
-        group.initial_delay = (delay, max(group.rebalance_timeout_ms() - delay, 0))
-        group.timers[JOIN] = ctx.now_ms + delay
+        ctx.append(JoinPhaseChanged(group.new_member_added, (delay, max(group.rebalance_timeout_ms() - delay, 0))))
+        ctx.schedule(JOIN, ctx.now_ms + delay)
     elif group.has_all_members_joined():
         complete_join(ctx, group)
     else:
-        group.initial_delay = None
-        group.timers[JOIN] = ctx.now_ms + group.rebalance_timeout_ms()
+        if group.initial_delay is not None:
+            ctx.append(JoinPhaseChanged(group.new_member_added, None))
+        ctx.schedule(JOIN, ctx.now_ms + group.rebalance_timeout_ms())
 
 
 def maybe_complete_join_phase(ctx: Context, group: ClassicGroup) -> None:
@@ -285,29 +290,34 @@ def maybe_complete_join_phase(ctx: Context, group: ClassicGroup) -> None:
 
 
 def on_join_timer(ctx: Context, group: ClassicGroup) -> None:
-    del group.timers[JOIN]
+    """The join phase's deadline: extend the initial delay while members keep coming (KIP-134), else complete.
+    A timer that outlived its join phase does nothing."""
+    if group.state != PREPARING:
+        return
     if group.initial_delay is not None:
         delay, remaining = group.initial_delay
         if group.new_member_added and remaining != 0:
-            group.new_member_added = False
             new_delay = min(ctx.config.group_initial_rebalance_delay_ms, remaining)
-            group.initial_delay = (new_delay, max(remaining - delay, 0))
-            group.timers[JOIN] = ctx.now_ms + new_delay
+            ctx.append(JoinPhaseChanged(False, (new_delay, max(remaining - delay, 0))))
+            ctx.schedule(JOIN, ctx.now_ms + new_delay)
             return
     complete_join(ctx, group)
 
 
 def complete_join(ctx: Context, group: ClassicGroup) -> None:
     """Kafka's completeClassicGroupJoin: drop dynamic members that did not re-join, start the next generation."""
-    group.timers.pop(JOIN, None)
-    group.initial_delay = None
+    ctx.cancel(JOIN)
+    if group.initial_delay is not None:
+        ctx.append(JoinPhaseChanged(group.new_member_added, None))
     for member in [m for m in group.members.values() if m.join is None and m.group_instance_id is None]:
-        group.remove(member.member_id)
-        group.timers.pop(heartbeat_key(member.member_id), None)
-    if not group.maybe_elect_new_joined_leader() and group.members:
+        remove_member(ctx, group, member.member_id)
+    leader = group.joined_leader()
+    if leader is None and group.members:
         # Only static members that did not re-join are left: wait another rebalance timeout for them.
-        group.timers[JOIN] = ctx.now_ms + group.rebalance_timeout_ms()
+        ctx.schedule(JOIN, ctx.now_ms + group.rebalance_timeout_ms())
         return
+    if leader is not None and leader != group.leader:
+        ctx.append(LeaderElected(leader))
     assignment: dict[str, str] | None = None
     if group.members:
         protocol = group.select_protocol()
@@ -315,17 +325,15 @@ def complete_join(ctx: Context, group: ClassicGroup) -> None:
             assignment, error, message = server_assignment.compute(group, protocol)
             if assignment is None:
                 _fail_members(ctx, group, error, message)
-    group.generation += 1
-    group.pending_sync.clear()
+    if group.pending_sync:
+        ctx.append(PendingSyncCleared())
     if not group.members:
-        group.protocol_name = None
-        group.subscribed_topics = group.compute_subscribed_topics()
-        group.transition_to(EMPTY, ctx.now_ms)
-        ctx.emit(group_record(group, persist=True))
+        ctx.append(GenerationStarted(group.generation + 1, None))
+        ctx.append(StateChanged(EMPTY, ctx.now_ms))
+        ctx.append(group_record(group, persist=True))
         return
-    group.protocol_name = group.select_protocol()
-    group.subscribed_topics = group.compute_subscribed_topics()
-    group.transition_to(COMPLETING, ctx.now_ms)
+    ctx.append(GenerationStarted(group.generation + 1, group.select_protocol()))
+    ctx.append(StateChanged(COMPLETING, ctx.now_ms))
     if assignment is not None:
         return _complete_with_server_assignment(ctx, group, assignment)
     leader_members = _members_metadata(group)
@@ -336,28 +344,25 @@ def complete_join(ctx: Context, group: ClassicGroup) -> None:
                 protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
                 member_id=member.member_id, members=leader_members if member.member_id == group.leader else [],
             ))
-            group.set_join(member, None)
-        reschedule_heartbeat(ctx, group, member)
-        member.is_new = False
-        group.pending_sync[member.member_id] = None
-    group.timers[SYNC] = ctx.now_ms + group.rebalance_timeout_ms()
+        reschedule_heartbeat(ctx, member)
+    ctx.append(JoinCompleted(await_sync=True))
+    ctx.schedule(SYNC, ctx.now_ms + group.rebalance_timeout_ms())
 
 
 def _complete_with_server_assignment(ctx: Context, group: ClassicGroup, assignment: dict[str, str]) -> None:
     """Our extension: the coordinator assigned, so the group is Stable at once and nobody needs to sync first."""
+    ctx.append(AssignmentsSet(assignment))
     for member in group.members.values():
-        member.assignment = assignment.get(member.member_id, "")
         if member.join is not None:
             ctx.respond(parked_join_response(
                 group.group_id, member.join.request_id, NONE, generation_id=group.generation,
                 protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
                 skip_assignment=True, member_id=member.member_id,
             ))
-            group.set_join(member, None)
-        reschedule_heartbeat(ctx, group, member)
-        member.is_new = False
-    group.transition_to(STABLE, ctx.now_ms)
-    ctx.emit(group_record(group, persist=True))
+        reschedule_heartbeat(ctx, member)
+    ctx.append(JoinCompleted(await_sync=False))
+    ctx.append(StateChanged(STABLE, ctx.now_ms))
+    ctx.append(group_record(group, persist=True))
 
 
 def _fail_members(ctx: Context, group: ClassicGroup, error: int, message: str) -> None:
@@ -367,20 +372,14 @@ def _fail_members(ctx: Context, group: ClassicGroup, error: int, message: str) -
         if member.join is not None:
             ctx.respond(parked_join_response(group.group_id, member.join.request_id, error,
                                              member_id=member.member_id, error_message=message))
-            group.set_join(member, None)
-        group.remove(member.member_id)
-        group.timers.pop(heartbeat_key(member.member_id), None)
+            ctx.append(JoinParked(member.member_id, None))
+        remove_member(ctx, group, member.member_id)
 
 
 # -- SyncGroup ---------------------------------------------------------------------------------------------------
 
 def handle_sync(ctx: Context, req: SyncGroupRequest) -> None:
     gid, rid = req.group_id, req.request_id
-    if req.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-        # KIP-559, checked at Kafka's API layer before anything else.
-        return ctx.respond(sync_response(gid, rid, INCONSISTENT_GROUP_PROTOCOL))
-    if gid == "":
-        return ctx.respond(sync_response(gid, rid, INVALID_GROUP_ID))
     group = ctx.group
     if group is None:
         return ctx.respond(sync_response(gid, rid, UNKNOWN_MEMBER_ID))
@@ -398,18 +397,17 @@ def handle_sync(ctx: Context, req: SyncGroupRequest) -> None:
     if group.state == PREPARING:
         ctx.respond(sync_response(gid, rid, REBALANCE_IN_PROGRESS))
     elif group.state == COMPLETING:
-        member.sync = Parked(rid, req.version)
-        _remove_pending_sync_member(group, member_id)
+        ctx.append(SyncParked(member_id, Parked(rid, req.version)))  # which also ends its pending sync
+        if not group.pending_sync:
+            ctx.cancel(SYNC)
         if group.leader == member_id:
-            assignments = {a.member_id: a.assignment for a in req.assignments}
-            for m in group.members.values():
-                m.assignment = assignments.get(m.member_id, "")
+            ctx.append(AssignmentsSet({a.member_id: a.assignment for a in req.assignments}))
             _propagate_assignment(ctx, group, NONE)
-            group.transition_to(STABLE, ctx.now_ms)
-            ctx.emit(group_record(group, persist=True))
+            ctx.append(StateChanged(STABLE, ctx.now_ms))
+            ctx.append(group_record(group, persist=True))
     else:
         # Stable (an Empty group has no members to validate). Java does not reset the session here (Scala does).
-        _remove_pending_sync_member(group, member_id)
+        _remove_pending_sync_member(ctx, group, member_id)
         ctx.respond(sync_response(gid, rid, NONE, group.protocol_type, group.protocol_name, member.assignment))
 
 
@@ -417,10 +415,11 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
 
 
-def _remove_pending_sync_member(group: ClassicGroup, member_id: str) -> None:
-    group.pending_sync.pop(member_id, None)
+def _remove_pending_sync_member(ctx: Context, group: ClassicGroup, member_id: str) -> None:
+    if member_id in group.pending_sync:
+        ctx.append(SyncReceived(member_id))
     if not group.pending_sync:
-        group.timers.pop(SYNC, None)
+        ctx.cancel(SYNC)
 
 
 def _propagate_assignment(ctx: Context, group: ClassicGroup, error: int) -> None:
@@ -431,23 +430,22 @@ def _propagate_assignment(ctx: Context, group: ClassicGroup, error: int) -> None
                 group.group_id, member.sync.request_id, error, group.protocol_type if ok else None,
                 group.protocol_name if ok else None, member.assignment,
             ))
-            member.sync = None
             # A member whose session ran out while it waited here was kept; it gets a fresh session now.
-            reschedule_heartbeat(ctx, group, member)
+            reschedule_heartbeat(ctx, member)
+    ctx.append(ParkedSyncsAnswered())
 
 
 def _reset_and_propagate_assignment_with_error(ctx: Context, group: ClassicGroup, error: int) -> None:
-    for member in group.members.values():
-        member.assignment = ""
+    ctx.append(AssignmentsSet({}))
     _propagate_assignment(ctx, group, error)
 
 
 def on_sync_timer(ctx: Context, group: ClassicGroup) -> None:
-    """Members that did not sync within the rebalance timeout after the join phase are removed."""
-    del group.timers[SYNC]
+    """Members that did not sync within the rebalance timeout after the join phase are removed. A timer that
+    outlived its sync phase (nobody left to wait for) does nothing."""
     if group.state in (COMPLETING, STABLE) and group.pending_sync:
         for member_id in list(group.pending_sync):
-            _remove_member(ctx, group, member_id)
+            remove_member(ctx, group, member_id)
             ctx.members_expired += 1
         prepare_rebalance(ctx, group)
 
@@ -455,8 +453,7 @@ def on_sync_timer(ctx: Context, group: ClassicGroup) -> None:
 # -- Heartbeat and session expiry --------------------------------------------------------------------------------
 
 def handle_heartbeat(ctx: Context, req: HeartbeatRequest) -> None:
-    if req.group_id == "":
-        return ctx.respond(simple_response(req, INVALID_GROUP_ID))
+    """A timer reschedule and an answer; no record (Kafka's classicGroupHeartbeat)."""
     group = ctx.group
     if group is None:
         return ctx.respond(simple_response(req, UNKNOWN_MEMBER_ID))
@@ -467,34 +464,31 @@ def handle_heartbeat(ctx: Context, req: HeartbeatRequest) -> None:
     except CoordinatorError as exc:
         return ctx.respond(simple_response(req, exc.code))
     # A validated member means the group is not Empty (Kafka's Empty branch cannot be reached either).
-    member = group.members[req.member_id]
-    reschedule_heartbeat(ctx, group, member)
+    reschedule_heartbeat(ctx, group.members[req.member_id])
     ctx.respond(simple_response(req, REBALANCE_IN_PROGRESS if group.state == PREPARING else NONE))
 
 
-def reschedule_heartbeat(ctx: Context, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
-    group.timers[heartbeat_key(member.member_id)] = ctx.now_ms + (
-        member.session_timeout_ms if timeout_ms is None else timeout_ms
-    )
+def reschedule_heartbeat(ctx: Context, member: Member, timeout_ms: int | None = None) -> None:
+    ctx.schedule(heartbeat_key(member.member_id),
+                 ctx.now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
 
 
 def on_heartbeat_timer(ctx: Context, group: ClassicGroup, member_id: str) -> None:
-    del group.timers[heartbeat_key(member_id)]
+    """A session ran out: the member (or pending member) is removed, unless it is waiting on the group."""
     if member_id in group.pending_members:
-        group.remove(member_id)
+        remove_member(ctx, group, member_id)
         ctx.members_expired += 1
         # Java: an expiry completes even an initial rebalance when everyone left has joined.
         if group.state == PREPARING and group.has_all_members_joined():
             complete_join(ctx, group)
         return
     member = group.members.get(member_id)
-    # A timer is dropped with its member; the guard keeps a stray one from failing every later call.
-    if member is None:
+    if member is None:  # the member left already: nothing to expire
         return
     # Members parked in JoinGroup or SyncGroup are waiting on the group, not failing; new members are not.
     if not member.is_new and (member.join is not None or member.sync is not None):
         return
-    _remove_member(ctx, group, member_id)
+    remove_member(ctx, group, member_id)
     ctx.members_expired += 1
     if group.state in (STABLE, COMPLETING):
         prepare_rebalance(ctx, group)
@@ -502,22 +496,28 @@ def on_heartbeat_timer(ctx: Context, group: ClassicGroup, member_id: str) -> Non
         complete_join(ctx, group)
 
 
-def _remove_member(ctx: Context, group: ClassicGroup, member_id: str) -> None:
-    """Remove a member, answering what it has parked with UNKNOWN_MEMBER_ID so that it re-joins if alive."""
-    member = group.members[member_id]
+def remove_member(ctx: Context, group: ClassicGroup, member_id: str) -> None:
+    """Remove a member or pending member and drop its session timer; what it has parked is answered with
+    UNKNOWN_MEMBER_ID, so that it re-joins if it is alive. Nothing happens for an id the group does not have."""
+    member = group.members.get(member_id)
+    if member is not None:
+        _answer_parked(ctx, group, member, UNKNOWN_MEMBER_ID)
+    elif member_id not in group.pending_members:
+        return
+    ctx.append(MemberRemoved(member_id))
+    ctx.cancel(heartbeat_key(member_id))
+
+
+def _answer_parked(ctx: Context, group: ClassicGroup, member: Member, error: int, member_id: str = "") -> None:
     if member.join is not None:
-        ctx.respond(parked_join_response(group.group_id, member.join.request_id, UNKNOWN_MEMBER_ID))
+        ctx.respond(parked_join_response(group.group_id, member.join.request_id, error, member_id=member_id))
     if member.sync is not None:
-        ctx.respond(sync_response(group.group_id, member.sync.request_id, UNKNOWN_MEMBER_ID))
-    group.remove(member_id)
-    group.timers.pop(heartbeat_key(member_id), None)
+        ctx.respond(sync_response(group.group_id, member.sync.request_id, error))
 
 
 # -- LeaveGroup --------------------------------------------------------------------------------------------------
 
 def handle_leave(ctx: Context, req: LeaveGroupRequest) -> None:
-    if req.group_id == "":
-        return ctx.respond(simple_response(req, INVALID_GROUP_ID))
     group = ctx.group
     results = []
     removed_any = False
@@ -533,18 +533,17 @@ def handle_leave(ctx: Context, req: LeaveGroupRequest) -> None:
                 if target is None:
                     raise CoordinatorError(UNKNOWN_MEMBER_ID)
                 group.authorize(target, req.principal)
-                _remove_member(ctx, group, target)
+                remove_member(ctx, group, target)
                 removed_any = True
             except CoordinatorError as exc:
                 error = exc.code
         elif member_id in group.pending_members:
-            group.remove(member_id)
-            group.timers.pop(heartbeat_key(member_id), None)
+            remove_member(ctx, group, member_id)
             removed_any = True
         else:
             try:
                 group.validate_member(member_id, instance, req.principal)
-                _remove_member(ctx, group, member_id)
+                remove_member(ctx, group, member_id)
                 removed_any = True
             except CoordinatorError as exc:
                 error = exc.code

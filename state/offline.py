@@ -35,8 +35,7 @@ def answer(group_id: str, stored: StoredGroup | None, raw_request: bytes,
                                      exc.code, exc.reason))
     group = decode_state(stored)
     ctx = Context(group_id, group, group.clock_ms if group is not None else 0, config or CoordinatorConfig())
-    coordinator.handle(ctx, req)
-    (response,) = ctx.responses
+    (response,) = coordinator.handle(ctx, req).responses
     return encode(response)
 
 

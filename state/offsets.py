@@ -1,7 +1,7 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset retention (KIP-211), after Kafka's OffsetMetadataManager.
 
-Handlers validate, then emit one offset record (or tombstone) per partition; the offsets map changes only when
-those records are replayed (`Context.emit`).
+Handlers validate, then append one offset record (or tombstone) per partition; the offsets map changes only when
+those records are replayed (`state.context.replay`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from state.errors import (
     GROUP_ID_NOT_FOUND,
     GROUP_SUBSCRIBED_TO_TOPIC,
     ILLEGAL_GENERATION,
-    INVALID_GROUP_ID,
     NON_EMPTY_GROUP,
     NONE,
     OFFSET_METADATA_TOO_LARGE,
@@ -64,7 +63,7 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
             if code == NONE:
                 commit_ts = p.commit_timestamp if req.version == 1 and p.commit_timestamp >= 0 else ctx.now_ms
                 expire = req.retention_time_ms
-                ctx.emit(offset_record(ctx.group_id, topic.name, p.partition_index, OffsetValue(
+                ctx.append(offset_record(ctx.group_id, topic.name, p.partition_index, OffsetValue(
                     p.committed_offset, p.committed_leader_epoch, metadata, commit_ts,
                     ctx.now_ms + expire if expire >= 0 else None,
                 )))
@@ -73,7 +72,7 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
     if error == NONE and group is not None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
         member = group.members.get(req.member_id)
         if member is not None:
-            reschedule_heartbeat(ctx, group, member)
+            reschedule_heartbeat(ctx, member)
     ctx.respond(simple_response(req, error, topics=tuple(topics)))
 
 
@@ -119,8 +118,6 @@ def _fetched(partition: int, value: OffsetValue | None) -> OffsetFetchResponsePa
 
 def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
     """KIP-496: offsets of topics a live consumer group still subscribes to are kept (86)."""
-    if req.group_id == "":
-        return ctx.respond(simple_response(req, INVALID_GROUP_ID))
     group = ctx.group
     if group is None:
         return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
@@ -138,7 +135,7 @@ def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
             else:
                 code = NONE
                 if (name, index) in group.offsets:
-                    ctx.emit(offset_tombstone(ctx.group_id, name, index))
+                    ctx.append(offset_tombstone(ctx.group_id, name, index))
             partitions.append(OffsetDeleteResponsePartition(index, code))
         topics.append(OffsetDeleteResponseTopic(name, tuple(partitions)))
     ctx.respond(simple_response(req, NONE, topics=tuple(topics)))
@@ -147,7 +144,7 @@ def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
 def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:
     """The periodic retention check: tombstone expired offsets; an Empty group left without offsets is deleted
     (Java always writes the group tombstone; Scala only for generation > 0)."""
-    group.timers[OFFSETS_EXPIRATION] = next_retention_check(ctx.now_ms, ctx.config)
+    ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
     retention_base = _retention_base(group)
     if retention_base is not None:
         for (topic, partition), value in sorted(group.offsets.items()):
@@ -157,7 +154,7 @@ def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:
             expired = (ctx.now_ms >= value.expire_timestamp if value.expire_timestamp is not None
                        else ctx.now_ms - base >= ctx.config.offsets_retention_ms)
             if expired:
-                ctx.emit(offset_tombstone(ctx.group_id, topic, partition))
+                ctx.append(offset_tombstone(ctx.group_id, topic, partition))
     if group.state == GroupState.EMPTY and not group.offsets:
         delete_group(ctx, group)
 
@@ -179,5 +176,5 @@ def _retention_base(group: ClassicGroup) -> Callable[[str, OffsetValue], int | N
 def delete_group(ctx: Context, group: ClassicGroup) -> None:
     """Tombstone every offset, then the group metadata: the group is gone (a later request sees none)."""
     for topic, partition in sorted(group.offsets):
-        ctx.emit(offset_tombstone(ctx.group_id, topic, partition))
-    ctx.emit(group_tombstone(ctx.group_id))
+        ctx.append(offset_tombstone(ctx.group_id, topic, partition))
+    ctx.append(group_tombstone(ctx.group_id))

@@ -1,10 +1,22 @@
-"""The records-topic format: what Kafka writes to `__consumer_offsets`, as JSON (classes: `schemas.messages`).
+"""Every record the core appends, and their constructors (Kafka's GroupCoordinatorRecordHelpers): one module.
 
-Keys follow Kafka's: the key's `version` is the record type (1 = offset commit, keyed by group, topic and
-partition; 2 = group metadata, keyed by group), so a compacted topic keeps the latest of each. A None value is a
-tombstone. The group metadata value is Kafka's `GroupMetadataValue` plus a `directory` object (current state,
-protocol type, member count) that ListGroups is answered from; loading ignores `directory`, as Kafka would not
-have it.
+Two kinds, both applied by the one `state.context.replay`:
+
+- **Written records** (`Record`): what Kafka writes to `__consumer_offsets`, as JSON (classes:
+  `schemas.messages`). Keys follow Kafka's: the key's `version` is the record type (1 = offset commit, keyed by
+  group, topic and partition; 2 = group metadata, keyed by group), so a compacted topic keeps the latest of each.
+  A None value is a tombstone. The group metadata value is Kafka's `GroupMetadataValue` plus a `directory` object
+  (current state, protocol type, member count) that ListGroups is answered from; loading ignores `directory`, as
+  Kafka would not have it. These, and only these, go to the records topic, byte for byte as before.
+- **In-memory records** (`MemberAdded`, `StateChanged`, `JoinParked`, ...): the changes Kafka's classic coordinator
+  makes to a group without writing anything (members joining, parked JoinGroup/SyncGroup, pending members, the
+  assignment before it is persisted, the join phase's bookkeeping). Kafka mutates its `ClassicGroup` in place for
+  these; here a handler appends one of these records instead and `replay` applies it, so a group changes in one
+  way only, live and when loading. They are never written: what a records topic holds stays exactly Kafka's
+  records, and a load rebuilds the membership from the last persisted group value (`GroupLoaded`), as Kafka does.
+
+Each in-memory record is a small frozen value (a msgspec Struct: cheap to build, as a join appends many) naming one change in Kafka's words; `replay` is the only code that
+reads them (`state.context`), and the group module (`state.group`) keeps the invariants they rely on.
 """
 
 from __future__ import annotations
@@ -13,7 +25,7 @@ import json
 from dataclasses import dataclass
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, Struct
 
 from schemas.messages import (
     GROUP_METADATA_KEY_VERSION,
@@ -27,7 +39,7 @@ from schemas.messages import (
     OffsetCommitValue,
     RecordKey,
 )
-from state.group import ClassicGroup, OffsetValue
+from state.group import ClassicGroup, GroupState, Member, OffsetValue, Parked
 from state.wire import encode
 
 __all__ = ["GROUP_METADATA_KEY_VERSION", "OFFSET_COMMIT_KEY_VERSION", "Record", "decode_key"]
@@ -37,6 +49,8 @@ _KEY_DECODER = msgspec.json.Decoder(RecordKey)
 
 @dataclass(frozen=True, slots=True)
 class Record:
+    """A written record: what the records topic gets (see the module's docstring)."""
+
     key: RecordKey
     value: GroupMetadataRecord | OffsetCommitValue | None
 
@@ -54,6 +68,18 @@ def encode_key(key: RecordKey) -> bytes:
 def decode_key(raw: bytes | None) -> RecordKey:
     """The key of a records-topic record; msgspec.DecodeError when it is not one of ours."""
     return _KEY_DECODER.decode(raw if raw is not None else b"")
+
+
+_GROUP_VALUE = msgspec.json.Decoder(GroupMetadataRecord)
+_OFFSET_VALUE = msgspec.json.Decoder(OffsetCommitValue)
+
+
+def decode_record(raw_key: bytes | None, raw_value: bytes | None) -> Record:
+    """A records-topic record as written; msgspec.DecodeError when it is not one of ours."""
+    key = decode_key(raw_key)
+    if raw_value is None:
+        return Record(key, None)
+    return Record(key, (_GROUP_VALUE if isinstance(key, GroupMetadataKey) else _OFFSET_VALUE).decode(raw_value))
 
 
 def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = None) -> GroupMetadataValue:
@@ -79,8 +105,12 @@ def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = 
     )
 
 
-def directory_of(group: ClassicGroup) -> list:
-    return [group.state.value, group.protocol_type or ""]
+def directory_changed(group: ClassicGroup) -> bool:
+    """Whether the group's state or protocol type differs from its last group metadata record's `directory`.
+    (A GroupState is the string it names, so it compares with the stored one without going through `.value`:
+    this runs after every request.)"""
+    directory = group.directory
+    return directory is None or directory[0] != group.state or directory[1] != (group.protocol_type or "")
 
 
 def group_record(group: ClassicGroup, persist: bool = False) -> Record:
@@ -114,3 +144,137 @@ def offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
 def offset_value_of(value: OffsetCommitValue) -> OffsetValue:
     return OffsetValue(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
                        value.expire_timestamp)
+
+
+# -- in-memory records: applied by replay, never written -----------------------------------------------------------
+
+class GroupCreated(Struct, frozen=True, gc=False):
+    """A new Empty group at generation 0 (Kafka's getOrMaybeCreateClassicGroup)."""
+
+    group_id: str
+    timestamp: int
+
+
+class GroupLoaded(Struct, frozen=True, gc=False):
+    """The group's membership as its last persisted value left it (Kafka's replay of a GroupMetadataValue when it
+    loads `__consumer_offsets`): members, generation, protocol and leader; Stable with members, else Empty."""
+
+    value: GroupMetadataValue
+
+
+class MemberAdded(Struct, frozen=True, gc=False):
+    member: Member
+
+
+class MemberUpdated(Struct, frozen=True, gc=False):
+    """A member re-joined: its protocols, timeouts and partition counts as its JoinGroup gives them, the JoinGroup
+    parked. (Replay sets these on the group's member; the lists are never changed in place.)"""
+
+    member_id: str
+    protocols: list[tuple[str, str]]
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    topic_partitions: list[tuple[str, int]]
+    join: Parked
+
+
+class MemberRemoved(Struct, frozen=True, gc=False):
+    """A member, or a pending member, leaves the group (with its pending-sync mark)."""
+
+    member_id: str
+
+
+class StaticMemberReplaced(Struct, frozen=True, gc=False):
+    """KIP-345: a restarted static member takes over the old member id's place (leader and pending sync too)."""
+
+    old_member_id: str
+    member: Member
+
+
+class PendingMemberAdded(Struct, frozen=True, gc=False):
+    """KIP-394: a member id handed out with MEMBER_ID_REQUIRED, not a member until it joins with it; `id_counter`
+    as `MemberIdIssued`'s (the id was just issued)."""
+
+    member_id: str
+    id_counter: int
+
+
+class MemberIdIssued(Struct, frozen=True, gc=False):
+    """The counter that makes generated member ids unique within the group (see `ClassicGroup.member_id_for`)."""
+
+    id_counter: int
+
+
+class JoinParked(Struct, frozen=True, gc=False):
+    """A member's JoinGroup parked until the join phase completes (None: answered)."""
+
+    member_id: str
+    parked: Parked | None
+
+
+class SyncParked(Struct, frozen=True, gc=False):
+    """A member's SyncGroup parked until the leader's assignment arrives: the member no longer holds the sync
+    phase up (it leaves the pending-sync set)."""
+
+    member_id: str
+    parked: Parked
+
+
+class ParkedSyncsAnswered(Struct, frozen=True, gc=False):
+    """Every parked SyncGroup was answered (with the assignment or an error)."""
+
+
+class StateChanged(Struct, frozen=True, gc=False):
+    """A transition, checked against `state.group.VALID_PREVIOUS` when replayed."""
+
+    state: GroupState
+    timestamp: int
+
+
+class JoinPhaseChanged(Struct, frozen=True, gc=False):
+    """KIP-134's bookkeeping of the initial rebalance delay."""
+
+    new_member_added: bool
+    initial_delay: tuple[int, int] | None
+
+
+class LeaderElected(Struct, frozen=True, gc=False):
+    member_id: str
+
+
+class GenerationStarted(Struct, frozen=True, gc=False):
+    """The join phase completed: the next generation, its protocol (None without members) and the subscribed
+    topics that follow from them."""
+
+    generation: int
+    protocol_name: str | None
+
+
+class JoinCompleted(Struct, frozen=True, gc=False):
+    """Every member's JoinGroup was answered and nobody is new any more; `await_sync`: every member owes a
+    SyncGroup (the pending-sync set), unless the coordinator assigned itself."""
+
+    await_sync: bool
+
+
+class PendingSyncCleared(Struct, frozen=True, gc=False):
+    """Nobody owes a SyncGroup any more (a new join phase began, or one completed)."""
+
+
+class SyncReceived(Struct, frozen=True, gc=False):
+    """The member sent its SyncGroup: it no longer holds the sync phase up."""
+
+    member_id: str
+
+
+class AssignmentsSet(Struct, frozen=True, gc=False):
+    """Every member's assignment: from this map, empty bytes for a member it leaves out."""
+
+    assignments: dict[str, str]
+
+
+InMemoryRecord = (GroupCreated | GroupLoaded | MemberAdded | MemberUpdated | MemberRemoved | StaticMemberReplaced
+                  | PendingMemberAdded | MemberIdIssued | JoinParked | SyncParked | ParkedSyncsAnswered
+                  | StateChanged | JoinPhaseChanged | LeaderElected | GenerationStarted | JoinCompleted
+                  | PendingSyncCleared | SyncReceived | AssignmentsSet)
+AnyRecord = Record | InMemoryRecord

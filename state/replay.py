@@ -52,10 +52,10 @@ class Replayer:
         self.now_ms = at_ms
 
     def arrive(self, key: bytes | None, value: bytes) -> None:
-        assert self.now_ms is not None
+        if self.now_ms is None:
+            raise ReplayError("a request arrives before any time: advance to its time first")
         r = route(key, value)
-        if r.kind == "group":
-            assert r.group_id is not None
+        if r.kind == "group" and r.group_id is not None:
             self._step(r.group_id, [value], self.now_ms)
         elif r.kind == "directory":
             self._emit({"response": json.loads(self.directory.answer(value))})

@@ -1,13 +1,33 @@
-"""Timer keys and deadlines, as Kafka's CoordinatorTimer keys: one deadline per key, re-arming replaces it.
+"""Timer keys, deadlines and operations, as Kafka's CoordinatorTimer: one deadline per key, re-arming replaces it.
 
-All timers of a group live in `ClassicGroup.timers` (key -> deadline in ms); the shell is called back at the
-earliest one. A timer fires when now >= deadline (`is_due`, Java's MockCoordinatorTimer boundary): the one rule
-the core, the shell's deadline index and the source's timer rows all use.
+A handler asks for timers with `Schedule(key, deadline_ms)` and `Cancel(key)` (through `state.context.Context`,
+which records them in the handler's result); keys come from the names and functions below. All timers of a group
+live in `ClassicGroup.timers` (key -> deadline in ms); the shell is called back at the earliest one (`earliest`). A
+timer fires when now >= deadline (`is_due`, Java's MockCoordinatorTimer boundary). These two rules are the core's; the
+job asks them through `streaming.bucket_deadlines` only.
 """
 
 from __future__ import annotations
 
+from typing import Iterable
+
+from msgspec import Struct
+
 from state.config import CoordinatorConfig
+
+
+class Schedule(Struct, frozen=True, gc=False):
+    """Arm the timer `key` at `deadline_ms`, replacing its deadline if it is armed."""
+
+    key: str
+    deadline_ms: int
+
+
+class Cancel(Struct, frozen=True, gc=False):
+    key: str
+
+
+TimerOperation = Schedule | Cancel
 
 JOIN = "join"
 """The join phase: the initial-rebalance delay (KIP-134) or the rebalance timeout."""
@@ -22,6 +42,12 @@ HEARTBEAT_PREFIX = "heartbeat:"
 def is_due(deadline_ms: int, now_ms: int) -> bool:
     """Whether a deadline has come at `now_ms`."""
     return deadline_ms <= now_ms
+
+
+def earliest(deadlines: Iterable[int | None]) -> int | None:
+    """The first of some deadlines, None among them meaning none (and None when there is none): when a group's
+    timers, or a bucket's groups, next come due."""
+    return min((d for d in deadlines if d is not None), default=None)
 
 
 def heartbeat_key(member_id: str) -> str:

@@ -7,7 +7,7 @@ produces its output (`streaming.kafka_io.sink.KafkaOutput`), deadlines come back
 `noop`: no Python writer.
 
 The operator is `state.operator`: `transformWithState` (the default; a state row per group,
-`streaming.group_stores.group_rows`) or `applyInPandasWithState` (the design card's; a state row per bucket,
+`streaming.group_stores.group_rows`) or `applyInPandasWithState` (release 0.1.0's; a state row per bucket,
 `streaming.group_stores.bucket_blobs`). Both run the same core through `streaming.stateful`.
 """
 

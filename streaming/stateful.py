@@ -11,9 +11,9 @@ rows' `resumed`: the first new batch after a restart) for every group that has r
 How a bucket's groups are stored is the operator's (`GroupStore`): a row per group (`streaming.group_stores.group_rows`,
 `transformWithState`, the default) or one row per bucket (`streaming.group_stores.bucket_blobs`,
 `applyInPandasWithState`). The call produces its output itself (`streaming.kafka_io.sink.KafkaOutput`: a response leaves
-as soon as its bucket is done), including the bucket's earliest deadline for the timers topic when it changed, from
-which the source calls the bucket again (`streaming.kafka_io.timer_schedule`). It returns one summary row
-(`SUMMARY_SCHEMA`) for the metrics.
+as soon as its bucket is done), including the bucket's deadline for the timers topic, from which the source calls the
+bucket again; when a group is due and when a call publishes are `streaming.bucket_deadlines`'. It returns one summary
+row (`SUMMARY_SCHEMA`) for the metrics.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from state.api import CoordinatorConfig, GroupStep, OffsetsReader, StoredGroup, is_due, step_group
+from state.api import CoordinatorConfig, GroupStep, OffsetsReader, StoredGroup, step_group
+from streaming.bucket_deadlines import deadline_record, is_due, publishes
 from streaming.kafka_io.sink import GROUP_STATES, SUMMARY_COLUMNS
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
@@ -116,9 +117,8 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
     before the task ends (`streaming.group_stores.group_rows.GroupRows.close`), so that a batch never commits without
     it.
 
-    `open_store` gives the bucket's `GroupStore` (only `group` calls open it). The bucket's earliest deadline goes
-    to the timers topic when the call changed it, and on the first batch after a restart, whose source starts
-    with an empty timer schedule (`streaming.kafka_io.timer_schedule`)."""
+    `open_store` gives the bucket's `GroupStore` (only `group` calls open it). The bucket's deadline goes to the
+    timers topic as `streaming.bucket_deadlines.publishes` says: when the call changed it, and in a resumed batch."""
     started = time.perf_counter()
     freeze_survivors()
     stats = CallStats()
@@ -127,9 +127,8 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
         before = store.earliest()
         resumed = any(row.resumed for row in rows)  # the whole batch is, or none of it (`streaming.kafka_io.source`)
         out = step_bucket(rows, store, now_ms, config, resumed, stats)
-        if stats.deadline != before or resumed:
-            out.append(("deadline", str(bucket).encode(), None if stats.deadline is None
-                        else str(stats.deadline).encode(), None, None, None))
+        if publishes(before, stats.deadline, resumed):
+            out.append(("deadline", *deadline_record(bucket, stats.deadline), None, None, None))
     elif kind == "directory":
         out = _directory(rows, records_source)
     else:
@@ -158,7 +157,7 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
     for group_id in group_ids:
         group_rows = by_group.get(group_id, [])
         held = store.read(group_id)
-        if not group_rows and (held is None or held.deadline is None or not is_due(held.deadline, now_ms)):
+        if not group_rows and not is_due(None if held is None else held.deadline, now_ms):
             store.keep(group_id, held, now_ms)
             continue
         # Each request counts at its record's timestamp, so a late batch does not expire members whose heartbeats
@@ -193,7 +192,8 @@ def summary(kind: str, bucket: int, out: list[tuple], stats: CallStats) -> list:
     row = [kind, bucket, stats.deadline, counts["response"], counts["record"], counts["dead_letter"],
            stats.groups, stats.groups_with_timer, stats.members_expired, stats.timer_rows,
            *(stats.states_entered[s] for s in GROUP_STATES), stats.call_us, stats.produce_us]
-    assert len(row) == len(SUMMARY_COLUMNS)
+    if len(row) != len(SUMMARY_COLUMNS):  # Row(**zip(...)) would silently drop or shift columns
+        raise ValueError(f"a summary row of {len(row)} values for {len(SUMMARY_COLUMNS)} columns")
     return row
 
 

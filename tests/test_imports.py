@@ -99,3 +99,11 @@ def test_streaming_keeps_at_most_14_modules_at_its_top():
     (`group_stores`, `kafka_io`, `recovery`, `monitoring`, `spark_runtime`), so that the folder shows the design."""
     top = sorted(path.name for path in Path(importlib.import_module("streaming").__file__).parent.glob("*.py"))
     assert len(top) <= MAX_STREAMING_TOP, f"{len(top)} modules at the top of streaming/: {top}"
+
+
+@pytest.mark.parametrize("name", modules())
+def test_no_assert_is_a_runtime_check(name):
+    """`python -O` drops every `assert`, so a check that must hold when the product runs raises a real error."""
+    path = Path(importlib.import_module(name).__file__)
+    lines = [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Assert)]
+    assert not lines, f"{name}: assert at line(s) {lines}"

@@ -7,7 +7,8 @@ every executor: `schemas/`, `state/`, `assignors/`, `common/`, `streaming/`, `co
 `kafka` (kafka-python), and `conf/` (the default coordinator.properties and spark-defaults.conf, read by
 `deploy/spark/entry.py` when the code runs from the zip). Native dependencies (pandas, pyarrow, numpy) cannot travel
 in a zip: the executors' Python (`spark.pyspark.python`) must have them, at the versions pinned in pyproject.toml (see
-docs/operations.md).
+docs/operations.md). The gateway (`gateway/`, and `client/` which it uses) is not shipped: it runs beside the cluster,
+not in the job, so `coordinator` from the zip has no `gateway` command (`coordinator.cli`).
 
 The zip is reproducible: entries are sorted and carry a fixed timestamp, so the same tree gives the same bytes and
 the launchers can rebuild it on every submit without churn.

@@ -59,13 +59,16 @@ class StandaloneCluster:
 
     @property
     def master_url(self) -> str:
-        assert self.master is not None
-        return f"spark://127.0.0.1:{self.master.port}"
+        return f"spark://127.0.0.1:{self._started().port}"
 
     @property
     def master_ui(self) -> str:
-        assert self.master is not None
-        return f"http://127.0.0.1:{self.master.webui_port}"
+        return f"http://127.0.0.1:{self._started().webui_port}"
+
+    def _started(self) -> Daemon:
+        if self.master is None:
+            raise RuntimeError("the standalone cluster is not started (start() first)")
+        return self.master
 
     # -- life cycle ----------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The design card's operator, `state.operator=applyInPandasWithState`: one state row per bucket of groups.
+"""Release 0.1.0's operator, `state.operator=applyInPandasWithState`: one state row per bucket of groups.
 
 `applyInPandasWithState` keeps one state value per key, so a bucket key holds all its groups in one BINARY value
 (`pack_groups`); a call that steps one group rewrites the whole bucket. It needs no deadline index (a call reads
@@ -20,7 +20,8 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from state.api import CoordinatorConfig, GroupStep, StoredGroup, is_due
+from state.api import CoordinatorConfig, GroupStep, StoredGroup
+from streaming.bucket_deadlines import earliest, is_due
 from streaming.kafka_io.sink import SUMMARY_COLUMNS
 from streaming.stateful import Held, Input, Output, call, sorted_inputs
 
@@ -58,10 +59,10 @@ class BlobStore:
         self._changed = False
 
     def earliest(self) -> int | None:
-        return min((d for _, d in self._groups.values() if d is not None), default=None)
+        return earliest(deadline for _, deadline in self._groups.values())
 
     def due(self, now_ms: int) -> list[str]:
-        return [g for g, (_, deadline) in self._groups.items() if deadline is not None and is_due(deadline, now_ms)]
+        return [g for g, (_, deadline) in self._groups.items() if is_due(deadline, now_ms)]
 
     def prefetch(self, group_ids) -> None:
         pass  # the whole bucket is one row, read already

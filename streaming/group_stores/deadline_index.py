@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, Protocol
 
-from state.api import is_due
+from streaming.bucket_deadlines import earliest, is_due
 
 SLOT_MS = 1_000
 """Width of a slot: deadlines in one slot are read together when the first of them comes due."""
@@ -59,12 +59,12 @@ class DeadlineIndex:
 
     def earliest(self) -> int | None:
         """The earliest deadline filed in the bucket (it may be early: see the module's docstring)."""
-        return min(self._schedule.values(), default=None)
+        return earliest(self._schedule.values())
 
     def pop_due(self, now_ms: int) -> list[tuple[str, int]]:
         """Remove and return every (group_id, filed deadline) due at `now_ms`, earliest first."""
         due: list[tuple[str, int]] = []
-        for slot in sorted(s for s, earliest in self._schedule.items() if is_due(earliest, now_ms)):
+        for slot in sorted(s for s, first in self._schedule.items() if is_due(first, now_ms)):
             entries = self._entries(slot)
             due += [(group_id, deadline) for deadline, group_id in entries if is_due(deadline, now_ms)]
             self._set(slot, [(d, g) for d, g in entries if not is_due(d, now_ms)])
@@ -94,13 +94,13 @@ class DeadlineIndex:
     def _set(self, slot: int, entries: list[tuple[int, str]]) -> None:
         self._slots[slot] = entries
         self._dirty.add(slot)
-        earliest = min((d for d, _ in entries), default=None)
-        if self._schedule.get(slot) != earliest:
+        first = earliest(d for d, _ in entries)
+        if self._schedule.get(slot) != first:
             self._schedule_dirty = True
-            if earliest is None:
+            if first is None:
                 del self._schedule[slot]
             else:
-                self._schedule[slot] = earliest
+                self._schedule[slot] = first
 
 
 def registration(registered: int | None, deadline: int | None, now_ms: int) -> tuple[int | None, bool]:
@@ -109,7 +109,7 @@ def registration(registered: int | None, deadline: int | None, now_ms: int) -> t
     `registered`: where the group was filed before the step (an entry due at `now_ms` has been popped by now, so
     it no longer counts); `deadline`: the group's next deadline after the step. Filed anew only when the deadline
     is earlier than where it is filed, or it is filed nowhere."""
-    if registered is not None and is_due(registered, now_ms):
+    if is_due(registered, now_ms):
         registered = None
     if deadline is None or (registered is not None and registered <= deadline):
         return registered, False

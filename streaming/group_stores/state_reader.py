@@ -10,15 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from state.api import StoredGroup
-from streaming.recovery.checkpoint import OPERATOR_NAMES, CheckpointError, inspect
+from streaming.recovery.checkpoint import OPERATOR_NAMES, CheckpointError, existing
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
 def stored_groups(spark: SparkSession, location: str, group_ids: Iterable[str] | None = None) -> dict[str, StoredGroup]:
-    """group_id -> StoredGroup of every group (or only `group_ids`) at the checkpoint's last committed batch."""
-    checkpoint = inspect(spark, location)
+    """group_id -> StoredGroup of every group (or only `group_ids`) at the checkpoint's last committed batch.
+    CheckpointError when `location` holds no checkpoint."""
+    checkpoint = existing(spark, location)
     if checkpoint.batch is None or checkpoint.operator_name is None:
         return {}
     wanted = None if group_ids is None else sorted(set(group_ids))

@@ -18,8 +18,8 @@ no batches, and a bucket of groups is only called when it has input. The state c
 earliest deadline on that topic; `latestOffset` reads it (`streaming.kafka_io.timer_schedule`), lists the buckets whose
 deadline is due in the offset (`"due"`, and advances `"tick"` so that the offset changes), and `read` yields one timer
 row per due bucket (`timer_rows`), which makes Spark call that bucket, where the core fires what is due. The offset
-log records the due buckets, so a replayed batch calls the same ones. The first new batch of a query run calls every
-bucket: the schedule starts empty.
+log records the due buckets, so a replayed batch calls the same ones. Which buckets a batch calls, the first new batch
+of a query run among them (every bucket), is `streaming.bucket_deadlines`'.
 
 The offset also records `"buckets"` (`state.buckets`): a group's bucket depends on it, so a checkpoint refuses
 another value.
@@ -46,6 +46,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from common.config import client_config
 from state.api import route
+from streaming.bucket_deadlines import buckets_to_call
 from streaming.buckets import bucket_of
 from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
@@ -218,12 +219,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         return self._beginnings(sorted(behind))
 
     def _due_buckets(self) -> list[int]:
-        """The buckets to call for their deadlines: every one in a run's first new batch (its schedule starts
-        empty, see `streaming.kafka_io.timer_schedule`), then those whose deadline is due now."""
+        """The buckets to call for their deadlines (`streaming.bucket_deadlines.buckets_to_call`)."""
         if self.timers is None:
             return []
         due = self.timers.due(int(time.time() * 1000))  # the first call also fixes where the schedule starts
-        return list(range(self.buckets)) if self.resuming else due
+        return buckets_to_call(due, self.buckets, first_of_run=self.resuming)
 
     def partitions(self, start: dict, end: dict) -> list[KafkaRange]:
         begin = start[self.topic]

@@ -48,7 +48,8 @@ class Checkpoint:
     def starting_offsets(self, topic: str) -> str:
         """The `startingOffsets` JSON that continues right after the last committed batch on `topic`, which must
         be the requests topic the checkpoint read."""
-        assert self.source_offset is not None
+        if self.source_offset is None:
+            raise CheckpointError(f"checkpoint {self.location} has no committed batch to continue after")
         if topic not in self.source_offset:
             read = [k for k, v in self.source_offset.items() if isinstance(v, dict)]
             raise CheckpointError(f"checkpoint {self.location} read requests topic {', '.join(read)}, not {topic}")
@@ -65,6 +66,18 @@ def inspect(spark: SparkSession, location: str) -> Checkpoint:
     source_offset = json.loads(files.read(f"offsets/{batch}").splitlines()[2])
     operators = spark.read.format("state-metadata").load(location).collect() if files.list("state") else []
     return Checkpoint(location, batch, source_offset, operators[0].operatorName if operators else None)
+
+
+def existing(spark: SparkSession, location: str) -> Checkpoint:
+    """`inspect` of a checkpoint that must be there already (one to read, not one a query is about to start):
+    CheckpointError when nothing is at `location`, or something that is no Spark checkpoint (no `metadata` file, which
+    a query writes when it first starts)."""
+    files = _Files(spark, location)
+    if not files.exists(""):
+        raise CheckpointError(f"checkpoint {location} does not exist")
+    if not files.exists("metadata"):
+        raise CheckpointError(f"{location} is not a Spark checkpoint: it has no metadata file")
+    return inspect(spark, location)
 
 
 def check(spark: SparkSession, props: Mapping[str, str]) -> Checkpoint:
@@ -97,11 +110,14 @@ class _Files:
         self._fs = self._root.getFileSystem(spark._jsc.hadoopConfiguration())
 
     def _path(self, relative: str):
-        return self._jvm.org.apache.hadoop.fs.Path(self._root, relative)
+        return self._jvm.org.apache.hadoop.fs.Path(self._root, relative) if relative else self._root
+
+    def exists(self, relative: str) -> bool:
+        return bool(self._fs.exists(self._path(relative)))
 
     def list(self, relative: str) -> list[str]:
         path = self._path(relative)
-        if not self._fs.exists(path):
+        if not self.exists(relative):
             return []
         return [status.getPath().getName() for status in self._fs.listStatus(path)]
 

@@ -22,13 +22,22 @@ local disk, `hdfs://`, `s3a://`), and nothing is written under the checkpoint.
 A driver that takes the lease reads its own record back. If another driver's record came between the moment it
 found the lease free and its own (two standbys decided at once), it waits a timeout before it returns: the rival was
 fenced by its `init_transactions()` and halts within that time.
+
+The lease is a lifecycle (`LeaseStatus`, as quix-streams' transaction status): WATCHING, then TAKING, then HOLDING
+(or back to WATCHING when another driver got in first), then LOST or CLOSED. `TRANSITIONS` lists every move and
+`Lease._move` refuses any other, so a lost lease is never renewed nor released. Its timing is `Deadline` values: when
+the lease is free (`LeaseLog.free_at`), until when a holder trusts its last renewal (`valid_until`) and when its JVM
+halts itself (`halt_at`), both counted from the start of that renewal.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import signal
 import socket
@@ -122,12 +131,144 @@ class LeaseRecord:
 
 
 class LeaseError(RuntimeError):
-    """The lease topic cannot be read, so this driver can neither judge nor keep the lease."""
+    """This driver can neither judge nor keep the lease: its topic cannot be read, the lease was lost while being
+    taken, or the lease was asked for what its status does not allow."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A moment on this process's monotonic clock, as quix-streams' `Deadline`: the lease's timing is values like
+    this one, asked `expired()` or `remaining()`, not flags one thread sets for another."""
+
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float, now: float | None = None) -> "Deadline":
+        return cls((time.monotonic() if now is None else now) + seconds)
+
+    def remaining(self, now: float | None = None) -> float:
+        return max(0.0, self.at - (time.monotonic() if now is None else now))
+
+    def expired(self, now: float | None = None) -> bool:
+        return (time.monotonic() if now is None else now) >= self.at
+
+
+PASSED = Deadline(-math.inf)
+"""A deadline that has always passed: a released lease's, and a holding's before its first record is written."""
+
+
+class LeaseStatus(enum.Enum):
+    """Where this driver is with its checkpoint's lease; it moves only as `TRANSITIONS` allows."""
+
+    WATCHING = "watching"
+    """Reading the lease topic; while another driver holds the lease, this one is a standby."""
+    TAKING = "taking"
+    """Fencing every earlier holder (`init_transactions`) and writing this driver's first record."""
+    HOLDING = "holding"
+    """This driver's record is written; renewed every interval, trusted until `Lease._valid_until`."""
+    LOST = "lost"
+    """Fenced, overtaken by another driver's record, not renewed in time, or the topic unreadable while taking or
+    holding: the driver must stop at once (`on_lost`, called once)."""
+    CLOSED = "closed"
+    """Closed, released or not; the renewer and the watchdog have stopped, and the reader stops."""
+
+
+TRANSITIONS: dict[LeaseStatus, frozenset[LeaseStatus]] = {
+    LeaseStatus.WATCHING: frozenset({LeaseStatus.TAKING, LeaseStatus.CLOSED}),
+    LeaseStatus.TAKING: frozenset({LeaseStatus.WATCHING, LeaseStatus.HOLDING, LeaseStatus.LOST, LeaseStatus.CLOSED}),
+    LeaseStatus.HOLDING: frozenset({LeaseStatus.LOST, LeaseStatus.CLOSED}),
+    LeaseStatus.LOST: frozenset({LeaseStatus.CLOSED}),
+    LeaseStatus.CLOSED: frozenset(),
+}
+"""status -> the statuses it may move to: a take that fails goes back to watching, and a lost lease is only closed
+(a driver that lost it starts again, as a new standby)."""
+
+
+class LeaseTransitionError(LeaseError):
+    """A move `TRANSITIONS` does not allow, or a call its status does not allow; nothing changed."""
+
+
+def check_transition(current: LeaseStatus, to: LeaseStatus) -> None:
+    if to not in TRANSITIONS[current]:
+        raise LeaseTransitionError(f"a lease that is {current.value} cannot become {to.value}")
+
+
+def _requires(*statuses: LeaseStatus) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A `Lease` method allowed only in `statuses` (quix-streams' `validate_transaction_status`)."""
+
+    def wrap(method: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(method)
+        def guarded(self: "Lease", *args, **kwargs) -> T:
+            status = self.status
+            if status not in statuses:
+                raise LeaseTransitionError(f"{method.__name__}() of a lease that is {status.value}")
+            return method(self, *args, **kwargs)
+
+        return guarded
+
+    return wrap
+
+
+@dataclass
+class LeaseLog:
+    """What this driver has read under its checkpoint's key, in log order. The reader thread feeds it, the others
+    read it, all under the lease's condition; times are handed in, so the rules below are plain functions of it."""
+
+    holder: str
+    timeout_s: float
+    heard_at: float
+    """When another driver's record was last read, on this driver's clock (until one is: when watching began)."""
+    latest: LeaseRecord | None = None
+    """Another driver's latest record."""
+    caught_up: bool = False
+    """The history is read: a release in it is the latest word, and the records read from now on are live."""
+    live: bool = False
+    """Another driver's latest record was read after the history: that driver renews the lease now."""
+    epoch_seen: int = -1
+    own_epoch: int = -1
+    """The epoch of this driver's own records read back."""
+    read_error: BaseException | None = None
+
+    def observe(self, record: LeaseRecord, now: float) -> bool:
+        """Take in a record read at `now`; True if another driver wrote it."""
+        self.epoch_seen = max(self.epoch_seen, record.epoch)
+        if record.holder == self.holder:
+            self.own_epoch = max(self.own_epoch, record.epoch)
+            return False
+        self.latest = record
+        self.heard_at = now
+        self.live = self.caught_up
+        return True
+
+    def silent_until(self) -> Deadline:
+        """By when the last other driver to write has stopped if it wrote nothing since: one timeout after its record
+        was read, the longer of this driver's and the one it promised. A record of the history counts from when it
+        is read, just after watching began, so a holder that renews shows itself in time."""
+        promised = self.latest.timeout_ms / 1000 if self.latest is not None else 0.0
+        return Deadline(self.heard_at + max(self.timeout_s, promised))
+
+    def free_at(self) -> Deadline:
+        """When the lease is free as far as this driver knows: at once after a release, else `silent_until`."""
+        if self.caught_up and self.latest is not None and self.latest.state == RELEASED:
+            return PASSED
+        return self.silent_until()
+
+    def held_elsewhere(self) -> bool:
+        return self.live and self.latest is not None and self.latest.state == HELD
+
+    def check_readable(self, topic: str) -> None:
+        if self.read_error is not None:
+            raise LeaseError(f"cannot read the lease topic {topic}") from self.read_error
 
 
 class Lease:
     """A driver's view of its checkpoint's lease from the moment it is made, and the lease itself once `acquire`
-    returns. Make it early: a live holder shows itself while the driver's session starts."""
+    returns. Make it early: a live holder shows itself while the driver's session starts.
+
+    Its status is a `LeaseStatus`, moved only by `_move` (which checks `TRANSITIONS`); its timing is `Deadline`s.
+    Four threads share it under one condition (`_changed`), each with its own part: the reader feeds the `LeaseLog`
+    (and loses a lease overtaken or unreadable), the driver's thread moves WATCHING -> TAKING -> HOLDING (or back to
+    WATCHING) and closes, the renewer moves the holding's deadlines, and the watchdog loses a lease past them."""
 
     def __init__(self, client: Mapping[str, object], settings: LeaseSettings) -> None:
         self.settings = settings
@@ -135,27 +276,31 @@ class Lease:
         self._client = dict(client)
         self._key = settings.key.encode()
         self._changed = threading.Condition()
-        # What the lease topic said, guarded by _changed.
-        self._others_at = time.monotonic()  # when a record by another driver was last read (or watching began)
-        self._latest: LeaseRecord | None = None  # another driver's latest record
-        self._caught_up = False  # the history is read: a release in it is the latest word, and later records live
-        self._live = False  # another driver's record was read after the history: someone renews it now
-        self._epoch_seen = -1
-        self._own_read = -1  # the epoch of this driver's records read back
-        self._read_error: BaseException | None = None
-        # Holding, also guarded by _changed.
-        self._epoch = -1
+        # All guarded by _changed.
+        self._log = LeaseLog(self.holder, settings.timeout_s, heard_at=time.monotonic())
+        self._status = LeaseStatus.WATCHING
+        self._epoch = -1  # this driver's, once TAKING has fenced the earlier holders
         self._producer: KafkaProducer | None = None
-        self._renewed_at = 0.0  # when the last successful renewal (or the taking) started
-        self._lost: str | None = None
-        self._lost_reported = False
-        self._closing = False
-        self._on_lost: Callable[[str], object] = lambda reason: None
+        self._valid_until = PASSED  # the holder trusts its last renewal until then
+        self._halt_at = PASSED  # the JVM halts itself then, without a further renewal (`on_renewed`)
+        self._lost_reason: str | None = None
+        self._on_lost: Callable[[str], object] = _once(lambda reason: None)
         self._on_renewed: Callable[[float], object] = lambda until: None
         self._consumer = KafkaConsumer(**self._client, group_id=None, enable_auto_commit=False,
                                        auto_offset_reset="earliest", fetch_max_wait_ms=100)
         self._threads = [threading.Thread(target=self._read, name="lease-reader", daemon=True)]
         self._threads[0].start()
+
+    @property
+    def status(self) -> LeaseStatus:
+        with self._changed:
+            return self._status
+
+    def _move(self, to: LeaseStatus) -> None:
+        """The one way the status changes. Call with _changed held."""
+        check_transition(self._status, to)
+        self._status = to
+        self._changed.notify_all()
 
     # --- reading the lease topic ----------------------------------------------------------------------------------
 
@@ -166,7 +311,7 @@ class Lease:
             start = consumer.beginning_offsets([tp])[tp]
             end = high_watermarks(consumer, {tp: start})[tp]
             consumer.seek(tp, max(start, end - HISTORY))
-            while not self._closing:
+            while self._status is not LeaseStatus.CLOSED:
                 try:
                     batches = consumer.poll(timeout_ms=100)
                 except KafkaError as exc:
@@ -178,14 +323,14 @@ class Lease:
                 for record in batches.get(tp, ()):
                     if record.key == self._key:
                         self._observe(LeaseRecord.decode(record.value))
-                if not self._caught_up and consumer.position(tp) >= end:
+                if not self._log.caught_up and consumer.position(tp) >= end:
                     with self._changed:
-                        self._caught_up = True
+                        self._log.caught_up = True
                         self._changed.notify_all()
         except BaseException as exc:  # noqa: BLE001 - without its log the lease can be neither judged nor kept
             log.error("cannot read the lease topic %s: %r", self.settings.topic, exc)
             with self._changed:
-                self._read_error = exc
+                self._log.read_error = exc
                 self._changed.notify_all()
             self._lose(f"cannot read the lease topic {self.settings.topic}: {exc!r}")
         finally:
@@ -196,35 +341,16 @@ class Lease:
             log.warning("ignoring a malformed record under %s in %s", self.settings.key, self.settings.topic)
             return
         with self._changed:
-            self._epoch_seen = max(self._epoch_seen, record.epoch)
-            if record.holder == self.holder:
-                self._own_read = max(self._own_read, record.epoch)
-            else:
-                self._latest = record
-                self._others_at = time.monotonic()
-                self._live = self._caught_up
-                if 0 <= self._epoch <= self._own_read:
-                    # After this driver's own record: only a driver that called init_transactions after this one
-                    # could write it, so this one is fenced whether or not its producer has heard yet.
-                    self._lost_locked(f"{record.holder} took the lease (epoch {record.epoch})")
+            other = self._log.observe(record, time.monotonic())
+            if other and 0 <= self._epoch <= self._log.own_epoch:
+                # After this driver's own record: only a driver that called init_transactions after this one
+                # could write it, so this one is fenced whether or not its producer has heard yet.
+                self._lose_locked(f"{record.holder} took the lease (epoch {record.epoch})")
             self._changed.notify_all()
-
-    def _free_in(self, now: float) -> float:
-        """Seconds until the lease is free as far as this driver knows (0: free now). Call with _changed held."""
-        if self._read_error is not None:
-            raise LeaseError(f"cannot read the lease topic {self.settings.topic}") from self._read_error
-        latest = self._latest
-        if self._caught_up and latest is not None and latest.state == RELEASED:
-            return 0.0
-        # Records in the history count as read when watching began: a holder that renews shows itself in time.
-        return max(0.0, self._others_at + self._timeout_of(latest) - now)
-
-    def _timeout_of(self, record: LeaseRecord | None) -> float:
-        """A standby waits the longer of its own timeout and the one the holder promised."""
-        return max(self.settings.timeout_s, record.timeout_ms / 1000 if record else 0.0)
 
     # --- taking the lease -----------------------------------------------------------------------------------------
 
+    @_requires(LeaseStatus.WATCHING)
     def acquire(self, on_standby: Callable[[], object], on_lost: Callable[[str], object],
                 on_renewed: Callable[[float], object] = lambda until: None) -> None:
         """Return once this driver holds the lease. While another driver holds it, call `on_standby` once and wait.
@@ -232,12 +358,12 @@ class Lease:
         From then on the lease renews itself; `on_renewed(t)` gets the monotonic time by which the driver must be
         halted if no further renewal succeeds, and `on_lost(reason)` is called (from another thread) when the lease
         is lost: the driver must then stop at once."""
-        self._on_lost, self._on_renewed = on_lost, on_renewed
+        self._on_lost, self._on_renewed = _once(on_lost), on_renewed
         stood_by = False
         while True:
             decided_at = self._wait_free(report_held=not stood_by)
             with self._changed:
-                previous, quiet_s = self._latest, (decided_at or 0.0) - self._others_at
+                previous, quiet_s = self._log.latest, (decided_at or 0.0) - self._log.heard_at
             if decided_at is None:
                 stood_by = True
                 on_standby()
@@ -245,20 +371,23 @@ class Lease:
                 break
             else:
                 time.sleep(self.settings.interval_s)
-        on_renewed(self._renewed_at + self.settings.halt_s)
+        with self._changed:
+            halt_at = self._halt_at
+        on_renewed(halt_at.at)
         for target, name in ((self._renew, "lease-renewer"), (self._watch, "lease-watchdog")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             self._threads.append(thread)
             thread.start()
         with self._changed:
-            while self._own_read < self._epoch:  # our own record, read back: everything before it is read too
+            while self._log.own_epoch < self._epoch:  # our own record, read back: everything before it is read too
                 self._check_holding()
                 self._changed.wait(self.settings.interval_s)
-            rival = self._latest.holder if self._others_at > decided_at and self._latest else None
-            while self._others_at > decided_at and (rest := self._others_at + self._timeout_of(self._latest)
-                                                    - time.monotonic()) > 0:
+            rival = self._log.latest.holder if self._log.heard_at > decided_at and self._log.latest else None
+            # A record another driver wrote after this one found the lease free: it was fenced by this driver's
+            # init_transactions, and has halted once it has been silent for a timeout.
+            while self._log.heard_at > decided_at and not (silent := self._log.silent_until()).expired():
                 self._check_holding()
-                self._changed.wait(rest)
+                self._changed.wait(silent.remaining())
             self._check_holding()
         if rival:
             log.warning("%s wrote the lease while this driver took it; waited for it to halt", rival)
@@ -271,50 +400,63 @@ class Lease:
         """The moment the lease was found free; with `report_held`, None as soon as another driver holds it."""
         with self._changed:
             while True:
+                self._log.check_readable(self.settings.topic)
                 now = time.monotonic()
-                wait = self._free_in(now)
-                if wait <= 0:
+                free_at = self._log.free_at()
+                if free_at.expired(now):
                     return now
-                if report_held and self._live and self._latest.state == HELD:
+                if report_held and self._log.held_elsewhere():
                     return None
-                self._changed.wait(min(wait, 1.0))
+                self._changed.wait(min(free_at.remaining(now), 1.0))
 
     def _take(self) -> bool:
         """Fence every earlier holder and write this driver's record; False if another driver got in first."""
+        with self._changed:
+            self._move(LeaseStatus.TAKING)
         producer = None
         try:
             producer = self._new_producer()
             producer.init_transactions()  # bumps the epoch: every earlier holder's next transaction fails
             with self._changed:
-                self._epoch = self._epoch_seen + 1
+                self._epoch = self._log.epoch_seen + 1
             started = time.monotonic()
             _in_time(lambda: self._write(producer, HELD), self.settings.timeout_s, "taking the lease")
         except (KafkaError, TimeoutError) as exc:
             log.warning("could not take the lease on %s: %r; standing by", self.settings.key, exc)
             with self._changed:
                 self._epoch = -1
+                if self._status is LeaseStatus.TAKING:
+                    self._move(LeaseStatus.WATCHING)
             if producer is not None:
                 producer.close(timeout=0)
             return False
         with self._changed:
             self._producer = producer
-            self._renewed_at = started
+            self._renewed(started)
+            if self._status is LeaseStatus.TAKING:  # not LOST meanwhile (the topic became unreadable)
+                self._move(LeaseStatus.HOLDING)
         return True
 
     # --- keeping it -----------------------------------------------------------------------------------------------
 
+    def _renewed(self, started: float) -> None:
+        """A renewal (or the taking) that started at `started` succeeded. Call with _changed held."""
+        self._valid_until = Deadline(started + self.settings.holding_s)
+        self._halt_at = Deadline(started + self.settings.halt_s)
+        self._changed.notify_all()
+
     def _renew(self) -> None:
         interval = self.settings.interval_s
-        next_at = time.monotonic() + interval
+        next_renewal = Deadline.after(interval)
         while True:
             with self._changed:
-                while not self._closing and self._lost is None and (wait := next_at - time.monotonic()) > 0:
-                    self._changed.wait(wait)
-                if self._closing or self._expired_locked():
+                while self._still_holding() and not next_renewal.expired():
+                    self._changed.wait(next_renewal.remaining())
+                if not self._still_holding():
                     return
-                producer, left = self._producer, self._valid_until() - time.monotonic()
+                producer, left = self._producer, self._valid_until.remaining()
             started = time.monotonic()
-            next_at = started + interval
+            next_renewal = Deadline.after(interval, started)
             try:
                 if producer is None:
                     raise KafkaError("no producer")
@@ -328,12 +470,12 @@ class Lease:
                 self._replace_producer(producer)
                 continue
             with self._changed:
-                if time.monotonic() >= self._valid_until():
-                    continue  # too late: the watchdog has the last word
-                self._renewed_at = started
-                self._changed.notify_all()
+                if self._valid_until.expired() or self._status is not LeaseStatus.HOLDING:
+                    continue  # too late (the watchdog has the last word), or lost or closed meanwhile
+                self._renewed(started)
+                halt_at = self._halt_at
             try:
-                self._on_renewed(started + self.settings.halt_s)
+                self._on_renewed(halt_at.at)
             except Exception as exc:  # noqa: BLE001 - the driver would halt at its old deadline: say why now
                 self._lose(f"could not move the driver's deadline: {exc!r}")
                 return
@@ -345,7 +487,7 @@ class Lease:
         holder's deadline, and this one calls it only with more than an interval of its validity left."""
         with self._changed:
             self._producer = None
-            left = self._valid_until() - time.monotonic() - self.settings.interval_s
+            left = self._valid_until.remaining() - self.settings.interval_s
         if broken is not None:
             broken.close(timeout=0)
         if left <= 0:
@@ -362,43 +504,39 @@ class Lease:
 
     def _watch(self) -> None:
         with self._changed:
-            while not self._closing and not self._expired_locked():
-                self._changed.wait(self._valid_until() - time.monotonic())
+            while self._still_holding():
+                self._changed.wait(self._valid_until.remaining())
         self._report_lost()
 
-    def _expired_locked(self) -> bool:
-        """Whether the lease is lost, its deadline included. Call with _changed held."""
-        if self._lost is None and time.monotonic() >= self._valid_until():
-            self._lost_locked(f"not renewed for {self.settings.holding_s:.2f} s (lease.timeout.ms less one "
+    def _still_holding(self) -> bool:
+        """Whether this driver holds the lease now: a holding past its deadline is lost here. Call with _changed
+        held."""
+        if self._status is LeaseStatus.HOLDING and self._valid_until.expired():
+            self._lose_locked(f"not renewed for {self.settings.holding_s:.2f} s (lease.timeout.ms less one "
                               "lease.renew.interval.ms)")
-        return self._lost is not None
+        return self._status is LeaseStatus.HOLDING
 
     def _report_lost(self) -> None:
-        """`on_lost`, once, if the lease is lost; whichever thread gets here first (the driver may be closing)."""
+        """`on_lost`, once, if the lease was lost; whichever thread gets here first (the driver may be closing)."""
         with self._changed:
-            if self._lost is None or self._lost_reported:
-                return
-            self._lost_reported = True
-            reason = self._lost
-        self._on_lost(reason)
+            reason = self._lost_reason
+        if reason is not None:
+            self._on_lost(reason)
 
     def _lose(self, reason: str) -> None:
         with self._changed:
-            self._lost_locked(reason)
+            self._lose_locked(reason)
 
-    def _lost_locked(self, reason: str) -> None:
-        if self._lost is None and self._epoch >= 0:
-            self._lost = reason
-            self._changed.notify_all()
-
-    def _valid_until(self) -> float:
-        return self._renewed_at + self.settings.holding_s
+    def _lose_locked(self, reason: str) -> None:
+        """Only a lease being taken or held can be lost; the first reason stays."""
+        if self._status in (LeaseStatus.TAKING, LeaseStatus.HOLDING):
+            self._lost_reason = reason
+            self._move(LeaseStatus.LOST)
 
     def _check_holding(self) -> None:
-        if self._read_error is not None:
-            raise LeaseError(f"cannot read the lease topic {self.settings.topic}") from self._read_error
-        if self._lost is not None:
-            raise LeaseError(f"lost the lease on {self.settings.key} while taking it: {self._lost}")
+        self._log.check_readable(self.settings.topic)
+        if self._status is LeaseStatus.LOST:
+            raise LeaseError(f"lost the lease on {self.settings.key} while taking it: {self._lost_reason}")
 
     def _new_producer(self) -> KafkaProducer:
         return KafkaProducer(**self._client, transactional_id=self.settings.transactional_id,
@@ -416,9 +554,10 @@ class Lease:
         """Stop renewing and reading. With `release` (only once this driver's query has certainly stopped), a
         standby may take over at once instead of after a timeout. Returns whether the lease was released."""
         with self._changed:
-            holding = self._epoch >= 0 and not self._expired_locked()
-            self._closing = True
-            self._changed.notify_all()
+            if self._status is LeaseStatus.CLOSED:
+                return False
+            holding = self._still_holding()
+            self._move(LeaseStatus.CLOSED)
         self._report_lost()  # a driver that lost its lease says so however it got here
         for thread in self._threads[1:]:
             thread.join(self.settings.timeout_s)
@@ -435,6 +574,21 @@ class Lease:
             producer.close(timeout=1)
         self._threads[0].join(self.settings.timeout_s)
         return released
+
+
+def _once(action: Callable[[str], object]) -> Callable[[str], None]:
+    """`action`, run by the first thread that calls it and by no other."""
+    lock = threading.Lock()
+    pending = [action]
+
+    def call(reason: str) -> None:
+        with lock:
+            if not pending:
+                return
+            todo = pending.pop()
+        todo(reason)
+
+    return call
 
 
 def _in_time(action: Callable[[], T], timeout_s: float, what: str) -> T:

@@ -23,7 +23,7 @@ from typing import Iterator, Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from streaming.recovery.checkpoint import CheckpointError, inspect
+from streaming.recovery.checkpoint import CheckpointError, existing, inspect
 
 log = logging.getLogger("coordinator.upgrade")
 
@@ -37,7 +37,7 @@ def upgrade(spark: SparkSession, props: Mapping[str, str], old_location: str, ti
     """Make the checkpoint of `props` from `old_location`; returns the number of groups carried over."""
     from streaming.query import start_query, state_buckets, stop_between_batches
 
-    old = inspect(spark, old_location)
+    old = existing(spark, old_location)
     if old.batch is None:
         raise CheckpointError(f"checkpoint {old_location} has no committed batch: there is nothing to upgrade")
     if old.operator_name != "applyInPandasWithState":

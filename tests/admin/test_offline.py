@@ -56,3 +56,12 @@ def test_the_checkpoint_agrees_with_the_running_coordinator(coordinator, operato
                                                         ("2", "-", "-", "-")]  # no broker asked: log ends unknown
     code, _, err = cli("--checkpoint", run.props["checkpoint.location"], "--delete", "--group", "offline")
     assert code == 1 and "takes only --list or --describe" in err
+
+
+def test_a_path_that_holds_no_checkpoint_is_an_error_not_an_empty_answer(spark, tmp_path):
+    missing = tmp_path / "no" / "such" / "path"
+    assert cli("--checkpoint", str(missing), "--list") == (1, "", f"\nError: checkpoint {missing} does not exist\n")
+    (tmp_path / "tansu.log").write_text("a directory with files, but no query ever ran on it")
+    code, out, err = cli("--checkpoint", str(tmp_path), "--describe", "--group", "x")
+    assert (code, out) == (1, "")
+    assert err == f"\nError: {tmp_path} is not a Spark checkpoint: it has no metadata file\n"

@@ -40,6 +40,7 @@ from state.errors import Errors
         ("OffsetCommit", Errors.UNKNOWN_MEMBER_ID, Action.RESET_MEMBER_ID, True),
         ("OffsetCommit", Errors.OFFSET_METADATA_TOO_LARGE, Action.FAIL, False),
         ("OffsetCommit", Errors.COORDINATOR_NOT_AVAILABLE, Action.RETRY, False),
+        ("OffsetCommit", Errors.GROUP_ID_NOT_FOUND, Action.RAISE, False),
         ("LeaveGroup", Errors.UNKNOWN_MEMBER_ID, Action.PROCEED, False),
     ],
 )
@@ -63,10 +64,19 @@ def test_errors_table_is_kafkas():
     assert all(ERRORS[e].name == e.name for e in Errors)
 
 
+def test_every_description_is_whole():
+    """A description is whole, or says with `...` that it was cut short: none stops inside a parenthesis unsaid."""
+    cut = [e.name for e in ERRORS.values()
+           if e.description.count("(") != e.description.count(")") and not e.description.endswith("...")]
+    assert cut == []
+
+
 @pytest.mark.parametrize(
     "codes, acted_on",
     [
         ({Errors.COORDINATOR_NOT_AVAILABLE, Errors.REBALANCE_IN_PROGRESS}, Errors.REBALANCE_IN_PROGRESS),
+        ({Errors.COORDINATOR_NOT_AVAILABLE, Errors.GROUP_ID_NOT_FOUND}, Errors.GROUP_ID_NOT_FOUND),
+        ({Errors.GROUP_ID_NOT_FOUND, Errors.REBALANCE_IN_PROGRESS}, Errors.REBALANCE_IN_PROGRESS),
         ({Errors.REBALANCE_IN_PROGRESS, Errors.ILLEGAL_GENERATION}, Errors.ILLEGAL_GENERATION),
         ({Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID}, Errors.UNKNOWN_MEMBER_ID),
         ({Errors.UNKNOWN_MEMBER_ID, Errors.OFFSET_METADATA_TOO_LARGE}, Errors.OFFSET_METADATA_TOO_LARGE),
@@ -85,6 +95,7 @@ def test_a_commit_acts_on_its_most_drastic_partition_error(codes, acted_on):
         (Errors.UNKNOWN_MEMBER_ID, CommitFailedError),
         (Errors.FENCED_INSTANCE_ID, FencedInstanceError),
         (Errors.OFFSET_METADATA_TOO_LARGE, GroupError),
+        (Errors.GROUP_ID_NOT_FOUND, GroupError),
     ],
 )
 def test_a_failed_commit_raises_what_kafkas_commit_sync_raises(code, raised):

@@ -9,9 +9,11 @@ from typing import Callable
 
 import pytest
 
-from client.errors import CommitFailedError, FencedInstanceError
+from client import protocol
+from client.errors import CommitFailedError, FencedInstanceError, GroupError
 from client.member import GroupMember, MemberConfig, MemberState
 from state.config import CoordinatorConfig
+from state.errors import Errors
 from tests.support.listener import Recorder
 from tests.support.loopback import LoopbackCoordinator
 
@@ -147,6 +149,27 @@ def test_an_expired_member_loses_its_partitions_and_joins_again_with_a_new_id(co
     m.poll(5)
     assert m.generation.member_id not in ("", old.member_id)
     assert rec.of("lost") == [frozenset(("t", p) for p in range(6))]
+
+
+def test_a_commit_to_a_group_that_is_gone_fails_that_commit_not_the_member(coordinator, make):
+    """OffsetCommit v9 answers GROUP_ID_NOT_FOUND for a group that no longer exists (v8: ILLEGAL_GENERATION). Kafka's
+    consumer raises it from that commit ("Unexpected error in commit") and carries on: it joins again."""
+    m, _ = make("c1", loop=False)
+    m.poll(5)
+    old = m.generation
+    m._closing.set()  # silence the heartbeat thread: the session expires and the group is left Empty
+    m._heartbeat_thread.join()
+    coordinator.advance(5_000)
+    time.sleep(0.2)
+    assert coordinator.transport().request("g", protocol.delete_group("g"), 5)["error_code"] == Errors.NONE
+    with pytest.raises(GroupError) as raised:
+        m.commit({("t", 0): (1, "")})
+    assert raised.value.error.code == Errors.GROUP_ID_NOT_FOUND and m.generation == old
+    assert m.poll(0)  # not fatal: the member goes on as it was
+    m._heartbeat(old)  # what its (silenced) heartbeat thread would send next: the member is unknown
+    assert m.generation.member_id == ""
+    m.poll(5)
+    assert m.generation.member_id not in ("", old.member_id) and m.assignment()
 
 
 def test_cooperative_sticky_never_revokes_partitions_that_keep_their_owner(make):

@@ -18,6 +18,16 @@ from deploy.spark import package
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _from_the_zip(zip_path: Path, cwd: Path, code: str) -> subprocess.CompletedProcess:
+    """`code` in a Python that has the dependencies but not the project, as on the Kubernetes image: the project's
+    editable install is taken off the import path, so only the zip (and deploy/spark, the entry's folder) provide it."""
+    prelude = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in f.__module__]; "
+               "sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", prelude + code, str(zip_path), str(ROOT / "deploy" / "spark")],
+                          cwd=cwd, capture_output=True, text=True, env=env)
+
+
 def test_zip_holds_the_job_and_its_pure_python_dependencies_reproducibly(tmp_path):
     first, second = tmp_path / "a.zip", tmp_path / "b.zip"
     assert package.build(first) == package.build(second)
@@ -34,16 +44,24 @@ def test_zip_holds_the_job_and_its_pure_python_dependencies_reproducibly(tmp_pat
 def test_entry_point_runs_from_the_zip_with_its_default_configuration(tmp_path):
     zip_path = tmp_path / "coordinator-pyfiles.zip"
     package.build(zip_path)
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]); import entry; "
-        "entry._point_config_at_real_files(); from common import config; "
-        "print(config.__file__); print(config.load()['topic.requests'])"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = subprocess.run([sys.executable, "-c", code, str(zip_path), str(ROOT / "deploy" / "spark")],
-                         cwd=tmp_path, capture_output=True, text=True, env=env, check=True).stdout.split()
+    ran = _from_the_zip(zip_path, tmp_path, "import entry; entry._point_config_at_real_files(); "
+                        "from common import config; print(config.__file__); print(config.load()['topic.requests'])")
+    assert ran.returncode == 0, ran.stderr
+    out = ran.stdout.split()
     assert ".zip" in out[0], out  # imported from the zip, not from the checkout
     assert out[1] == "group-coordinator-requests"
+
+
+def test_the_job_runs_from_the_zip_which_ships_no_gateway(tmp_path):
+    zip_path = tmp_path / "coordinator-pyfiles.zip"
+    package.build(zip_path)
+    ran = _from_the_zip(zip_path, tmp_path, "import entry, importlib.util\n"
+                        "print('gateway importable:', importlib.util.find_spec('gateway') is not None, flush=True)\n"
+                        "try:\n    entry.main(['--help'])\nexcept SystemExit:\n    pass\n"
+                        "entry.main(['run', '--help'])")
+    assert "gateway importable: False" in ran.stdout, ran.stdout + ran.stderr  # the image as the test made it
+    assert "{run,upgrade}" in ran.stdout  # no gateway command where there is no gateway
+    assert ran.returncode == 0 and "usage: coordinator run" in ran.stdout, ran.stderr
 
 
 def test_launchers_merge_spark_properties_later_files_winning(tmp_path):

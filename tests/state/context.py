@@ -2,7 +2,8 @@
 
 Every step goes through the public contract (`state.batch.step_group` with JSON bytes), and checks on the way
 what must hold after any step: responses and records match their JSON Schemas, the step is deterministic
-(run twice, byte-identical), and the records written so far rebuild the group's durable state.
+(run twice, byte-identical), the records written so far rebuild the group's durable state, and the group
+changed only through the records its handlers returned (`changes_only_by_replay`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ import json
 from typing import Any
 
 from assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
-from state.batch import GroupStep, StoredGroup, decode_state, step_group
+from state import coordinator
+from state.batch import GroupStep, StoredGroup, _after_outage, decode_state, encode_state, step_group
 from state.config import CoordinatorConfig
+from state.context import Context, CoordinatorResult, replay
 from state.errors import Errors
 from state.group import ClassicGroup
 from state.load import load
+from state.timers import Cancel
+from state.wire import BadRequest, decode_request
 from tests.state.schemas import validate_record, validate_request, validate_response
 
 
@@ -26,6 +31,44 @@ def subscription(*topics: str) -> str:
 
 def assignment(*pairs: tuple[str, tuple[int, ...]]) -> str:
     return base64.b64encode(encode_assignment(Assignment(tuple(pairs)))).decode()
+
+
+def replayed(group: ClassicGroup | None, result: CoordinatorResult) -> ClassicGroup | None:
+    """The group after a result, from its records and timer operations alone."""
+    for record in result.records:
+        group = replay(group, record)
+    for operation in result.timers:
+        if group is not None:
+            if isinstance(operation, Cancel):
+                group.timers.pop(operation.key, None)
+            else:
+                group.timers[operation.key] = operation.deadline_ms
+    return group
+
+
+def changes_only_by_replay(group_id: str, stored: StoredGroup | None, raw: list[bytes], now_ms: int,
+                           config: CoordinatorConfig) -> None:
+    """Run a step's timers and requests through the coordinator, one result each (as step_group does for a step
+    at one instant), and check after each that a copy of the group fed only that result's records and timer
+    operations is the group the handler left: nothing changed it but `replay`. Steps the check cannot mirror
+    (requests that do not decode, a call after an outage) are passed over."""
+    live_group = decode_state(stored)
+    if live_group is not None and _after_outage(live_group, live_group.clock_ms, now_ms, None, config):
+        return
+    try:
+        requests = [decode_request(r) for r in raw]
+    except BadRequest:
+        return
+    if any(r.group_id != group_id for r in requests):
+        return
+    live = Context(group_id, live_group, now_ms, config)
+    shadow = decode_state(stored)
+    steps = [lambda: coordinator.fire_timers(live)] + [lambda r=r: coordinator.handle(live, r) for r in requests]
+    for number, run in enumerate(steps):
+        mark = live.mark()
+        run()
+        shadow = replayed(shadow, live.since(mark))
+        assert encode_state(shadow) == encode_state(live.group), f"step part {number}: changed outside replay"
 
 
 def durable_view(group: ClassicGroup | None) -> tuple[Any, Any]:
@@ -60,6 +103,8 @@ class GroupContext:
                 validate_request(request)
         raw = [json.dumps(r).encode() for r in requests]
         self.last_requests = list(requests)
+        if times is None and not resumed:
+            changes_only_by_replay(self.group_id, self.state, raw, self.now_ms, self.config)
         result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed)
         again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed)
         assert again == result, "step_group is not deterministic"
@@ -79,7 +124,7 @@ class GroupContext:
         self.records.extend(result.records)
         self.last = result
         if self.check_replay:
-            rebuilt = load(self.group_id, self.records, self.now_ms, self.config)
+            rebuilt = load(self.group_id, self.records, self.now_ms, self.config).group
             assert durable_view(rebuilt) == durable_view(self.group), "records do not rebuild the group"
         return [json.loads(r) for r in result.responses]
 

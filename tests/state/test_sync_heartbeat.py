@@ -52,7 +52,9 @@ class TestSyncGroup:
              Errors.INCONSISTENT_GROUP_PROTOCOL),
             ("protocol_type_mismatch", lambda r: r.update(protocol_type="connect"), Errors.INCONSISTENT_GROUP_PROTOCOL),
             ("v5_requires_protocol_name", lambda r: r.update(protocol_name=None), Errors.INCONSISTENT_GROUP_PROTOCOL),
-            ("fenced_instance_id", lambda r: r.update(group_instance_id="someone"), Errors.UNKNOWN_MEMBER_ID),
+            # Kafka's validateMember: an instance id the group does not know is an unknown member (25); FENCED
+            # is for a known instance id sent with another member id (test_sync_with_the_instance_id_...).
+            ("unknown_group_instance_id", lambda r: r.update(group_instance_id="someone"), Errors.UNKNOWN_MEMBER_ID),
         ],
     )
     def test_sync_errors(self, name, mutate, error):
@@ -63,6 +65,15 @@ class TestSyncGroup:
         (response,) = ctx.step(request)
         assert response["error_code"] == error
         assert ctx.group.state == GroupState.COMPLETING_REBALANCE
+
+    def test_sync_with_the_instance_id_of_another_member_is_fenced(self):
+        ctx = GroupContext(NO_DELAY)
+        ctx.join(instance="i1")
+        (joined,) = ctx.sleep(0)
+        (response,) = ctx.sync("someone-else", 1, instance="i1")
+        assert response["error_code"] == Errors.FENCED_INSTANCE_ID
+        (response,) = ctx.sync(joined["member_id"], 1, instance="i1")
+        assert response["error_code"] == Errors.NONE
 
     def test_v4_may_omit_protocol_name(self):
         ctx = GroupContext(NO_DELAY)

@@ -158,7 +158,11 @@ def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic):
     assert [p.due for p in parts] == [(2, 3), ()]
     assert len(read_all(r, first, with_data)) == 2 + 4
     publish_deadlines(broker, timers, {2: None, 3: None})  # tombstones: nothing pending there any more
-    assert "due" not in r.latestOffset(first, ReadAllAvailable())
+    for _ in range(3):  # a fetch sent before the tombstones can answer one trigger late (as above)
+        cleared = r.latestOffset(first, ReadAllAvailable())
+        if "due" not in cleared:
+            break
+    assert "due" not in cleared
 
 
 def test_the_first_new_batch_of_a_new_reader_is_marked_resumed(broker, topic):
