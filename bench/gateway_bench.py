@@ -15,16 +15,25 @@
    the core alone (`state.batch.step_group` per request in a small responder process, no Spark: round trips of a
    few ms, so a difference of one is not lost in the noise), and the real coordinator query (`--no-query` skips
    it: its micro-batches make each round trip hundreds of ms, and the difference mostly noise). Goal: p50
-   overhead <= 2 ms.
+   overhead <= 2 ms. Neither publishes views to these gateways (the core responder none, and the gateways in front
+   of the query run with `--view-bound-ms 0`): this is the path of every request that waits for the coordinator.
 
 3. What authorization costs. With `--authorization both` (the default) every gateway above runs twice, without
    and with `--authorization` (Kafka's ACLs checked on every request, the bench's principal allowed by PREFIXED
    ACLs on its topics and groups, so every check walks bindings), and the ratios on/off are printed: the goal is
    within 10% (fetch throughput at least 0.9x, group overhead no more than 1.1x). `off` or `on` runs one.
 
-Prints one JSON document: figures, ratios and the load average before and after. The gateway runs in its own
-process, as in production; everything shares this machine's cores.
-Run with `python -m bench.gateway_bench [--mib N] [--rounds R] [--samples N] [--no-query] [--authorization M]`.
+4. The fast path, in front of the real coordinator query (`bench.gateway_fast`; `--no-query` skips it): commit and
+   heartbeat latency against a forwarded acks=all produce and ApiVersions through the same gateway, and tansu's own
+   coordinator's in the same run; control records per member-minute of ten idle members; three librdkafka
+   consumers that commit every record, through the gateway and on tansu's coordinator.
+
+Prints one JSON document: figures, ratios and the load average before and after; then tansu's figures beside ours,
+and last issue 24's line: `gateway latency: commit p50/produce p50 = A, commit p99/produce p99 = B, heartbeat
+p50/ApiVersions p50 = C, heartbeat p99/ApiVersions p99 = D, control records per member-minute = E`. The gateways
+run in their own processes, as in production; everything shares this machine's cores.
+Run with `python -m bench.gateway_bench [--mib N] [--rounds R] [--samples N] [--no-query] [--authorization M]
+[--fast-samples N] [--liveness-seconds S]`.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest,
                                            OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse)
 
+from bench import gateway_fast
 from bench.stream_bench import RawConnection, percentiles
 from client.transport import KafkaTransport
 from common import config as job_config
@@ -226,7 +236,8 @@ async def _round_trips(port: int, transport: KafkaTransport, samples: int, pause
 def group_overhead(bootstrap: str, props: dict[str, str], wait_ms: int, samples: int, log: Path,
                    mode: str = "off") -> dict:
     gateway = start_gateway(bootstrap, _gateway_props(props, mode),
-                            args=["--response-fetch-wait-ms", str(wait_ms), *MODES[mode]], log_path=log)
+                            args=["--response-fetch-wait-ms", str(wait_ms), "--view-bound-ms", "0", *MODES[mode]],
+                            log_path=log)
     transport = KafkaTransport(bootstrap, props["topic.requests"], props["topic.responses"],
                                client_id="bench-direct", fetch_max_wait_ms=wait_ms)
     try:
@@ -321,6 +332,32 @@ def with_query(bootstrap: str, workdir: Path, wait_ms: int, samples: int, modes:
         query.stop()
 
 
+def with_fast_path(bootstrap: str, workdir: Path, samples: int, liveness_s: float) -> dict:
+    """The fast path's figures (`bench.gateway_fast`), a gateway in front of the real coordinator query."""
+    from streaming.query import spark_session, start_query
+
+    props = _fresh_topics(bootstrap, workdir)
+    spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
+    query = start_query(spark, props)
+    gateway = start_gateway(bootstrap, _topics(props), log_path=workdir / "gateway-fast.log")
+    out: dict[str, Any] = {}
+    try:
+        out["latency"] = gateway_fast.latency(gateway.bootstrap_servers, bootstrap, samples)
+        out["load_average_after_latency"] = os.getloadavg()
+        out["control_records"] = gateway_fast.control_records_per_member_minute(
+            gateway.bootstrap_servers, bootstrap, props["topic.requests"], liveness_s)
+        out["three_consumers_commit_every_record"] = three = {
+            "gateway": gateway_fast.three_consumers(gateway.bootstrap_servers, bootstrap),
+            "tansu": gateway_fast.three_consumers(bootstrap, bootstrap)}
+        three["ratio"] = round(three["gateway"]["seconds_to_commit_all"] / three["tansu"]["seconds_to_commit_all"], 2)
+        three["ratio_with_forming"] = round(three["gateway"]["seconds"] / three["tansu"]["seconds"], 2)
+        three["goal"] = "ratio <= 2"
+    finally:
+        gateway.stop()
+        query.stop()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=int, default=64, help="MiB in the fetched topic")
@@ -332,6 +369,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the response readers' fetch wait, the same on both paths")
     parser.add_argument("--authorization", choices=("both", "off", "on"), default="both",
                         help="gateways without ACL checks, with them, or both (ratios on/off printed)")
+    parser.add_argument("--fast-samples", type=int, default=2000,
+                        help="round trips per request kind and target for the fast path's latency")
+    parser.add_argument("--liveness-seconds", type=float, default=60.0,
+                        help="how long ten idle members heartbeat while their control records are counted")
     args = parser.parse_args(argv)
     modes = ["off", "on"] if args.authorization == "both" else [args.authorization]
     result: dict[str, Any] = {"load_average_before": os.getloadavg(), "authorization": modes,
@@ -357,11 +398,36 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_query:
             result["group_requests"]["query"] = with_query(broker.bootstrap_servers, workdir, wait,
                                                            args.query_samples, modes)
+            result["fast_path"] = with_fast_path(broker.bootstrap_servers, workdir, args.fast_samples,
+                                                 args.liveness_seconds)
     finally:
         broker.stop()
     result["load_average_after"] = os.getloadavg()
     print(json.dumps(result, indent=2))
+    if "fast_path" in result:
+        print(summary_line(result["fast_path"]))
     return 0
+
+
+def summary_line(fast: dict) -> str:
+    """Issue 24's line, then tansu's own coordinator beside it and the three consumers."""
+    ratios = fast["latency"]["ratios"]
+    ours, tansu = fast["latency"]["gateway"], fast["latency"]["tansu"]
+    three = fast["three_consumers_commit_every_record"]
+    return "\n".join([
+        f"tansu's coordinator (same run): commit p50 {tansu['commit']['p50_ms']} ms "
+        f"p99 {tansu['commit']['p99_ms']} ms, heartbeat p50 {tansu['heartbeat']['p50_ms']} ms p99 {tansu['heartbeat']['p99_ms']} ms; through the "
+        f"gateway: commit p50 {ours['commit']['p50_ms']} ms p99 {ours['commit']['p99_ms']} ms, heartbeat p50 "
+        f"{ours['heartbeat']['p50_ms']} ms p99 {ours['heartbeat']['p99_ms']} ms",
+        f"three librdkafka consumers committing every record, 600 records: committed in "
+        f"{three['gateway']['seconds_to_commit_all']} s through the gateway, {three['tansu']['seconds_to_commit_all']} "
+        f"s on tansu's coordinator (ratio {three['ratio']}); with the group's forming "
+        f"{three['gateway']['seconds']} s and {three['tansu']['seconds']} s (ratio {three['ratio_with_forming']})",
+        f"gateway latency: commit p50/produce p50 = {ratios['commit_p50_over_produce_p50']}, commit p99/produce p99 = "
+        f"{ratios['commit_p99_over_produce_p99']}, heartbeat p50/ApiVersions p50 = "
+        f"{ratios['heartbeat_p50_over_api_versions_p50']}, heartbeat p99/ApiVersions p99 = "
+        f"{ratios['heartbeat_p99_over_api_versions_p99']}, control records per member-minute = "
+        f"{fast['control_records']['control_records_per_member_minute']}"])
 
 
 if __name__ == "__main__":

@@ -110,7 +110,8 @@ def load(spark, broker, groups: int, args: argparse.Namespace, template: StoredG
         "bootstrap.servers": broker.bootstrap_servers, "checkpoint.location": str(workdir / "checkpoint"),
         "topic.requests": f"scale-requests-{suffix}", "topic.responses": f"scale-responses-{suffix}",
         "topic.records": f"scale-records-{suffix}", "topic.dead.letters": f"scale-dead-letters-{suffix}",
-        "topic.timers": f"scale-timers-{suffix}", "state.operator": args.operator,
+        "topic.timers": f"scale-timers-{suffix}", "topic.views": f"scale-views-{suffix}",
+        "state.operator": args.operator,
         **({"state.buckets": str(args.buckets)} if args.buckets else {})})
     ensure_topics({"bootstrap_servers": broker.bootstrap_servers}, props)
     client = JobClient(broker.bootstrap_servers, props["topic.requests"], props["topic.responses"])

@@ -386,7 +386,7 @@ class OursPeer:
             "bootstrap.servers": broker.bootstrap_servers, "checkpoint.location": str(workdir / f"checkpoint-{short}"),
             "group.initial.rebalance.delay.ms": "0", "trigger.interval.ms": str(trigger_ms), "state.operator": operator,
             **{f"topic.{name}": f"bench-{short}-{name.replace('.', '-')}"
-               for name in ("requests", "responses", "records", "dead.letters", "timers")}, **overrides})
+               for name in ("requests", "responses", "records", "dead.letters", "timers", "views")}, **overrides})
         ensure_topics({"bootstrap_servers": broker.bootstrap_servers}, self.props)
         self.query_name = f"bench-{short}"
         self.query = start_query(spark, self.props, query_name=self.query_name)

@@ -109,14 +109,16 @@ class KafkaTransport:
         response_topic: str = DEFAULT_RESPONSE_TOPIC,
         client_id: str = "groupcoord-client",
         fetch_max_wait_ms: int = 50,
+        producing: bool = True,
         **kafka_config: Any,
     ) -> None:
+        """`producing=False`: this transport only reads answers; the caller sends the requests (`expect`)."""
         self.control_topic = control_topic
         self.response_topic = response_topic
         self._waiters = PendingRequests()
         self._producer = KafkaProducer(
             bootstrap_servers=bootstrap_servers, client_id=client_id, linger_ms=0, **kafka_config
-        )
+        ) if producing else None
         self._consumer = KafkaConsumer(
             bootstrap_servers=bootstrap_servers,
             client_id=f"{client_id}-responses",
@@ -145,8 +147,7 @@ class KafkaTransport:
         """Send one request and return at once with its id and the future its answer completes; `forget` the id
         when done. For callers with their own event loop (the Kafka gateway): it neither waits for the answer nor
         flushes, and after `watch_all` it does not wait for the reader either."""
-        self._watch(key, 60.0)
-        request_id, fut = self._waiters.new()
+        request_id, fut = self.expect(key)
         self._producer.send(self.control_topic, key=key.encode("utf-8"), value=encode_request(body, request_id))
         return request_id, fut
 
@@ -160,6 +161,12 @@ class KafkaTransport:
         sent.add_callback(lambda _metadata: appended.set_result(None))
         sent.add_errback(appended.set_exception)
         return request_id, fut, appended
+
+    def expect(self, key: str) -> tuple[str, Future[Json]]:
+        """A request id and the future its answer completes, for a request keyed by `key` that the caller sends
+        itself (with `encode_request`); `forget` the id when done."""
+        self._watch(key, 60.0)
+        return self._waiters.new()
 
     def forget(self, request_id: str) -> None:
         self._waiters.forget(request_id)
@@ -176,7 +183,13 @@ class KafkaTransport:
     def _partition_count(self) -> int:
         with self._lock:
             if self._num_partitions is None:
-                self._num_partitions = len(self._producer.partitions_for(self.response_topic))
+                if self._producer is not None:
+                    self._num_partitions = len(self._producer.partitions_for(self.response_topic))
+                else:
+                    self._num_partitions = len(self._consumer.partitions_for_topic(self.response_topic) or ())
+                    if not self._num_partitions:
+                        self._num_partitions = None
+                        raise RequestTimeoutError(f"topic {self.response_topic} has no partitions yet")
             return self._num_partitions
 
     def _watch(self, key: str, timeout_s: float) -> None:
@@ -235,7 +248,8 @@ class KafkaTransport:
         self._closed.set()
         self._reader.join(timeout=5)
         self._consumer.close()
-        self._producer.close(timeout=5)
+        if self._producer is not None:
+            self._producer.close(timeout=5)
 
 
 def default_client_host() -> str:

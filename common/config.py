@@ -62,22 +62,25 @@ class Topics:
     dead_letters: str
     timers: str
     """Each state bucket's earliest deadline, for the source's timer rows (`streaming.kafka_io.timer_schedule`)."""
+    views: str
+    """Each group's view and the completeness marks, which gateways answer heartbeats and commits from."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "Topics":
         return cls(props["topic.requests"], props["topic.responses"], props["topic.records"],
-                   props["topic.dead.letters"], props["topic.timers"])
+                   props["topic.dead.letters"], props["topic.timers"], props["topic.views"])
 
     def partitions(self, props: Mapping[str, str]) -> dict[str, int]:
         return {self.requests: int(props.get("topic.requests.partitions", 1)),
                 self.responses: int(props.get("topic.responses.partitions", 1)),
                 self.records: int(props.get("topic.records.partitions", 1)),
                 self.dead_letters: int(props.get("topic.dead.letters.partitions", 1)),
-                self.timers: int(props.get("topic.timers.partitions", 1))}
+                self.timers: int(props.get("topic.timers.partitions", 1)),
+                self.views: int(props.get("topic.views.partitions", 1))}
 
     def compacted(self) -> tuple[str, ...]:
         """Topics that hold the latest value per key (the cleanup policy is `topic.<name>.cleanup.policy`)."""
-        return self.records, self.timers
+        return self.records, self.timers, self.views
 
 
 def load(user_file: Path | None = None, overrides: Mapping[str, str] | None = None) -> dict[str, str]:

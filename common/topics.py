@@ -39,7 +39,7 @@ def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeou
                 configs = {}
                 if name == topics.records:
                     configs["cleanup.policy"] = props.get("topic.records.cleanup.policy", "compact")
-                elif name == topics.timers:
+                elif name in (topics.timers, topics.views):
                     configs["cleanup.policy"] = "compact"
                 elif name == props["topic.lease"]:
                     configs.update(LEASE_TOPIC_CONFIGS)

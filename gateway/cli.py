@@ -47,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--member-id-round-by-coordinator", action="store_true",
                         help="leave JoinGroup's member-id round (KIP-394) to the coordinator's micro-batch instead of "
                              "answering it here at once (docs/gateway.md)")
+    parser.add_argument("--view-bound-ms", type=int, default=2000,
+                        help="answer heartbeats and commits from a group's view while the views are complete and the "
+                             "coordinator alive as of at most this long ago; 0: never (docs/gateway.md)")
+    parser.add_argument("--liveness-interval-ms", type=int, default=5000,
+                        help="the longest a heartbeat answered from a view waits before the coordinator hears of it "
+                             "(at most a third of the group's smallest session timeout)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +98,9 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         kafka_config=kafka_config, upstream=upstream_security(kafka_config),
         authenticator=security_cli.authenticator(args), authorization=args.authorization,
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
-        response_fetch_wait_ms=args.response_fetch_wait_ms,
+        response_fetch_wait_ms=args.response_fetch_wait_ms, views_topic=props["topic.views"],
+        view_bound_ms=args.view_bound_ms, liveness_interval_ms=args.liveness_interval_ms,
+        offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
         coordinator_config=None if args.member_id_round_by_coordinator else CoordinatorConfig.from_properties(props),
     )
 
@@ -119,6 +127,19 @@ def upstream_security(kafka_config: dict[str, Any]) -> Any:
     return UpstreamSecurity(ssl=context, sasl=sasl)
 
 
+def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) -> Any:
+    """The fast path of `settings` (None when `view_bound_ms` is 0), its view follower started."""
+    from gateway.fast_path import FastPath, Heartbeats
+    from gateway.views import ViewFollower
+
+    if settings.view_bound_ms <= 0:
+        return None
+    follower = ViewFollower(settings.bootstrap_servers, settings.views_topic, settings.requests_topic,
+                            settings.kafka_config, settings.view_bound_ms).start()
+    return FastPath(follower, coordinator.appender, Heartbeats(coordinator.appender, settings.liveness_interval_ms,
+                                                               loop), settings.offset_metadata_max_bytes)
+
+
 async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
     from kafka.errors import KafkaError
 
@@ -137,13 +158,15 @@ async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
         security_cli.start(security, settings.authenticator, settings.authorization, props,
                            settings.bootstrap_servers, settings.kafka_config)
         return CoordinatorClient(settings.bootstrap_servers, settings.requests_topic, settings.responses_topic,
-                                 settings.kafka_config, settings.response_fetch_wait_ms)
+                                 settings.kafka_config, loop, settings.response_fetch_wait_ms)
 
     try:
         coordinator = await loop.run_in_executor(None, connect)
     except (KafkaError, RuntimeError, OSError) as exc:
         raise SystemExit(f"the gateway cannot reach the cluster's topics: {exc}") from None
-    gateway = Gateway(settings, coordinator, security)
+    except ValueError as exc:  # a kafka.* setting librdkafka has no equivalent for (the gateway writes with it)
+        raise SystemExit(f"the gateway writes the control topic with librdkafka: {exc}") from None
+    gateway = Gateway(settings, coordinator, security, fast_path(settings, coordinator, loop))
     try:
         try:
             await gateway.start()

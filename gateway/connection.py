@@ -5,7 +5,8 @@ queue when it is read, and a writer task writes the slots' answers in that order
 JoinGroup parked in the coordinator holds back the answers behind it on that connection, as a Kafka broker, which
 handles one request per connection at a time, would hold them.
 
-- ApiVersions, SASL, FindCoordinator (groups) and the ten group APIs are answered by the gateway.
+- ApiVersions, SASL, FindCoordinator (groups) and the ten group APIs are answered by the gateway: heartbeats and
+  commits from the group's view where it decides (`gateway.fast_path`), the rest by the coordinator.
 - Everything else goes to this listener's upstream broker unchanged, on the connection's own upstream connection.
   Answers that name brokers (Metadata, DescribeCluster, FindCoordinator for transactions, Fetch v16+ and Produce
   v10+ when they carry node endpoints) get the gateway's listeners instead; all others go back byte for byte.
@@ -33,7 +34,7 @@ from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateRespon
 
 from gateway import authz, peek, security_apis
 from gateway.acl import ANONYMOUS
-from gateway.control import GROUP_APIS, GroupApi, control_requests, from_json, to_json
+from gateway.control import GROUP_APIS, GroupApi, Json, control_requests, from_json, to_json
 from gateway.frames import FrameError, framed, read_frame, request_prefix
 from gateway.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSAGE, GroupAccess, Session, group_access
 from gateway.authentication import MAX_RECEIVE_BYTES, Exchange
@@ -52,6 +53,8 @@ GROUP_COORDINATOR = 0
 UNSUPPORTED_SASL_MECHANISM = 33
 SASL_AUTHENTICATION_FAILED = 58
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})
+FAST_APIS = frozenset({"Heartbeat", "OffsetCommit"})
+"""Group requests a gateway may answer from the group's view (`gateway.fast_path`)."""
 
 
 @dataclass(frozen=True)
@@ -272,8 +275,18 @@ class ClientConnection:
                   if self.gateway.authorizing else GroupAccess(doc))
         if access.request is None:
             return _encode(from_json(api.response, version, access.answer), version, correlation)
-        doc = access.request
-        coordinator = self.gateway.coordinator
+        merged = await self._group_answer(api, request, version, access.request)
+        return _encode(from_json(api.response, version, access.complete(merged)), version, correlation)
+
+    async def _group_answer(self, api: GroupApi, request: Any, version: int, doc: Json) -> Json:
+        """The answer to an authorized group request, as JSON: from the group's view where it decides (a heartbeat
+        or a commit, `gateway.fast_path`), else from the coordinator, one control request per group."""
+        coordinator, fast_path = self.gateway.coordinator, self.gateway.fast_path
+        if api.name in FAST_APIS and fast_path is not None:
+            (body,) = control_requests(api, version, doc, self.principal)
+            fast = fast_path.answer(api.name, body)
+            if fast is not None:
+                return await fast
         timeout_s = self.gateway.timeout_s(api.name, doc)
         if api.name == "ListGroups":
             (body,) = control_requests(api, version, doc, self.principal)
@@ -281,20 +294,20 @@ class ClientConnection:
             # Each node lists the groups it is named coordinator of, as Kafka's brokers do; the bootstrap all.
             answer["groups"] = [g for g in answer.get("groups", [])
                                 if self.node_id is None or self.gateway.coordinator_for(g["group_id"]) == self.node_id]
-            merged = answer
-        else:
-            extra = None
-            if api.name == "JoinGroup":  # our extension: Kafka takes these from the header and the socket
-                extra = {"client_id": request.header.client_id or "", "client_host": self.client_host}
-            bodies = control_requests(api, version, doc, self.principal, extra)
-            merged = None
-            if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
-                merged = await self.gateway.member_id_round.answer(version, bodies[0])
-            if merged is None:
-                answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s)
-                                                 for body in bodies))
-                merged = api.merge(doc, list(answers), version)
-        return _encode(from_json(api.response, version, access.complete(merged)), version, correlation)
+            return answer
+        extra = None
+        if api.name == "JoinGroup":  # our extension: Kafka takes these from the header and the socket
+            extra = {"client_id": request.header.client_id or "", "client_host": self.client_host}
+        bodies = control_requests(api, version, doc, self.principal, extra)
+        if fast_path is not None:
+            for body in bodies:
+                fast_path.before_request(body["group_id"])
+        if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
+            named = await self.gateway.member_id_round.answer(version, bodies[0])
+            if named is not None:
+                return named
+        answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s) for body in bodies))
+        return api.merge(doc, list(answers), version)
 
     # -- SASL ------------------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from gateway.control import Json, to_json
 from gateway.coordinator import CoordinatorClient
+from gateway.fast_path import FastPath
 from gateway.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.acl import Authorizer
 from gateway.authentication import Authenticator
@@ -66,6 +67,14 @@ class GatewaySettings:
     request timeout (30 s), so they get COORDINATOR_NOT_AVAILABLE and retry rather than drop the connection."""
     response_fetch_wait_ms: int = 50
     """How long the broker may hold the fetch that reads the coordinator's answers (`client.transport`)."""
+    views_topic: str = "group-coordinator-views"
+    view_bound_ms: int = 2000
+    """How recent a group's view must be for the gateway to answer heartbeats and commits from it (`gateway.views`);
+    0: never (every request waits for the coordinator)."""
+    liveness_interval_ms: int = 5000
+    """The longest a heartbeat answered from a view waits before the coordinator hears of it (`gateway.fast_path`)."""
+    offset_metadata_max_bytes: int = 4096
+    """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
     max_request_bytes: int = MAX_REQUEST_BYTES
     connect_timeout_ms: int = 10_000
     coordinator_config: CoordinatorConfig | None = None
@@ -81,13 +90,15 @@ TOPIC_IDS_REFRESH_S = 1.0
 
 class Gateway:
     def __init__(self, settings: GatewaySettings, coordinator: CoordinatorClient,
-                 security: SecurityTopics | None = None) -> None:
+                 security: SecurityTopics | None = None, fast_path: FastPath | None = None) -> None:
         self.settings = settings
         self.coordinator = coordinator
         self.member_id_round = (None if settings.coordinator_config is None
                                 else MemberIdRound(coordinator, settings.coordinator_config))
         self.security = security
         """The ACLs and SCRAM credentials the gateway follows (when authorization or SCRAM is on)."""
+        self.fast_path = fast_path
+        """Heartbeats and commits answered from the groups' views (None: every request waits for the coordinator)."""
         self.authorizing = settings.authorization and security is not None
         self._topic_names: dict[bytes, str] = {}
         self._topic_ids_learned = 0.0
@@ -123,6 +134,8 @@ class Gateway:
             server.close()
         for server in self._servers:
             await server.wait_closed()
+        if self.fast_path is not None:
+            self.fast_path.close()
 
     async def _serve(self, node_id: int | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         from gateway.connection import ClientConnection

@@ -28,6 +28,7 @@ from schemas.messages import (
     RECORDS,
     REQUESTS,
     RESPONSES,
+    VIEWS,
     ErrorResponse,
     Extension,
     Versions,
@@ -48,7 +49,7 @@ def documents() -> dict[str, dict]:
                                      every_field=True)
     out["TopicMetadataRequest"] = _document("TopicMetadataRequest", "TopicMetadata request (internal)",
                                             TopicMetadata, every_field=False)
-    for name, cls in {**RECORDS, **CONSUMER_RECORDS}.items():
+    for name, cls in {**RECORDS, **CONSUMER_RECORDS, **VIEWS}.items():
         out[name] = _document(name, name, cls, every_field=True)
     return dict(sorted(out.items()))
 
@@ -128,6 +129,8 @@ def _type(t: mi.Type, every_field: bool) -> dict:
         return {"type": "array", "items": _type(t.item_type, every_field)}
     if isinstance(t, mi.StructType):
         return _object(t, every_field)
+    if isinstance(t, mi.DictType):
+        return {"type": "object", "additionalProperties": _type(t.value_type, every_field)}
     if isinstance(t, mi.UnionType):
         inner = [u for u in t.types if not isinstance(u, mi.NoneType)]
         (only,) = inner

@@ -191,6 +191,20 @@ class OffsetCommitRequestTopic(Message, frozen=True):
     partitions: tuple[OffsetCommitRequestPartition, ...]
 
 
+class PartitionError(Message, frozen=True):
+    topic: str
+    partition: Int32
+    error_code: Int16
+
+
+class CommitAnswer(Message, frozen=True):
+    """What a gateway answered an OffsetCommit with before the coordinator saw it (its fast path): the request's
+    error and the partitions answered with another error than that one (an empty list when every partition got it)."""
+
+    error_code: Int16
+    partition_errors: tuple[PartitionError, ...] = ()
+
+
 class OffsetCommitRequest(GroupRequest, frozen=True, kw_only=True, tag="OffsetCommit"):
     """`generation_id_or_member_epoch` (Kafka's name from v9) or its older name `generation_id`; `state.wire`
     resolves the two into the first (default -1: a commit without group management)."""
@@ -202,6 +216,9 @@ class OffsetCommitRequest(GroupRequest, frozen=True, kw_only=True, tag="OffsetCo
     group_instance_id: Annotated[str | None, Versions("7+")] = None
     retention_time_ms: Annotated[Int64, Versions("2-4", ignored=True)] = -1
     topics: tuple[OffsetCommitRequestTopic, ...]
+    answered: Annotated[CommitAnswer | None, Extension(
+        "set by a gateway that answered the commit itself (docs/gateway.md, fast answers): the coordinator sends "
+        "no response and counts a different decision of its own as a misprediction")] = None
 
 
 class OffsetFetchRequestTopic(Message, frozen=True):
@@ -502,3 +519,64 @@ RECORDS: dict[str, type[Struct]] = {
     "OffsetCommitKey": OffsetCommitKey, "OffsetCommitValue": OffsetCommitValue,
 }
 """The records topic's keys and values by their schema names (a group metadata value always has `directory`)."""
+
+
+# -- the fast path (docs/gateway.md, "Fast answers") -------------------------------------------------------------
+# The views topic, keyed by group id: a group's `GroupView` whenever it changes (a tombstone when the group is
+# deleted), and in every partition the `ViewMark`s saying how far the views are complete. And the internal request
+# `Liveness`, with which a gateway reports the heartbeats it answered itself.
+
+
+class ViewMember(Message, frozen=True):
+    member_id: str
+    group_instance_id: str | None
+    principal: Annotated[str | None, Extension("the principal the member is bound to (None: none)")]
+    session_timeout_ms: Int32
+
+
+class GroupView(Struct, frozen=True):
+    """What a gateway answers a group's heartbeats and commits from: the group's state, generation, protocol,
+    leader and members, as the coordinator left it after a step."""
+
+    group_state: Literal["Empty", "PreparingRebalance", "CompletingRebalance", "Stable"]
+    generation: Int32
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str | None
+    members: tuple[ViewMember, ...]
+
+
+class ViewMark(Struct, frozen=True):
+    """Every view of the requests before `positions` (control-topic partition -> next offset) was written before
+    this mark, in every partition of the views topic. `time_ms`: when the coordinator wrote it (its clock; shown,
+    never compared with another clock)."""
+
+    requests_topic: str
+    positions: dict[str, Int64]
+    time_ms: Int64
+
+
+class HeardMember(Struct, frozen=True, kw_only=True):
+    """One member's latest heartbeat a gateway answered itself, and that answer."""
+
+    member_id: str
+    group_instance_id: str | None = None
+    generation_id: Int32
+    principal: str | None = None
+    heard_ms: Annotated[Int64, Meta(description="when the gateway answered it (the gateway's clock)")]
+    answered: Annotated[Int16, Meta(description="the error code the gateway answered with")]
+
+
+class Liveness(Struct, frozen=True, kw_only=True):
+    """Internal request, written by gateways, never by clients: the heartbeats a gateway answered from a group's
+    view since its last one, at most one per group and liveness interval. The coordinator takes each as that
+    member's Heartbeat at `heard_ms` (Kafka's rules, sessions restarted) and sends no response."""
+
+    api: Literal["Liveness"] = "Liveness"
+    request_id: str = ""
+    group_id: str
+    members: tuple[HeardMember, ...]
+
+
+VIEWS: dict[str, type[Struct]] = {"GroupView": GroupView, "ViewMark": ViewMark}
+"""The views topic's values by their schema names (keys: the group id's UTF-8 bytes, `\\xffmark` for a mark)."""

@@ -9,26 +9,39 @@ from state.batch import GroupStep, OffsetsReader, StoredGroup, route, step_group
 from state.config import CoordinatorConfig
 from state.directory import GroupDirectory
 from state.errors import Errors
+from state.fast_answers import FastAnswer, commit_from_view, commit_response, heartbeat_from_view
 from state.group import GroupState
 from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
 from state.timers import earliest, is_due
-from state.wire import encode, error_response
+from state.views import MARK_KEY, PublishedGroup, decode_mark, decode_view, encode_mark
+from state.wire import BadRequest, decode_request, encode, error_response
 
 __all__ = [
+    "MARK_KEY",
+    "BadRequest",
     "CoordinatorConfig",
     "Errors",
+    "FastAnswer",
     "GroupDirectory",
     "GroupState",
     "PENDING_MEMBER",
     "GroupStep",
     "OffsetsReader",
+    "PublishedGroup",
     "StoredGroup",
+    "commit_from_view",
+    "commit_response",
     "decode_key",
+    "decode_mark",
+    "decode_request",
+    "decode_view",
     "earliest",
     "encode",
+    "encode_mark",
     "error_response",
+    "heartbeat_from_view",
     "is_due",
     "is_member_id_round",
     "kafka_python_settings",

@@ -53,9 +53,10 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 import msgspec
 
 from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, OffsetCommitKey
-from state import coordinator, load
+from state import coordinator, fast_answers, load, views
 from state.config import CoordinatorConfig
 from state.context import Context
+from state.fast_answers import FastAnswer
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
 from state.member_id_round import PENDING_MEMBER, handle_pending_member
@@ -112,6 +113,13 @@ class GroupStep:
     """Members whose session (or sync deadline) ran out in this call: the job's "members expired" metric."""
     states_entered: tuple[str, ...] = ()
     """The state each group metadata record of this call put the group in, in order (the job's metrics)."""
+    view: bytes | None = None
+    publish_view: bool = False
+    """The call may have changed the group's view (`state.views`), or was resumed: publish `view` on the views topic,
+    keyed by the group id (None: a tombstone, the group is gone)."""
+    fast_answers: tuple[FastAnswer, ...] = ()
+    """Requests a gateway answered from the group's view, as the coordinator checked them (`state.fast_answers`):
+    the job counts them and their mispredictions."""
 
     def stored(self, before: StoredGroup | None) -> StoredGroup | None:
         """The group to pass to the next call, given the one passed to this call."""
@@ -159,7 +167,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if api in _INTERNAL and isinstance(group_id, str):
+    if isinstance(api, str) and api in _INTERNAL and isinstance(group_id, str):
         return Route("group", group_id=group_id)
     if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
@@ -243,7 +251,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
                                  body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
         except BadRequest as exc:
             try:
-                dead_letters.extend((index, reason) for reason in _refuse(ctx, exc, index))
+                dead_letters.extend((index, reason) for reason in _refuse(ctx, exc))
             except BadRequest as unanswerable:
                 dead_letters.append((index, unanswerable.reason))
             continue
@@ -264,9 +272,13 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     else:
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
     written = ctx.result.written
+    only_offsets = group is decoded and _only_offsets(ctx.result.records)
+    # The group's view (state.views) changes only through a record other than an offset's, or when the group is
+    # loaded, created or deleted: then it is published (at times as it was, after a record of a rebalance that left
+    # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release).
+    publish_view = (not only_offsets or resumed) and (group is not None or decoded is not None)
     return GroupStep(
-        metadata=encode_metadata(group, persisted_current and group is decoded
-                                 and _only_offsets(ctx.result.records)),
+        metadata=encode_metadata(group, persisted_current and only_offsets),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
         responses=[encode(r) for r in ctx.result.responses],
@@ -276,6 +288,9 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired=ctx.members_expired,
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
+        view=views.encode_view(views.view_of(group)) if publish_view else None,
+        publish_view=publish_view,
+        fast_answers=tuple(ctx.fast_answers),
     )
 
 
@@ -286,15 +301,16 @@ def _only_offsets(records: list) -> bool:
     return all(type(r) is Record and type(r.key) is OffsetCommitKey for r in records)
 
 
-def _refuse(ctx: Context, exc: BadRequest, index: int) -> list[str]:
+def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
-    (a dead letter). The internal requests (`_INTERNAL`), which no client API decodes, are handled instead: what a
-    LoadGroup returns is why each of its records that could not be loaded was not (a dead letter each)."""
+    (a dead letter). An internal request is not refused but handled: a LoadGroup is loaded (what it returns is why
+    each of its records that could not be loaded was not: a dead letter each), a Liveness request taken as its
+    members' heartbeats, a PendingMember as the JoinGroup it is."""
     body = exc.body
-    if body is not None and body.get("api") == LOAD_GROUP:
-        return _load_request(ctx, body)
-    if body is not None and body.get("api") == PENDING_MEMBER:
-        return _pending_member(ctx, body, index)
+    api = None if body is None else body.get("api")
+    internal = _INTERNAL.get(api) if isinstance(api, str) else None
+    if internal is not None:
+        return internal(ctx, body)
     request_id = None if body is None else readable_request_id(body)
     if request_id is None:
         raise exc
@@ -319,19 +335,15 @@ def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms
 
 LOAD_GROUP = "LoadGroup"
 """The internal request `schemas.messages.LoadGroup` (a rebuild's), routed like a group request."""
-_INTERNAL = (LOAD_GROUP, PENDING_MEMBER)
-"""Internal requests (never sent by clients), routed like group requests: a rebuild's LoadGroup, a gateway's
-PendingMember (`state.member_id_round`)."""
-
-
-def _pending_member(ctx: Context, body: dict, index: int) -> list[str]:
+def _pending_member(ctx: Context, body: dict) -> list[str]:
+    """A gateway's member-id round (`state.member_id_round`); a JoinGroup that is not valid is answered as one."""
     try:
         handle_pending_member(ctx, body)
     except BadRequest as exc:
-        exc.body = {**body, "api": "JoinGroup"}  # answered as the JoinGroup it is
-        return _refuse(ctx, exc, index)
-    except Exception as exc:  # noqa: BLE001 - as a failing handler: dead-lettered, the step re-run without it
-        raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
+        request_id = readable_request_id(body)
+        if request_id is None:
+            raise
+        ctx.respond(error_response("JoinGroup", request_id, body.get("group_id"), exc.code, exc.reason))
     return []
 
 
@@ -346,6 +358,11 @@ def _load_request(ctx: Context, body: dict) -> list[str]:
                                       for r in load_group_request.records], ctx.now_ms, ctx.config)
     ctx.group = loaded.group
     return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
+
+
+_INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness,
+             PENDING_MEMBER: _pending_member}
+"""The internal requests (written by the job and the gateways, never by clients) by `api`: no response."""
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,

@@ -89,6 +89,8 @@ class Context:
     """Everything this call produced so far; `mark`/`since` cut it into one result per request or timer."""
     members_expired: int = 0
     """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
+    fast_answers: list = field(default_factory=list)
+    """Requests a gateway answered from the group's view, checked (`state.fast_answers.FastAnswer`)."""
 
     def append(self, record: AnyRecord) -> None:
         """Replay the record onto the group, and add it to the result."""

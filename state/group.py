@@ -24,7 +24,7 @@ from msgspec import Struct
 
 from assignors.consumer_protocol import ConsumerProtocolError, subscribed_topics
 from schemas.messages import GroupMetadataValue
-from state.errors import FENCED_INSTANCE_ID, GROUP_AUTHORIZATION_FAILED, UNKNOWN_MEMBER_ID, CoordinatorError
+from state import rules
 
 
 class GroupState(str, enum.Enum):
@@ -280,26 +280,12 @@ class ClassicGroup:
             self.awaiting_join += delta
 
     def validate_member(self, member_id: str, group_instance_id: str | None, principal: str | None = None) -> None:
-        """Kafka's `validateMember`: an instance id must map to this member id; else the id must be a member.
-        Then the member must belong to `principal` (`authorize`)."""
-        if group_instance_id is not None:
-            existing = self.static_members.get(group_instance_id)
-            if existing is None:
-                raise CoordinatorError(UNKNOWN_MEMBER_ID, f"unknown group_instance_id {group_instance_id}")
-            if existing != member_id:
-                raise CoordinatorError(FENCED_INSTANCE_ID, f"{group_instance_id} belongs to another member")
-        elif member_id not in self.members:
-            raise CoordinatorError(UNKNOWN_MEMBER_ID, f"unknown member_id {member_id}")
-        self.authorize(member_id, principal)
+        """Kafka's `validateMember`, then the principal binding (`state.rules.validate_member`)."""
+        rules.validate_member(self, member_id, group_instance_id, principal)
 
     def authorize(self, member_id: str, principal: str | None) -> None:
-        """Our rule: a member acts only for the principal that joined it, so that a member id alone does not let
-        anyone act as that member. GROUP_AUTHORIZATION_FAILED, Kafka's answer to a principal that may not act on
-        the group: final for the sender, and nothing of the member changes. A request without a principal (written
-        to the control topic directly, which broker ACLs reserve to gateways and trusted clients) is not checked."""
-        member = self.members[member_id]
-        if principal is not None and member.principal != principal:
-            raise CoordinatorError(GROUP_AUTHORIZATION_FAILED, f"member {member_id} belongs to another principal")
+        """The principal binding (`state.rules.authorize`)."""
+        rules.authorize(self, member_id, principal)
 
     def supports_protocols(self, protocol_type: str, protocols: list[tuple[str, str]]) -> bool:
         if self.state == GroupState.EMPTY:

@@ -21,7 +21,7 @@ from schemas.messages import (
     MemberResponse,
     SyncGroupRequest,
 )
-from state import server_assignment
+from state import rules, server_assignment
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from state.context import Context
 from state.errors import (
@@ -453,19 +453,19 @@ def on_sync_timer(ctx: Context, group: ClassicGroup) -> None:
 # -- Heartbeat and session expiry --------------------------------------------------------------------------------
 
 def handle_heartbeat(ctx: Context, req: HeartbeatRequest) -> None:
-    """A timer reschedule and an answer; no record (Kafka's classicGroupHeartbeat)."""
-    group = ctx.group
-    if group is None:
-        return ctx.respond(simple_response(req, UNKNOWN_MEMBER_ID))
-    try:
-        group.validate_member(req.member_id, req.group_instance_id, req.principal)
-        if req.generation_id != group.generation:
-            raise CoordinatorError(ILLEGAL_GENERATION)
-    except CoordinatorError as exc:
-        return ctx.respond(simple_response(req, exc.code))
-    # A validated member means the group is not Empty (Kafka's Empty branch cannot be reached either).
-    reschedule_heartbeat(ctx, group.members[req.member_id])
-    ctx.respond(simple_response(req, REBALANCE_IN_PROGRESS if group.state == PREPARING else NONE))
+    ctx.respond(simple_response(req, heartbeat(ctx, req)))
+
+
+def heartbeat(ctx: Context, req: HeartbeatRequest, heard_ms: int | None = None) -> int:
+    """Kafka's classicGroupHeartbeat (`rules.heartbeat_error`): a timer reschedule and an answer, no record. The
+    session of a member it accepts restarts from `heard_ms` when the heartbeat was answered before now (by a gateway,
+    from the group's view, and reported in a Liveness request)."""
+    error = rules.heartbeat_error(ctx.group, req)
+    if rules.restarts_session(error):
+        member = ctx.group.members[req.member_id]  # type: ignore[union-attr]
+        late = 0 if heard_ms is None else max(ctx.now_ms - heard_ms, 0)
+        reschedule_heartbeat(ctx, member, member.session_timeout_ms - late)
+    return error
 
 
 def reschedule_heartbeat(ctx: Context, member: Member, timeout_ms: int | None = None) -> None:

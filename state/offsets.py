@@ -20,16 +20,8 @@ from schemas.messages import (
     OffsetFetchResponseTopic,
 )
 from state.context import Context
-from state.errors import (
-    GROUP_ID_NOT_FOUND,
-    GROUP_SUBSCRIBED_TO_TOPIC,
-    ILLEGAL_GENERATION,
-    NON_EMPTY_GROUP,
-    NONE,
-    OFFSET_METADATA_TOO_LARGE,
-    REBALANCE_IN_PROGRESS,
-    CoordinatorError,
-)
+from state import fast_answers, rules
+from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE
 from state.group import ClassicGroup, GroupState, OffsetValue
 from state.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
@@ -38,28 +30,20 @@ from state.wire import simple_response
 
 
 def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
-    generation: int = req.generation_id_or_member_epoch  # type: ignore[assignment]
-    error = NONE
     group = ctx.group
-    try:
-        if group is None:
-            if generation >= 0:
-                # Java: GROUP_ID_NOT_FOUND from v9 on, ILLEGAL_GENERATION before.
-                raise CoordinatorError(GROUP_ID_NOT_FOUND if req.version >= 9 else ILLEGAL_GENERATION)
-            # A commit without group management (admin tools, assign()) creates a "simple" group.
-            group = ctx.create_group()
-        else:
-            _validate_commit(group, req.member_id, req.group_instance_id, generation, req.principal)
-    except CoordinatorError as exc:
-        error = exc.code
+    error = rules.commit_error(group, req)
+    if error == NONE and group is None:
+        # A commit without group management (admin tools, assign()) creates a "simple" group.
+        group = ctx.create_group()
+    max_metadata = ctx.config.offset_metadata_max_bytes
     topics = []
     for topic in req.topics:
         partitions = []
         for p in topic.partitions:
             code = error
             metadata = p.committed_metadata or ""
-            if code == NONE and _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
-                code = OFFSET_METADATA_TOO_LARGE
+            if code == NONE:
+                code = rules.partition_error(metadata, max_metadata)
             if code == NONE:
                 commit_ts = p.commit_timestamp if req.version == 1 and p.commit_timestamp >= 0 else ctx.now_ms
                 expire = req.retention_time_ms
@@ -73,25 +57,7 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
         member = group.members.get(req.member_id)
         if member is not None:
             reschedule_heartbeat(ctx, member)
-    ctx.respond(simple_response(req, error, topics=tuple(topics)))
-
-
-def _java_length(text: str) -> int:
-    """Kafka compares String.length(): UTF-16 code units."""
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _validate_commit(group: ClassicGroup, member_id: str, instance: str | None, generation: int,
-                     principal: str | None) -> None:
-    """ClassicGroup.validateOffsetCommit: an Empty group takes commits without a generation; otherwise the
-    member and its generation must be current, and not while the assignment is being handed out."""
-    if generation < 0 and group.state == GroupState.EMPTY:
-        return
-    group.validate_member(member_id, instance, principal)
-    if generation != group.generation:
-        raise CoordinatorError(ILLEGAL_GENERATION)
-    if group.state == GroupState.COMPLETING_REBALANCE:
-        raise CoordinatorError(REBALANCE_IN_PROGRESS)
+    fast_answers.settle_commit(ctx, req, simple_response(req, error, topics=tuple(topics)))
 
 
 def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:

@@ -145,10 +145,12 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                 .option("failOnDataLoss", props.get("fail.on.data.loss", "true"))
                 .option("timersTopic", topics.timers)
                 .option("buckets", str(buckets))
+                .options(**({} if rehearsal else {"viewsTopic": topics.views}))
                 .load())
     records_source = {"topic": topics.records, "config": client_config(kafka)}
     output = KafkaOutput(client_config(kafka), {"response": topics.responses, "record": topics.records,
-                                                "dead_letter": topics.dead_letters, "deadline": topics.timers},
+                                                "dead_letter": topics.dead_letters, "deadline": topics.timers,
+                                                "view": topics.views},
                          chosen_client(kafka))
     config = CoordinatorConfig.from_properties(props)
     grouped = requests.select(*INPUT_COLUMNS).groupBy("kind", "bucket")

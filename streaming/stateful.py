@@ -18,15 +18,18 @@ row (`SUMMARY_SCHEMA`) for the metrics.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from state.api import CoordinatorConfig, GroupStep, OffsetsReader, StoredGroup, step_group
+from state.api import CoordinatorConfig, FastAnswer, GroupStep, OffsetsReader, StoredGroup, step_group
 from streaming.bucket_deadlines import deadline_record, is_due, publishes
-from streaming.kafka_io.sink import GROUP_STATES, SUMMARY_COLUMNS
+from streaming.kafka_io.sink import FAST_APIS, GROUP_STATES, SUMMARY_COLUMNS
 from streaming.spark_runtime.worker_heap import freeze_survivors
+
+log = logging.getLogger(__name__)
 
 INPUT_COLUMNS = ["kind", "bucket", "group_id", "partition", "offset", "key", "value", "reply_key", "reason",
                  "response", "timestamp", "resumed"]
@@ -100,6 +103,8 @@ class CallStats:
     timer_rows: int = 0
     deadline: int | None = None  # the bucket's earliest pending deadline after the call
     states_entered: Counter = field(default_factory=Counter)
+    fast_answers: Counter = field(default_factory=Counter)  # by api: requests a gateway answered, checked
+    mispredictions: Counter = field(default_factory=Counter)  # by api: of those, decided otherwise
     call_us: int = 0
     produce_us: int = 0
 
@@ -170,6 +175,8 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
         stats.groups_with_timer += step.next_deadline_ms is not None
         stats.members_expired += step.members_expired
         stats.states_entered.update(step.states_entered)
+        if step.fast_answers:
+            _count_fast_answers(group_id, step.fast_answers, stats)
         store.write(group_id, held, step, now_ms)
     store.finish()
     stats.deadline = store.earliest()
@@ -180,10 +187,35 @@ def _step_rows(group_id: str, rows: list[Input], step: GroupStep) -> list[tuple]
     key = group_id.encode()
     out: list[tuple] = [("response", key, value, None, None, None) for value in step.responses]
     out += [("record", rkey, rvalue, None, None, None) for rkey, rvalue in step.records]
+    if step.publish_view:
+        out.append(("view", key, step.view, None, None, None))
     for index, reason in step.dead_letters:
         row = rows[index]
         out.append(("dead_letter", row.key, row.value, reason, row.partition, row.offset))
     return out
+
+
+MISPREDICTION_LOG_INTERVAL_S = 60.0
+_logged_at: dict[str, float] = {}
+"""group_id -> when this worker last logged a misprediction of it (once per group and minute)."""
+
+
+def _count_fast_answers(group_id: str, answers: Sequence[FastAnswer], stats: CallStats) -> None:
+    """Count the requests a gateway answered from the group's view; log a misprediction once per group and
+    minute (per worker process): it means a gateway's view was stale, and only the client's answer differed."""
+    wrong = [a for a in answers if a.mispredicted]
+    stats.fast_answers.update(a.api for a in answers)
+    stats.mispredictions.update(a.api for a in wrong)
+    now = time.monotonic()
+    if wrong and now - _logged_at.get(group_id, -MISPREDICTION_LOG_INTERVAL_S) >= MISPREDICTION_LOG_INTERVAL_S:
+        if len(_logged_at) >= 1 << 16:
+            _logged_at.clear()
+        _logged_at[group_id] = now
+        first = wrong[0]
+        log.warning("group %s: a gateway answered %s of member %s with error %d from a stale view, the coordinator "
+                    "decided %d%s (%d such answer(s) in this call; the next log of this group in a minute at the "
+                    "earliest)", group_id, first.api, first.member_id, first.answered, first.decided,
+                    f": {first.detail}" if first.detail else "", len(wrong))
 
 
 def summary(kind: str, bucket: int, out: list[tuple], stats: CallStats) -> list:
@@ -191,7 +223,9 @@ def summary(kind: str, bucket: int, out: list[tuple], stats: CallStats) -> list:
     counts = Counter(sink for sink, *_ in out)
     row = [kind, bucket, stats.deadline, counts["response"], counts["record"], counts["dead_letter"],
            stats.groups, stats.groups_with_timer, stats.members_expired, stats.timer_rows,
-           *(stats.states_entered[s] for s in GROUP_STATES), stats.call_us, stats.produce_us]
+           *(stats.states_entered[s] for s in GROUP_STATES),
+           *(stats.fast_answers[api] for api in FAST_APIS), *(stats.mispredictions[api] for api in FAST_APIS),
+           stats.call_us, stats.produce_us]
     if len(row) != len(SUMMARY_COLUMNS):  # Row(**zip(...)) would silently drop or shift columns
         raise ValueError(f"a summary row of {len(row)} values for {len(SUMMARY_COLUMNS)} columns")
     return row

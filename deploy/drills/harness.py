@@ -34,7 +34,8 @@ DRILL_PROPERTIES = {
 
 def topic_names(prefix: str) -> dict[str, str]:
     return {"topic.requests": f"{prefix}-requests", "topic.responses": f"{prefix}-responses",
-            "topic.records": f"{prefix}-records", "topic.dead.letters": f"{prefix}-dead-letters"}
+            "topic.records": f"{prefix}-records", "topic.dead.letters": f"{prefix}-dead-letters",
+            "topic.views": f"{prefix}-views"}
 
 
 def job_properties(bootstrap: str, checkpoint: Path, prefix: str | None = None,

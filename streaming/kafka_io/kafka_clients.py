@@ -10,13 +10,13 @@ producer across micro-batches, which removes a connection set-up from every task
 from __future__ import annotations
 
 import threading
-import time
 from typing import Callable, Mapping
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
 from common.config import CLIENT_KEY, client_config
+from common.log_ends import high_watermarks
 
 CLIENTS = ("auto", "confluent", "kafka-python")
 
@@ -29,7 +29,7 @@ def chosen_client(options: Mapping[str, str]) -> str:
     if choice == "kafka-python":
         return choice
     try:
-        from streaming.kafka_io.librdkafka import confluent_config, unmappable
+        from common.librdkafka_config import confluent_config, unmappable
     except ImportError:
         if choice == "confluent":
             raise ValueError(f"{CLIENT_KEY}=confluent but confluent-kafka is not installed "
@@ -73,31 +73,6 @@ def cached_producer(config: Mapping[str, object]) -> KafkaProducer:
             settings = {"linger_ms": 5, "batch_size": 256 * 1024, **config}
             producer = _producers[key] = KafkaProducer(**settings)
         return producer
-
-
-def high_watermarks(consumer: KafkaConsumer, positions: Mapping[TopicPartition, int],
-                    timeout_s: float = 10.0) -> dict[TopicPartition, int]:
-    """The high watermark of each partition, as carried in fetch responses.
-
-    tansu's ListOffsets (`end_offsets`) can under-report the log end when a producer batched records, so the end is
-    learned by fetching at the last known position (`positions`, usually the previous high watermark) with no wait:
-    the response carries the true high watermark and at most `max_partition_fetch_bytes` of data, which is dropped.
-    """
-    tps = list(positions)
-    consumer.assign(tps)
-    for tp in tps:
-        consumer.seek(tp, positions[tp])
-        # kafka-python keeps the last high watermark; clear it so a stale value is never mistaken for a fresh one.
-        consumer._subscription.assignment[tp].highwater = None
-    deadline = time.monotonic() + timeout_s
-    while True:
-        consumer.poll(timeout_ms=5, max_records=1)
-        marks = {tp: consumer.highwater(tp) for tp in tps}
-        if all(mark is not None for mark in marks.values()):
-            return marks  # type: ignore[return-value]
-        if time.monotonic() > deadline:
-            missing = [str(tp) for tp, mark in marks.items() if mark is None]
-            raise TimeoutError(f"no fetch response for {missing} within {timeout_s} s")
 
 
 def catch_up(purpose: str, config: Mapping[str, object], topic: str, positions: dict[int, int],

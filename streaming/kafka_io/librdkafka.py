@@ -5,7 +5,8 @@ task's producer (`streaming.kafka_io.sink.KafkaOutput`) then run here instead of
 record batches and builds produce requests in C: `bench.transport_bench` measured it 3-4x kafka-python per record.
 
 Settings: the job's `kafka.*` keys are kafka-python's names (`client_config` makes them keyword arguments);
-`confluent_config` maps them to librdkafka's and refuses, naming it, any that has no librdkafka equivalent.
+`common.librdkafka_config.confluent_config` maps them to librdkafka's and refuses, naming it, any that has no
+librdkafka equivalent.
 
 tansu specifics handled here: a consumer's fetch is held at the broker for its full wait when there is no data,
 and a new assignment waits for the fetch in flight, so the reader's wait is short and it unassigns when its range
@@ -21,60 +22,7 @@ from typing import Iterator, Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-_SAME = object()
-_NAMES: dict[str, object] = {
-    "bootstrap_servers": "bootstrap.servers",
-    "client_id": "client.id",
-    "security_protocol": "security.protocol",
-    "sasl_mechanism": "sasl.mechanism",
-    "sasl_plain_username": "sasl.username",
-    "sasl_plain_password": "sasl.password",
-    "sasl_kerberos_service_name": "sasl.kerberos.service.name",
-    "ssl_cafile": "ssl.ca.location",
-    "ssl_certfile": "ssl.certificate.location",
-    "ssl_keyfile": "ssl.key.location",
-    "ssl_password": "ssl.key.password",
-    "ssl_crlfile": "ssl.crl.location",
-    "ssl_ciphers": "ssl.cipher.suites",
-    "ssl_check_hostname": lambda value: ("ssl.endpoint.identification.algorithm",
-                                         "https" if str(value).lower() == "true" else "none"),
-    "metadata_max_age_ms": "metadata.max.age.ms",
-    "connections_max_idle_ms": "connections.max.idle.ms",
-    "reconnect_backoff_ms": "reconnect.backoff.ms",
-    "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
-    "retry_backoff_ms": "retry.backoff.ms",
-    "request_timeout_ms": "socket.timeout.ms",
-    "receive_buffer_bytes": "socket.receive.buffer.bytes",
-    "send_buffer_bytes": "socket.send.buffer.bytes",
-}
-"""kafka-python's setting -> librdkafka's (a name, or a function of the value giving (name, value))."""
-
-
-def unmappable(config: Mapping[str, object]) -> list[str]:
-    """The settings of `config` (kafka-python's names) that librdkafka has no equivalent for."""
-    return sorted(name for name in config if name not in _NAMES)
-
-
-def confluent_config(config: Mapping[str, object]) -> dict[str, object]:
-    """librdkafka's settings for `config` (kafka-python keyword arguments, as `client_config` makes them)."""
-    missing = unmappable(config)
-    if missing:
-        raise ValueError(
-            "kafka.client=confluent: no librdkafka equivalent for "
-            f"{', '.join('kafka.' + m.replace('_', '.') for m in missing)}; "
-            "remove it, or set kafka.client=kafka-python")
-    out: dict[str, object] = {}
-    for name, value in config.items():
-        target = _NAMES[name]
-        if callable(target):
-            key, value = target(value)
-        else:
-            key = target
-        out[key] = value if isinstance(value, (int, float, bool)) else str(value)
-    if out.get("security.protocol") in ("SASL_PLAINTEXT", "SASL_SSL") and "sasl.mechanism" not in out:
-        out["sasl.mechanism"] = "PLAIN"  # kafka-python's default, not librdkafka's (GSSAPI)
-    return out
-
+from common.librdkafka_config import confluent_config
 
 log = logging.getLogger(__name__)
 """librdkafka's own log lines (a broker gone, a connection refused) come here rather than to stderr."""

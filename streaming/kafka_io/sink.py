@@ -6,7 +6,8 @@ Row object per output record, and a response leaves as soon as its bucket is com
 state operator has finished (measured: about 0.8 s of a 2 s micro-batch). Output rows are
 `(sink, key, value, reason, partition, offset)`; `sink` picks the topic: `response` -> responses topic
 (key = group_id), `record` -> records topic (value None = tombstone), `dead_letter` -> dead-letter topic (original
-key and bytes, the reason and source position in headers).
+key and bytes, the reason and source position in headers), `view` -> views topic (key = group_id, value None =
+the group is gone), `deadline` -> timers topic.
 
 At-least-once: `flush` returns only when every record handed to `send` is acknowledged, and raises otherwise, so
 the task fails and Spark retries it, before the batch can commit (`applyInPandasWithState` flushes after each
@@ -33,17 +34,23 @@ from state.api import GroupState
 from streaming.kafka_io.kafka_clients import cached_producer
 
 GROUP_STATES = tuple(s.value for s in GroupState)
+FAST_APIS = {"Heartbeat": "heartbeats", "OffsetCommit": "commits"}
+"""The requests gateways answer from a group's view (`state.fast_answers`), and their summary columns' names."""
 
 SUMMARY_COUNTS = ["responses", "records", "dead_letters", "groups_called", "groups_with_timer", "members_expired",
-                  "timer_rows", *(f"groups_to_{s}" for s in GROUP_STATES), "call_us", "produce_us"]
+                  "timer_rows", *(f"groups_to_{s}" for s in GROUP_STATES), *(f"fast_{a}" for a in FAST_APIS.values()),
+                  *(f"mispredicted_{a}" for a in FAST_APIS.values()), "call_us", "produce_us"]
 SUMMARY_COLUMNS = ["kind", "bucket", "deadline", *SUMMARY_COUNTS]
 SUMMARY_SCHEMA = "kind STRING, bucket INT, deadline LONG, " + ", ".join(f"{c} LONG" for c in SUMMARY_COUNTS)
 """One row per state key per call, summed per batch by the query's `observe`. `deadline` is the bucket's earliest
 pending deadline (None: no timer); `timer_rows` is 1 when the source's timer row called the bucket (Spark counts it
-as an input row); `groups_to_<state>` count the group metadata records that put a group in that
-state; `call_us` is the call's own time (reading its rows, the core, the state row) and `produce_us` the time to
-hand its output to the producer, and with `applyInPandasWithState` to flush it (`transformWithState` flushes once
-per task, in `GroupRows.close`, outside any call): with Spark's `addBatch` they split a batch into read + shuffle, state and sink."""
+as an input row); `groups_to_<state>` count the group metadata records that put a group in that state;
+`fast_heartbeats`/`fast_commits` count the requests a gateway answered from a group's view and the coordinator checked
+(a Liveness request's members count as heartbeats), `mispredicted_...` those it decided otherwise; `call_us` is the
+call's own time (reading its rows, the core, the state row) and `produce_us` the time to hand its output to the
+producer, and with `applyInPandasWithState` to flush it (`transformWithState` flushes once per task, in
+`GroupRows.close`, outside any call): with Spark's `addBatch` they split a batch into read + shuffle, state and
+sink."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@ row per due bucket (`timer_rows`), which makes Spark call that bucket, where the
 log records the due buckets, so a replayed batch calls the same ones. Which buckets a batch calls, the first new batch
 of a query run among them (every bucket), is `streaming.bucket_deadlines`'.
 
+`viewsTopic` makes the source write the views topic's completeness marks (`streaming.kafka_io.view_marks`) each time it
+plans a batch: the batch that ended at its start offsets has committed.
+
 The offset also records `"buckets"` (`state.buckets`): a group's bucket depends on it, so a checkpoint refuses
 another value.
 
@@ -50,6 +53,7 @@ from streaming.bucket_deadlines import buckets_to_call
 from streaming.buckets import bucket_of
 from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
+from streaming.kafka_io.view_marks import ViewMarks
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
@@ -126,6 +130,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.buckets = int(options.get("buckets", "1"))
         timers = options.get("timerstopic")
         self.timers = TimerSchedule(self.client_config, timers) if timers else None
+        views = options.get("viewstopic")
+        self.marks = ViewMarks(self.client_config, self.client, views, self.topic) if views else None
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
         # A new reader is a new query run: its first new batch is marked (only routed rows, the coordinator's, carry
         # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
@@ -183,6 +189,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                              f"with state.buckets={self.buckets}; state.buckets is fixed once a checkpoint exists "
                              f"(set it back to {start.get('buckets')}, or start a new checkpoint)")
         begin = {int(p): o for p, o in start[self.topic].items()}
+        if self.marks is not None:
+            self.marks.covered(begin)  # the batch that ended at `start` has committed (streaming.view_marks)
         ends = self._ends(begin)
         restart = self._check_data_loss(begin, ends)
         available = {p: max(0, e - begin.get(p, 0)) for p, e in ends.items() if p not in restart}

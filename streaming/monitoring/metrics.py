@@ -16,6 +16,7 @@ from typing import IO, Any, Mapping
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from streaming.kafka_io.sink import FAST_APIS
 from streaming.monitoring.console import Console
 from streaming.monitoring.group_watch import GroupChange, GroupWatch
 from streaming.monitoring.prometheus import PrometheusMetrics
@@ -153,6 +154,10 @@ def progress_record(p, groups_by_state: dict[str, int] | None = None) -> dict:
         # Group state changes this batch, from the group metadata records; entering CompletingRebalance is a
         # completed join phase (a rebalance's first half), entering Stable a completed rebalance.
         "group_state_changes": {k[len("groups_to_"):]: v for k, v in counts.items() if k.startswith("groups_to_")},
+        # Requests a gateway answered from a group's view, by api, as the coordinator checked them; and those it
+        # decided otherwise (the gateway's view was stale: the client got another answer, nothing else differed).
+        "fast_answers": {api: counts.get(f"fast_{name}", 0) for api, name in FAST_APIS.items()},
+        "fast_path_mispredictions": {api: counts.get(f"mispredicted_{name}", 0) for api, name in FAST_APIS.items()},
         # How many groups are in each state, as of the records written by the batches before this line.
         **({"groups_by_state": groups_by_state} if groups_by_state is not None else {}),
         "batch_duration_ms": p.batchDuration,

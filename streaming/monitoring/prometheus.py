@@ -64,6 +64,11 @@ COUNTERS: dict[str, tuple[Family, str, float]] = {f.name: (f, field, factor) for
 ]}
 STATE_CHANGES = Family("coordinator_group_state_changes_total", "counter",
                        "Group metadata records by the state they put a group in", "state")
+FAST_ANSWERS = Family("coordinator_fast_path_answers_total", "counter",
+                      "Requests a gateway answered from a group's view, checked by the coordinator", "api")
+MISPREDICTIONS = Family("coordinator_fast_path_mispredictions_total", "counter",
+                        "Requests a gateway answered from a stale view that the coordinator decided otherwise (the "
+                        "client's answer differed; offsets and sessions are the coordinator's)", "api")
 PHASES = Family("coordinator_batch_phase_seconds_total", "counter",
                 "Spark's split of batch time (durationMs: latestOffset, queryPlanning, addBatch, walCommit, "
                 "commitOffsets, ...)", "phase")
@@ -97,6 +102,8 @@ class PrometheusMetrics:
         self._lock = threading.Lock()
         self._counters: dict[str, float] = dict.fromkeys(COUNTERS, 0.0)
         self._state_changes: dict[str, float] = {}
+        self._fast_answers: dict[str, float] = {}
+        self._mispredictions: dict[str, float] = {}
         self._phases: dict[str, float] = {}
         self._input_rows = 0.0
         self._gauges: dict[str, float] = {}
@@ -114,6 +121,10 @@ class PrometheusMetrics:
                 self._counters[name] += factor * record[field]
             for state, n in record["group_state_changes"].items():
                 self._state_changes[state] = self._state_changes.get(state, 0) + n
+            for api, n in record["fast_answers"].items():
+                self._fast_answers[api] = self._fast_answers.get(api, 0) + n
+            for api, n in record["fast_path_mispredictions"].items():
+                self._mispredictions[api] = self._mispredictions.get(api, 0) + n
             for phase, ms in record["durations_ms"].items():
                 self._phases[phase] = self._phases.get(phase, 0) + ms / 1000
             for name, (_, field, factor) in GAUGES.items():
@@ -142,6 +153,8 @@ class PrometheusMetrics:
                 _family(out, family, [("", self._counters[name])])
             _family(out, INPUT_ROWS, [("", self._input_rows)])
             _family(out, STATE_CHANGES, sorted(self._state_changes.items()))
+            _family(out, FAST_ANSWERS, sorted(self._fast_answers.items()))
+            _family(out, MISPREDICTIONS, sorted(self._mispredictions.items()))
             _family(out, PHASES, sorted(self._phases.items()))
             for name, (family, _, _) in GAUGES.items():
                 if name in self._gauges:

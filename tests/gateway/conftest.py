@@ -1,7 +1,8 @@
 """Fixtures of the gateway tests: one coordinator query and one gateway for the whole package, consumer processes.
 
 - `gateway_env`: a coordinator query on fresh topics (the session's broker and SparkSession) and a gateway in front
-  of the broker, started once for every test module here and stopped (query, then gateway by pid) at the end.
+  of the broker, started once for every test module here and stopped (query, then gateways by pid) at the end; a
+  second gateway on first use (`GatewayEnv.second`).
 - `members`: starts unmodified Kafka consumers in their own processes (`tests.gateway.member`) and follows what they
   print; every process is killed by pid at the end of the test.
 """
@@ -39,10 +40,28 @@ class GatewayEnv:
     run: CoordinatorRun
     gateway: GatewayProcess
     broker: str
+    logs: Path
+    _second: GatewayProcess | None = None
 
     @property
     def bootstrap(self) -> str:
         return self.gateway.bootstrap_servers
+
+    @property
+    def second(self) -> GatewayProcess:
+        """A second gateway in front of the same query, started on first use and stopped with the package."""
+        if self._second is None:
+            self._second = start_gateway(self.broker, self.topics, log_path=self.logs / "second-gateway.log")
+        return self._second
+
+    def committed(self, group: str, topic: str) -> dict[int, int]:
+        """The group's committed offsets of `topic` by partition, as OffsetFetch through the gateway answers."""
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        try:
+            return {tp.partition: o.offset for tp, o in admin.list_group_offsets({group: None})[group].items()
+                    if tp.topic == topic}
+        finally:
+            admin.close()
 
     @property
     def topics(self) -> dict[str, str]:
@@ -63,15 +82,19 @@ class GatewayEnv:
 @pytest.fixture(scope="package")
 def gateway_env(spark, broker, tmp_path_factory) -> Iterator[GatewayEnv]:
     run = new_run(spark, broker, tmp_path_factory.mktemp("gateway"), GATEWAY_PROPERTIES)
-    gateway = None
+    gateway = env = None
+    logs = tmp_path_factory.mktemp("gateway-log")
     try:
         gateway = start_gateway(broker, {k: v for k, v in run.props.items() if k.startswith(("topic.", "group."))},
-                                log_path=tmp_path_factory.mktemp("gateway-log") / "gateway.log")
-        yield GatewayEnv(run, gateway, broker)
+                                log_path=logs / "gateway.log")
+        env = GatewayEnv(run, gateway, broker, logs)
+        yield env
     finally:
         run.close()
         if gateway is not None:
             gateway.stop()
+        if env is not None and env._second is not None:
+            env._second.stop()
 
 
 @dataclass
@@ -111,8 +134,11 @@ class Members:
         self.started: list[Member] = []
         self.logs = logs
 
-    def start(self, client: str, bootstrap: str, topic: str, group: str, **config: Any) -> Member:
-        spec = {"client": client, "bootstrap": bootstrap, "topic": topic, "group": group, "config": config}
+    def start(self, client: str, bootstrap: str, topic: str, group: str, commit: str = "poll",
+              **config: Any) -> Member:
+        """`commit`: after each poll that returned records (`poll`) or after every record (`record`)."""
+        spec = {"client": client, "bootstrap": bootstrap, "topic": topic, "group": group, "config": config,
+                "commit": commit}
         log = open(self.logs / f"member-{len(self.started)}.log", "ab")
         process = subprocess.Popen([sys.executable, "-m", "tests.gateway.member", json.dumps(spec)], cwd=ROOT,
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)

@@ -1,12 +1,14 @@
 """An unmodified Kafka consumer in its own process, for the gateway tests (so that one can be SIGKILLed).
 
 `python -m tests.gateway.member SPEC` where SPEC is JSON: `client` (`kafka-python` or `confluent-kafka`),
-`bootstrap`, `topic`, `group`, `config` (the client's own settings, passed as they are). The consumer subscribes,
-polls, commits what it consumed (synchronously, after each poll that returned records) and prints JSON lines:
+`bootstrap`, `topic`, `group`, `config` (the client's own settings, passed as they are), and optionally `commit`:
+`poll` (the default) or `record`. The consumer subscribes, polls, commits what it consumed synchronously (after each
+poll that returned records, or after every record) and prints JSON lines:
 
 - `{"event": "owned", "partitions": [...]}` whenever the set of partitions it owns changes;
 - `{"event": "assign" | "revoke" | "lost", "partitions": [...]}` from its rebalance callbacks;
-- `{"event": "consumed", "count": N, "offsets": {"p": next offset}}` after each commit;
+- `{"event": "consumed", "count": N, "offsets": {"p": next offset}}` after each poll's commits;
+- `{"event": "commit_failed", "error": ...}` when a commit of one record was refused (a rebalance);
 - `{"event": "closed"}` after `close` arrives on stdin (a clean close: LeaveGroup unless static).
 """
 
@@ -62,12 +64,23 @@ def _kafka_python(spec: dict) -> tuple[Callable, Callable, Callable]:
                              enable_auto_commit=False, auto_offset_reset="earliest", **config)
     consumer.subscribe([spec["topic"]], listener=Listener())
 
+    from kafka.structs import OffsetAndMetadata
+
+    every_record = spec.get("commit") == "record"
+
     def poll() -> tuple[int, dict[int, int]]:
         count, offsets = 0, {}
         for tp, records in consumer.poll(timeout_ms=200).items():
             count += len(records)
             offsets[tp.partition] = records[-1].offset + 1
-        if count:
+            if every_record:
+                for record in records:
+                    try:
+                        consumer.commit({tp: OffsetAndMetadata(record.offset + 1, "", -1)})
+                    except Exception as exc:  # noqa: BLE001 - a rebalance: the partition's next owner re-reads
+                        _emit(event="commit_failed", error=type(exc).__name__)
+                        break
+        if count and not every_record:
             consumer.commit()
         return count, offsets
 
@@ -92,13 +105,20 @@ def _confluent(spec: dict) -> tuple[Callable, Callable, Callable]:
 
     consumer.subscribe([spec["topic"]], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
 
+    every_record = spec.get("commit") == "record"
+
     def poll() -> tuple[int, dict[int, int]]:
         count, offsets = 0, {}
         for message in consumer.consume(1000, 0.2):
             if message.error() is None:
                 count += 1
                 offsets[message.partition()] = message.offset() + 1
-        if count:
+                if every_record:
+                    try:
+                        consumer.commit(message=message, asynchronous=False)
+                    except Exception as exc:  # noqa: BLE001 - a rebalance: the partition's next owner re-reads
+                        _emit(event="commit_failed", error=str(exc))
+        if count and not every_record:
             consumer.commit(asynchronous=False)
         return count, offsets
 

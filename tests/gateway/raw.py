@@ -65,3 +65,89 @@ def login(servers: str, username: str, password: str) -> Connection:
                              SaslAuthenticateResponse)
     assert answer.error_code == 0, answer
     return connection
+
+
+class RawMember:
+    """One consumer-group member over a raw connection: the requests a Kafka consumer sends, at fixed versions, each
+    answered before the next (JoinGroup v9, SyncGroup v5, Heartbeat v4, OffsetCommit v8, OffsetFetch v7,
+    LeaveGroup v4)."""
+
+    def __init__(self, servers: str, group: str, session_timeout_ms: int = 30_000) -> None:
+        self.connection = Connection(servers)
+        self.group = group
+        self.session_timeout_ms = session_timeout_ms
+        self.member_id = ""
+        self.generation = -1
+
+    def join_and_sync(self, topic: str = "t") -> None:
+        """The member-id handshake, the join phase and the sync: a one-member group, Stable."""
+        from assignors.consumer_protocol import Subscription, encode_subscription
+        from kafka.protocol.consumer.group import (JoinGroupRequest, JoinGroupResponse, SyncGroupRequest,
+                                                   SyncGroupResponse)
+
+        protocol = JoinGroupRequest.JoinGroupRequestProtocol(
+            name="range", metadata=encode_subscription(Subscription((topic,))))
+        for _ in range(5):  # MEMBER_ID_REQUIRED, then the join itself; COORDINATOR_NOT_AVAILABLE: again, as clients
+            joined = self.connection.call(JoinGroupRequest[9](
+                group_id=self.group, session_timeout_ms=self.session_timeout_ms, rebalance_timeout_ms=10_000,
+                member_id=self.member_id, group_instance_id=None, protocol_type="consumer", protocols=[protocol],
+                reason=None), 9, JoinGroupResponse)
+            self.member_id = joined.member_id or self.member_id
+            if joined.error_code == 0:
+                break
+        assert joined.error_code == 0, joined
+        self.generation = joined.generation_id
+        assignment = SyncGroupRequest.SyncGroupRequestAssignment(member_id=self.member_id, assignment=b"")
+        synced = self.connection.call(SyncGroupRequest[5](
+            group_id=self.group, generation_id=self.generation, member_id=self.member_id, group_instance_id=None,
+            protocol_type="consumer", protocol_name="range", assignments=[assignment]), 5, SyncGroupResponse)
+        assert synced.error_code == 0, synced
+
+    def heartbeat_request(self) -> Any:
+        from kafka.protocol.consumer.group import HeartbeatRequest
+
+        return HeartbeatRequest[4](group_id=self.group, generation_id=self.generation, member_id=self.member_id,
+                                   group_instance_id=None)
+
+    def heartbeat(self) -> int:
+        from kafka.protocol.consumer.group import HeartbeatResponse
+
+        return self.connection.call(self.heartbeat_request(), 4, HeartbeatResponse).error_code
+
+    def commit_request(self, offsets: dict[tuple[str, int], int]) -> Any:
+        from kafka.protocol.consumer.group import OffsetCommitRequest
+
+        topic, partition = OffsetCommitRequest.OffsetCommitRequestTopic, \
+            OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+        names = sorted({t for t, _ in offsets})
+        return OffsetCommitRequest[8](
+            group_id=self.group, generation_id_or_member_epoch=self.generation, member_id=self.member_id,
+            group_instance_id=None, topics=[topic(name=name, partitions=[
+                partition(partition_index=p, committed_offset=o, committed_leader_epoch=-1, committed_metadata="")
+                for (t, p), o in sorted(offsets.items()) if t == name]) for name in names])
+
+    def commit(self, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Error code per partition."""
+        from kafka.protocol.consumer.group import OffsetCommitResponse
+
+        answer = self.connection.call(self.commit_request(offsets), 8, OffsetCommitResponse)
+        return {(t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
+
+    def committed(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+
+        answer = self.connection.call(OffsetFetchRequest[7](group_id=self.group, require_stable=False, topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)]), 7,
+            OffsetFetchResponse)
+        return {p.partition_index: p.committed_offset for t in answer.topics for p in t.partitions}
+
+    def leave(self) -> int:
+        from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
+
+        answer = self.connection.call(LeaveGroupRequest[4](group_id=self.group, members=[
+            LeaveGroupRequest.MemberIdentity(member_id=self.member_id, group_instance_id=None)]), 4,
+            LeaveGroupResponse)
+        return answer.members[0].error_code
+
+    def close(self) -> None:
+        self.connection.close()

@@ -53,9 +53,10 @@ def test_admin_client_lists_describes_and_deletes_groups_and_lists_and_alters_of
     offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(name)])[name].result()
     assert {tp.partition: tp.offset for tp in offsets.topic_partitions} == {p: 3 for p in range(6)}
 
-    member.close()
-    wait_for(lambda: admin.describe_consumer_groups([name])[name].result().state.name == "EMPTY",
-             what="the group is Empty")
+    member.close()  # its LeaveGroup answered: the group is Empty from then on, for every reader
+    assert admin.describe_consumer_groups([name])[name].result().state.name == "EMPTY"
+    listed = {g.group_id: g for g in admin.list_consumer_groups(request_timeout=30).result().valid}
+    assert listed[name].state.name == "EMPTY"
     altered = admin.alter_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(name, [TopicPartition(topic, 0, 1)])])[name].result()
     assert [(tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions] == [(0, 1, None)]

@@ -1,12 +1,16 @@
 """Unmodified consumers through the gateway: kafka-python 3.0.12's KafkaConsumer and librdkafka's (confluent-kafka)
 Consumer on the classic protocol, each in its own process, the same scenarios for both.
 
-Three consumers share a 6-partition topic with each of the client's assignment strategies; a consumer killed with
-SIGKILL has its partitions moved after the session timeout; commits survive a restart of the consumers and of the
-coordinator query; a static member rejoins without a rebalance.
+Three consumers on two gateways share a 6-partition topic with each of the client's assignment strategies, committing
+after every record; a consumer killed with SIGKILL has its partitions moved after the session timeout, while the
+others, heartbeating through the gateway's fast path, keep theirs; commits survive a restart of the consumers and
+of the coordinator query; a static member rejoins without a rebalance.
 """
 
 from __future__ import annotations
+
+import json
+import time
 
 import pytest
 
@@ -20,22 +24,38 @@ CLIENTS = [KAFKA_PYTHON, LIBRDKAFKA]
 
 @pytest.mark.parametrize("client, strategy", [(c, s) for c in CLIENTS for s in c.strategies],
                          ids=lambda x: getattr(x, "name", x))
-def test_three_consumers_share_six_partitions(gateway_env: GatewayEnv, members: Members, client: Client,
-                                              strategy: str):
+def test_three_consumers_on_two_gateways_share_six_partitions_and_commit_every_record(
+        gateway_env: GatewayEnv, members: Members, client: Client, strategy: str):
     topic = gateway_env.topic()
-    group = [members.start(client.name, gateway_env.bootstrap, topic, f"{strategy}-{topic}",
-                           **client.strategy(strategy), **client.fast) for _ in range(3)]
-    wait_for(lambda: balanced(group, 6), what=f"{strategy}: 3 consumers own 6 partitions", group=group)
-    assert sorted(len(m.owned) for m in group) == [2, 2, 2]
+    name = f"{strategy}-{topic}"
+    produce(gateway_env, topic, 10)
+    gateways = (gateway_env.bootstrap, gateway_env.second.bootstrap_servers, gateway_env.bootstrap)
+    group = [members.start(client.name, servers, topic, name, commit="record", **client.strategy(strategy),
+                           **client.fast) for servers in gateways]
+    wait_for(lambda: balanced(group, 6) and sorted(len(m.owned) for m in group) == [2, 2, 2],
+             what=f"{strategy}: 3 consumers own 2 partitions each", group=group)
+    # Every record committed: each partition's committed offset is its end, whoever consumed it.
+    wait_for(lambda: gateway_env.committed(name, topic) == {p: 10 for p in range(6)},
+             what="every record committed", group=group)
+    assert sum(consumed(m) for m in group) >= 60
 
 
 @pytest.mark.parametrize("client", CLIENTS, ids=lambda c: c.name)
 def test_a_killed_consumer_s_partitions_move_after_the_session_timeout(gateway_env: GatewayEnv, members: Members,
                                                                         client: Client):
     topic = gateway_env.topic()
-    group = [members.start(client.name, gateway_env.bootstrap, topic, f"kill-{topic}", **client.fast)
-             for _ in range(3)]
+    name = f"kill-{topic}"
+    group = [members.start(client.name, gateway_env.bootstrap, topic, name, **client.fast) for _ in range(3)]
     wait_for(lambda: balanced(group, 6), what="3 consumers own 6 partitions", group=group)
+    if client is KAFKA_PYTHON:  # once: the gateway coalesces every client's heartbeats alike
+        # Members that keep heartbeating keep their partitions past their session timeout (6 s), though the
+        # coordinator hears their heartbeats only coalesced, in Liveness requests.
+        callbacks = [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group]
+        time.sleep(7)
+        assert [len(m.of("assign")) + len(m.of("revoke")) + len(m.of("lost")) for m in group] == callbacks
+        control = [json.loads(r.value) for r in gateway_env.run.read(gateway_env.run.topics.requests)
+                   if r.key == name.encode()]
+        assert any(r["api"] == "Liveness" for r in control)
     victim, survivors = group[0], group[1:]
     victim.kill()
     wait_for(lambda: balanced(survivors, 6), what="the 2 survivors own all 6 partitions", group=survivors)

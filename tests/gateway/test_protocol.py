@@ -46,7 +46,8 @@ def fresh_topics(broker: str) -> dict[str, str]:
     suffix = uuid.uuid4().hex[:8]
     props = job_config.load(overrides={"bootstrap.servers": broker, "topic.requests": f"requests-{suffix}",
                                        "topic.responses": f"responses-{suffix}", "topic.records": f"records-{suffix}",
-                                       "topic.dead.letters": f"dead-letters-{suffix}"})
+                                       "topic.dead.letters": f"dead-letters-{suffix}",
+                                       "topic.views": f"views-{suffix}"})
     ensure_topics({"bootstrap_servers": broker}, props)
     return {k: v for k, v in props.items() if k.startswith("topic.")}
 

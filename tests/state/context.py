@@ -21,6 +21,7 @@ from state.errors import Errors
 from state.group import ClassicGroup
 from state.load import load
 from state.timers import Cancel
+from state.views import encode_view, view_of
 from state.wire import BadRequest, decode_request
 from tests.state.schemas import validate_record, validate_request, validate_response
 
@@ -120,9 +121,14 @@ class GroupContext:
             validate_response(json.loads(response))
         for key, value in result.records:
             validate_record(json.loads(key), None if value is None else json.loads(value))
+        view_before = view_of(self.group)
         self.state = result.stored(self.state)
         self.records.extend(result.records)
         self.last = result
+        # A view that changed is published (gateways answer from it), and what is published is the group's view.
+        view_after = view_of(self.group)
+        assert result.publish_view or view_after == view_before, "the group's view changed and was not published"
+        assert not result.publish_view or result.view == encode_view(view_after), "a view that is not the group's"
         if self.check_replay:
             rebuilt = load(self.group_id, self.records, self.now_ms, self.config).group
             assert durable_view(rebuilt) == durable_view(self.group), "records do not rebuild the group"

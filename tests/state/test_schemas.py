@@ -23,7 +23,7 @@ def test_every_api_has_a_request_and_a_response_schema(api):
     assert request.schema["properties"]["api_version"]["maximum"] == VERSIONS[api][1]
 
 
-@pytest.mark.parametrize("name", [*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest"])
+@pytest.mark.parametrize("name", [*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ViewMark"])
 def test_record_schemas_are_valid(name):
     validator(name)
 
@@ -31,7 +31,7 @@ def test_record_schemas_are_valid(name):
 def test_no_stray_schema_files():
     names = {p.stem for p in SCHEMAS.glob("*.json")}
     expected = {f"{api}{kind}" for api in VERSIONS for kind in ("Request", "Response")}
-    expected |= {*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest"}
+    expected |= {*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ViewMark"}
     assert names == expected
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from common import config
 from streaming.kafka_io.kafka_clients import chosen_client
-from streaming.kafka_io.librdkafka import confluent_config
+from common.librdkafka_config import confluent_config
 
 
 def test_defaults_then_user_file_then_flags(tmp_path):

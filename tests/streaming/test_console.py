@@ -31,6 +31,8 @@ def batch(batch_id: int = 0, requests: int = 6, duration_ms: int = 250, dead_let
             "responses_out": requests - 1, "records_out": 2, "dead_letters": dead_letters, "groups_called": 3,
             "groups_with_timer": 3, "members_expired": 1, "timer_rows": 2,
             "group_state_changes": {"Stable": 1, "Empty": 0}, **({"groups_by_state": groups} if groups else {}),
+            "fast_answers": {"Heartbeat": 20, "OffsetCommit": 5}, "fast_path_mispredictions": {"Heartbeat": 0,
+                                                                                                "OffsetCommit": 1},
             "batch_duration_ms": duration_ms, "state_calls_ms": 40, "produce_ms": 9,
             "durations_ms": {"addBatch": 200, "walCommit": 20}, "state_rows": 12, "state_rows_updated": 3,
             "state_memory_bytes": 4096, "state_commit_ms": 7}
@@ -126,6 +128,9 @@ class TestPrometheusText:
         assert scraped["coordinator_dead_letters_total"] == 2
         assert scraped["coordinator_members_expired_total"] == 2
         assert scraped['coordinator_group_state_changes_total{state="Stable"}'] == 2
+        assert scraped['coordinator_fast_path_answers_total{api="Heartbeat"}'] == 40
+        assert scraped['coordinator_fast_path_mispredictions_total{api="OffsetCommit"}'] == 2
+        assert scraped['coordinator_fast_path_mispredictions_total{api="Heartbeat"}'] == 0
         assert scraped['coordinator_groups{state="Stable"}'] == 1 and scraped['coordinator_groups{state="Empty"}'] == 0
         assert scraped['coordinator_batch_phase_seconds_total{phase="addBatch"}'] == 0.4
         assert scraped["coordinator_state_calls_seconds_total"] == 0.08

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from state.api import MARK_KEY
 from state.errors import Errors
 from streaming.query import OPERATORS
 from tests.support import protocol as p
@@ -78,6 +79,19 @@ def test_join_sync_heartbeat_commit_fetch_leave(coordinator):
     assert any("topic" in key for key, _ in records), "offset commit records on the records topic"
     metadata = [value for key, value in records if "topic" not in key and value is not None]
     assert metadata and metadata[-1]["members"] == []
+
+    # The views topic: the group's view at each change (not at the heartbeat or the commit), and after the last one
+    # a mark covering every request sent, written once the batch that applied them had committed.
+    requests_end = {str(r.partition): r.offset + 1 for r in run.read(run.topics.requests)}
+    covering = lambda: [json.loads(r.value) for r in run.read(run.topics.views) if r.key == MARK_KEY  # noqa: E731
+                        and all(json.loads(r.value)["positions"].get(p, 0) >= end for p, end in requests_end.items())]
+    run.wait(covering)
+    views = run.read(run.topics.views)
+    states = [json.loads(r.value)["group_state"] for r in views if r.key == b"flow"]
+    assert states == ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Empty"]
+    last_view = max(r.offset for r in views if r.key == b"flow")
+    first_covering = min(r.offset for r in views if r.key == MARK_KEY and json.loads(r.value) in covering())
+    assert first_covering > last_view
 
 
 def test_session_expires_by_timer_with_no_traffic(coordinator):

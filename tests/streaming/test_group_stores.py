@@ -207,3 +207,19 @@ def test_a_bucket_row_of_another_bucket_count_is_refused():
     stable_member(bucket, "g", 60_000)
     with pytest.raises(ValueError, match="made with state.buckets=16 but the query runs with state.buckets=8"):
         BlobStore(bucket.state, buckets=8)
+
+
+def test_a_call_publishes_the_views_that_changed_and_counts_what_gateways_answered(bucket):
+    joined = stable_member(bucket, "g", 60_000)
+    rows = inputs(p.heartbeat("g", joined["member_id"], joined["generation_id"]),
+                  {"api": "Liveness", "group_id": "g", "members": [
+                      {"member_id": joined["member_id"], "generation_id": 1, "heard_ms": 0, "answered": 0},
+                      {"member_id": "gone", "generation_id": 1, "heard_ms": 0, "answered": 0}]})
+    stats = CallStats()
+    out = step_bucket(rows, bucket.open(), 1_000, CONFIG, False, stats)
+    assert [sink for sink, *_ in out] == ["response"]  # the heartbeat's; no view changed, Liveness is not answered
+    assert (stats.fast_answers, stats.mispredictions) == ({"Heartbeat": 2}, {"Heartbeat": 1})
+    out = step_bucket(inputs(p.leave("g", joined["member_id"])), bucket.open(), 2_000, CONFIG, False, CallStats())
+    (view,) = [(key, json.loads(value)) for sink, key, value, *_ in out if sink == "view"]
+    assert view == (b"g", {"group_state": "Empty", "generation": 2, "protocol_type": "consumer",
+                           "protocol_name": None, "leader": None, "members": []})

@@ -24,7 +24,8 @@ def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(br
     suffix = uuid.uuid4().hex[:8]
     props = job_config.load(None, {"bootstrap.servers": broker, "topic.requests": f"req-{suffix}",
                                    "topic.responses": f"resp-{suffix}", "topic.records": f"rec-{suffix}",
-                                   "topic.dead.letters": f"dlq-{suffix}", "topic.timers": f"timers-{suffix}"})
+                                   "topic.dead.letters": f"dlq-{suffix}", "topic.timers": f"timers-{suffix}",
+                                   "topic.views": f"views-{suffix}"})
     client = {"bootstrap_servers": broker}
     ensure_topics(client, props)
 

@@ -135,6 +135,7 @@ def new_run(spark: SparkSession, bootstrap: str, workdir: Path, overrides: Mappi
         "topic.records": f"records-{suffix}",
         "topic.dead.letters": f"dead-letters-{suffix}",
         "topic.timers": f"timers-{suffix}",
+        "topic.views": f"views-{suffix}",
         "checkpoint.location": str(workdir / f"checkpoint-{suffix}"),
         **(overrides or {}),
     })

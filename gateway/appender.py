@@ -1,0 +1,80 @@
+"""The gateway's writes to the requests topic, all through one librdkafka producer.
+
+One producer for every control request of this gateway (the ones it waits for the coordinator to answer, the
+commits it answers itself, the Liveness requests), so a group's requests reach the topic in the order the gateway
+wrote them: they share a partition (the key is the group id, murmur2 as Kafka's and kafka-python's partitioner) and
+the producer is idempotent. librdkafka because a commit answered here waits for its append: an acks=all produce
+from Python took 0.17 ms (p50) with librdkafka and a poll thread, 1.1 ms with kafka-python's producer (p99 0.4 vs
+17 ms, same broker, same run). A poll thread serves the delivery reports and hands each to the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+
+from common.librdkafka_config import confluent_config
+
+log = logging.getLogger(__name__)
+
+
+class AppendFailed(Exception):
+    """The requests topic did not take a record (the broker refused it, or it could not be sent in time)."""
+
+
+class Appender:
+    def __init__(self, bootstrap_servers: str, topic: str, kafka_config: dict[str, Any],
+                 loop: asyncio.AbstractEventLoop, timeout_ms: int = 10_000) -> None:
+        """`kafka_config`: the gateway's kafka-python settings (security), mapped to librdkafka's."""
+        self.topic = topic
+        self._loop = loop
+        self._producer = Producer({
+            **confluent_config({"bootstrap_servers": bootstrap_servers, **kafka_config}), "logger": log,
+            "acks": "all", "enable.idempotence": True, "linger.ms": 0, "partitioner": "murmur2_random",
+            "message.timeout.ms": timeout_ms, "client.id": "groupcoord-gateway"})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="control-appender", daemon=True)
+        self._thread.start()
+
+    def append(self, key: str, value: bytes) -> asyncio.Future:
+        """Send one record keyed by `key` (a group id); the future completes when the topic has it (acks=all),
+        or fails with AppendFailed."""
+        done = self._loop.create_future()
+        done.add_done_callback(_retrieved)
+
+        def delivered(error: Any, message: Any) -> None:
+            self._loop.call_soon_threadsafe(_settle, done, error)
+
+        try:
+            self._producer.produce(self.topic, value, key.encode("utf-8"), on_delivery=delivered)
+        except (BufferError, KafkaException) as exc:
+            done.set_exception(AppendFailed(str(exc)))
+        return done
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(0.1)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout=timeout_s)
+        self._producer.flush(timeout_s)
+
+
+def _retrieved(done: asyncio.Future) -> None:
+    """A write nobody waits for (a request whose answer came first) fails quietly; callers that wait see it."""
+    if not done.cancelled():
+        done.exception()
+
+
+def _settle(done: asyncio.Future, error: Any) -> None:
+    if done.done():
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(AppendFailed(str(error)))

@@ -1,0 +1,161 @@
+"""Heartbeats and commits answered by the gateway from the group's view (docs/gateway.md, "Fast answers").
+
+The coordinator query stays the only authority: it applies every request, in the requests topic's order, with the
+core's rules. The gateway answers at once what a fresh view of the group (`gateway.views`) decides positively, with
+the same rules (`state.api.heartbeat_from_view`, `commit_from_view`); anything else waits for the coordinator, as
+every request did before.
+
+- Heartbeat: answered at once. The coordinator still hears of it, coalesced: at most one internal Liveness request
+  per group and liveness interval names every member heard since the last one, when, and what it was answered
+  (`Heartbeats`). Before a request of the group that waits for the coordinator is written, the group's pending
+  Liveness request is written first, so the coordinator sees the group's requests in the order the gateway got them.
+- OffsetCommit: appended to the requests topic (acks=all) carrying the answer given (`answered`), then answered
+  once the append is acknowledged. The coordinator applies it as always and sends no answer; where it decides
+  otherwise (the view was stale), it counts a misprediction. The offsets are the coordinator's decision alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+import uuid
+from typing import Awaitable, Callable
+
+import msgspec
+
+from gateway.appender import AppendFailed, Appender
+from gateway.control import Json, unanswered
+from gateway.views import ViewFollower
+from state.api import (BadRequest, Errors, PublishedGroup, commit_from_view, commit_response, decode_request, encode,
+                       heartbeat_from_view)
+
+log = logging.getLogger(__name__)
+
+LIVENESS_SESSION_FRACTION = 3
+"""A group's liveness interval is at most its smallest session timeout divided by this (Kafka's advice for the
+heartbeat interval), so that a member heartbeating at that advice is heard well within its session."""
+
+
+class Heartbeats:
+    """The heartbeats answered from views, per group, until they are written as one Liveness request."""
+
+    def __init__(self, appender: Appender, interval_ms: int, loop: asyncio.AbstractEventLoop,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._appender = appender
+        self._interval_s = interval_ms / 1000
+        self._loop = loop
+        self._clock = clock
+        self._pending: dict[str, dict[str, dict]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._ids = itertools.count()
+        self._prefix = f"liveness-{uuid.uuid4().hex[:8]}"
+        self.written = 0
+        """Liveness requests written (the benchmark counts control records)."""
+
+    def heard(self, group_id: str, view: PublishedGroup, member_id: str, instance: str | None, generation: int,
+              principal: str | None, answered: int) -> None:
+        members = self._pending.setdefault(group_id, {})
+        members[member_id] = {"member_id": member_id, "group_instance_id": instance, "generation_id": generation,
+                              "principal": principal, "heard_ms": int(self._clock() * 1000), "answered": answered}
+        if group_id not in self._timers:
+            interval = self._interval_s
+            session = view.min_session_timeout_ms()
+            if session is not None:
+                interval = min(interval, session / 1000 / LIVENESS_SESSION_FRACTION)
+            self._timers[group_id] = self._loop.call_later(interval, self.flush, group_id)
+
+    def flush(self, group_id: str) -> None:
+        """Write the group's pending Liveness request now, if it has one (not waited for: a lost one costs at most
+        a session restart the coordinator does not see)."""
+        timer = self._timers.pop(group_id, None)
+        if timer is not None:
+            timer.cancel()
+        members = self._pending.pop(group_id, None)
+        if not members:
+            return
+        body = {"api": "Liveness", "request_id": f"{self._prefix}-{next(self._ids)}", "group_id": group_id,
+                "members": list(members.values())}
+        self._appender.append(group_id, encode(body)).add_done_callback(_log_failure)
+        self.written += 1
+
+    def flush_all(self) -> None:
+        for group_id in list(self._pending):
+            self.flush(group_id)
+
+
+def _log_failure(written: asyncio.Future) -> None:
+    if not written.cancelled() and written.exception() is not None:
+        log.warning("a Liveness request could not be written: %s", written.exception())
+
+
+class FastPath:
+    def __init__(self, follower: ViewFollower, appender: Appender, heartbeats: Heartbeats,
+                 max_metadata_bytes: int) -> None:
+        self.follower = follower
+        self.appender = appender
+        self.heartbeats = heartbeats
+        self.max_metadata_bytes = max_metadata_bytes
+        self._ids = itertools.count()
+        self._prefix = f"fast-{uuid.uuid4().hex[:8]}"
+
+    def answer(self, api: str, body: Json) -> Awaitable[Json] | None:
+        """The answer to a control request `body` (one group's, as the gateway would write it) where the group's
+        view decides it; None: ask the coordinator."""
+        if api == "Heartbeat":
+            return self._heartbeat(body)
+        if api == "OffsetCommit":
+            return self._commit(body)
+        return None
+
+    def before_request(self, group_id: str) -> None:
+        """A request of the group that waits for the coordinator is about to be written: the heartbeats answered
+        before it go first."""
+        self.heartbeats.flush(group_id)
+
+    def _request(self, body: Json):
+        view = self.follower.view(body["group_id"])
+        if view is None:
+            return None, None
+        try:
+            return view, decode_request(encode({**body, "request_id": ""}))
+        except BadRequest:
+            return None, None  # the coordinator says what is wrong with it
+
+    def _heartbeat(self, body: Json) -> Awaitable[Json] | None:
+        view, req = self._request(body)
+        if req is None:
+            return None
+        error = heartbeat_from_view(view, req)
+        if error is None:
+            return None
+        self.heartbeats.heard(req.group_id, view, req.member_id, req.group_instance_id, req.generation_id,
+                              req.principal, error)
+        done = asyncio.get_running_loop().create_future()
+        done.set_result({"throttle_time_ms": 0, "error_code": error})
+        return done
+
+    def _commit(self, body: Json) -> Awaitable[Json] | None:
+        view, req = self._request(body)
+        if req is None:
+            return None
+        answer = commit_from_view(view, req, self.max_metadata_bytes)
+        if answer is None:
+            return None
+        request_id = f"{self._prefix}-{next(self._ids)}"
+        written = self.appender.append(req.group_id, encode({**body, "request_id": request_id, "answered": answer}))
+        return self._after(written, msgspec.to_builtins(commit_response(req, answer)), body)
+
+    @staticmethod
+    async def _after(written: asyncio.Future, answer: Json, body: Json) -> Json:
+        try:
+            await written
+        except AppendFailed as exc:
+            log.warning("cannot append an OffsetCommit: %s", exc)
+            return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE, f"the control topic cannot be written: {exc}")
+        return answer
+
+    def close(self) -> None:
+        self.heartbeats.flush_all()
+        self.follower.close()

@@ -1,0 +1,70 @@
+"""A group's published view and the completeness marks: what a gateway answers heartbeats and commits from.
+
+`view_of` is the one derivation of a view from a group; the coordinator publishes it after each step that changed
+it (`state.batch.GroupStep.view`), on the views topic keyed by group id, and a tombstone when the group is deleted.
+A gateway decodes a view into a `PublishedGroup`, which the rules of `state.rules` read exactly as they read the
+group itself. The shell writes `ViewMark`s into every partition of the views topic after the views of the batches
+they cover (`encode_mark`), under `MARK_KEY`, which no group id can have (it is not UTF-8).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import msgspec
+
+from schemas.messages import GroupView, ViewMark, ViewMember
+from state.wire import encode
+
+MARK_KEY = b"\xffmark"
+"""The views topic's key of the completeness marks: not UTF-8, so never a group id."""
+
+_VIEW = msgspec.json.Decoder(GroupView)
+_MARK = msgspec.json.Decoder(ViewMark)
+
+
+def view_of(group) -> GroupView | None:
+    """The view of a `ClassicGroup` (None: no group)."""
+    if group is None:
+        return None
+    return GroupView(group.state.value, group.generation, group.protocol_type, group.protocol_name, group.leader,
+                     tuple(ViewMember(m.member_id, m.group_instance_id, m.principal, m.session_timeout_ms)
+                           for m in group.members.values()))
+
+
+def encode_view(view: GroupView | None) -> bytes | None:
+    """The views topic's value of a view (None: the group's tombstone)."""
+    return None if view is None else encode(view)
+
+
+class PublishedGroup:
+    """A decoded view, with the lookups the rules read (`state.rules.Membership`)."""
+
+    __slots__ = ("state", "generation", "protocol_type", "protocol_name", "leader", "members", "static_members")
+
+    def __init__(self, view: GroupView) -> None:
+        self.state = view.group_state
+        self.generation = view.generation
+        self.protocol_type = view.protocol_type
+        self.protocol_name = view.protocol_name
+        self.leader = view.leader
+        self.members: dict[str, ViewMember] = {m.member_id: m for m in view.members}
+        self.static_members = {m.group_instance_id: m.member_id for m in view.members
+                               if m.group_instance_id is not None}
+
+    def min_session_timeout_ms(self) -> int | None:
+        return min((m.session_timeout_ms for m in self.members.values()), default=None)
+
+
+def decode_view(raw: bytes) -> PublishedGroup:
+    """A views-topic value; msgspec.DecodeError when it is not a view."""
+    return PublishedGroup(_VIEW.decode(raw))
+
+
+def encode_mark(requests_topic: str, positions: Mapping[int, int], time_ms: int) -> bytes:
+    return encode(ViewMark(requests_topic, {str(p): o for p, o in sorted(positions.items())}, time_ms))
+
+
+def decode_mark(raw: bytes) -> ViewMark:
+    """A mark's value; msgspec.DecodeError when it is not one."""
+    return _MARK.decode(raw)
