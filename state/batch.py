@@ -59,6 +59,7 @@ from state.context import Context
 from state.fast_answers import FastAnswer
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
+from state.member_id_round import PENDING_MEMBER, handle_pending_member
 from state.membership import reschedule_heartbeat
 from state.records import Record, kafka_group_value
 from state.wire import (
@@ -304,7 +305,7 @@ def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
     (a dead letter). An internal request is not refused but handled: a LoadGroup is loaded (what it returns is why
     each of its records that could not be loaded was not: a dead letter each), a Liveness request taken as its
-    members' heartbeats."""
+    members' heartbeats, a PendingMember as the JoinGroup it is."""
     body = exc.body
     api = None if body is None else body.get("api")
     internal = _INTERNAL.get(api) if isinstance(api, str) else None
@@ -334,6 +335,16 @@ def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms
 
 LOAD_GROUP = "LoadGroup"
 """The internal request `schemas.messages.LoadGroup` (a rebuild's), routed like a group request."""
+def _pending_member(ctx: Context, body: dict) -> list[str]:
+    """A gateway's member-id round (`state.member_id_round`); a JoinGroup that is not valid is answered as one."""
+    try:
+        handle_pending_member(ctx, body)
+    except BadRequest as exc:
+        request_id = readable_request_id(body)
+        if request_id is None:
+            raise
+        ctx.respond(error_response("JoinGroup", request_id, body.get("group_id"), exc.code, exc.reason))
+    return []
 
 
 def _load_request(ctx: Context, body: dict) -> list[str]:
@@ -349,7 +360,8 @@ def _load_request(ctx: Context, body: dict) -> list[str]:
     return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
 
 
-_INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness}
+_INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness,
+             PENDING_MEMBER: _pending_member}
 """The internal requests (written by the job and the gateways, never by clients) by `api`: no response."""
 
 

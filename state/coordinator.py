@@ -49,16 +49,20 @@ def handle(ctx: Context, req: Request) -> CoordinatorResult:
     return ctx.since(mark)
 
 
-def run(ctx: Context, req: Request) -> None:
+def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
     """`handle` without cutting out this request's result: what a call over many requests uses (its
     `ctx.result` holds them all, in order). First the checks Kafka makes before the coordinator sees a request,
-    in its order: KIP-559's, then the group id (INVALID_GROUP_ID)."""
+    in its order: KIP-559's, then the group id (INVALID_GROUP_ID). `new_member_id`: a JoinGroup's new member gets
+    it instead of a generated id (a member-id round a gateway answered, `state.member_id_round`)."""
     api = req.api
     if api == "SyncGroup" and req.version >= 5 and (req.protocol_type is None or  # type: ignore[union-attr]
                                                     req.protocol_name is None):  # type: ignore[union-attr]
         ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL))
     elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
         ctx.respond(_error(req, INVALID_GROUP_ID))
+    elif new_member_id is not None and api == "JoinGroup":
+        membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
+        sync_directory(ctx)
     else:
         _HANDLERS[api](ctx, req)
         sync_directory(ctx)
