@@ -41,6 +41,7 @@ from client.rebalance import (
     rebalance_protocol,
 )
 from client.transport import Transport, default_client_host
+from state.api import PENDING_MEMBER, pending_member_id
 from state.errors import Errors
 
 log = logging.getLogger(__name__)
@@ -334,6 +335,12 @@ class GroupMember:
     def _join_and_sync_once(self, gen: Generation) -> tuple[Generation, frozenset[TopicPartition]] | None | str:
         """One JoinGroup and, once joined, one SyncGroup: the new generation and assignment, "retry" to send
         JoinGroup again now, or None to stop the round."""
+        if gen.member_id == "" and self.config.group_instance_id is None:
+            member_id = self._member_id_round()
+            if member_id is not None:  # the coordinator keeps it pending: join again with it
+                with self._lock:
+                    self._generation = Generation(-1, member_id)
+                return "retry"
         join = self._request(self._join_request(gen), timeout_ms=self.config.rebalance_timeout_ms + 5000)
         code = join.get("error_code", 0)
         if code == Errors.MEMBER_ID_REQUIRED:  # the answer carries the id to join with
@@ -352,6 +359,24 @@ class GroupMember:
         if assignments is None:
             return None
         return self._sync(new_gen, assignments)
+
+    def _member_id_round(self) -> str | None:
+        """KIP-394's member-id round without waiting for the coordinator, as the gateway answers it
+        (docs/gateway.md): the JoinGroup appended as a `PendingMember` request, the member id derived from that
+        request by the core's rule, which the coordinator applies too. None when the transport cannot append or the
+        append failed: the JoinGroup then goes the usual way."""
+        append = getattr(self._transport, "append", None)
+        if append is None:
+            return None
+        body = {**self._join_request(Generation(-1, "")), "api": PENDING_MEMBER}
+        request_id, _, appended = append(self.config.group_id, body)
+        self._transport.forget(request_id)  # the coordinator's own answer is not needed
+        try:
+            appended.result(timeout=self.config.request_timeout_ms / 1000)
+        except Exception as exc:  # noqa: BLE001 - not appended: the coordinator answers the JoinGroup itself
+            log.info("%s: member-id round left to the coordinator: %s", self.config.group_id, exc)
+            return None
+        return pending_member_id(self.config.group_id, self.config.client_id, request_id)
 
     def _assign_as_leader(self, gen: Generation, join: protocol.Json) -> dict[str, bytes] | None:
         """The leader's assignments for SyncGroup (none when the coordinator assigned), remembering the partition

@@ -151,6 +151,17 @@ class KafkaTransport:
         self._producer.send(self.control_topic, key=key.encode("utf-8"), value=encode_request(body, request_id))
         return request_id, fut
 
+    def append(self, key: str, body: Json) -> tuple[str, Future[Json], Future[None]]:
+        """As `submit`, plus a future completed once the broker has acknowledged the request (or failed as the
+        append failed): for callers that act on the request being in the control topic."""
+        self._watch(key, 60.0)
+        request_id, fut = self._waiters.new()
+        appended: Future[None] = Future()
+        sent = self._producer.send(self.control_topic, key=key.encode("utf-8"), value=encode_request(body, request_id))
+        sent.add_callback(lambda _metadata: appended.set_result(None))
+        sent.add_errback(appended.set_exception)
+        return request_id, fut, appended
+
     def expect(self, key: str) -> tuple[str, Future[Json]]:
         """A request id and the future its answer completes, for a request keyed by `key` that the caller sends
         itself (with `encode_request`); `forget` the id when done."""

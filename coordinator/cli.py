@@ -131,8 +131,9 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
             from gateway.process import start_gateway
 
-            topics = {k: v for k, v in props.items() if k.startswith("topic.")}
-            gateway = start_gateway(broker.bootstrap_servers, topics, log_path=Path("var/gateway.log"))
+            # its topics, and the group.* settings the gateway applies when it answers the member-id round itself
+            shared = {k: v for k, v in props.items() if k.startswith(("topic.", "group."))}
+            gateway = start_gateway(broker.bootstrap_servers, shared, log_path=Path("var/gateway.log"))
         # Watching the lease from now on: a live holder shows itself while the session starts.
         lease = Lease(client, LeaseSettings.from_properties(props))
         spark = spark_session(spark_conf)

@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--response-fetch-wait-ms", type=int, default=50,
                         help="how long the broker may hold the gateway's fetch of the response topic; lower it "
                              "against a broker that holds a fetch this long even when data arrives (tansu)")
+    parser.add_argument("--member-id-round-by-coordinator", action="store_true",
+                        help="leave JoinGroup's member-id round (KIP-394) to the coordinator's micro-batch instead of "
+                             "answering it here at once (docs/gateway.md)")
     parser.add_argument("--view-bound-ms", type=int, default=2000,
                         help="answer heartbeats and commits from a group's view while the views are complete and the "
                              "coordinator alive as of at most this long ago; 0: never (docs/gateway.md)")
@@ -78,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
     from gateway.server import GatewaySettings
+    from state.api import CoordinatorConfig
 
     host, _, port = args.listen.rpartition(":")
     host = host.strip("[]") or "0.0.0.0"
@@ -97,6 +101,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         response_fetch_wait_ms=args.response_fetch_wait_ms, views_topic=props["topic.views"],
         view_bound_ms=args.view_bound_ms, liveness_interval_ms=args.liveness_interval_ms,
         offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
+        coordinator_config=None if args.member_id_round_by_coordinator else CoordinatorConfig.from_properties(props),
     )
 
 

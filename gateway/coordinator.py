@@ -58,6 +58,21 @@ class CoordinatorClient:
         return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE,
                           f"the coordinator did not answer within {timeout_s:.1f} s")
 
+    async def append(self, key: str, body: Json) -> tuple[str, asyncio.Future]:
+        """Append `body` (keyed by `key`) to the control topic; return its request id once the broker has
+        acknowledged it, and the future of the coordinator's answer (`forget` the id when done with it). Raises
+        what the append raised."""
+        request_id, answer = self._transport.expect(key)
+        try:
+            await self.appender.append(key, encode_request(body, request_id))
+        except BaseException:
+            self._transport.forget(request_id)
+            raise
+        return request_id, asyncio.wrap_future(answer)
+
+    def forget(self, request_id: str) -> None:
+        self._transport.forget(request_id)
+
     def close(self) -> None:
         for stop in (self.appender.close, self._transport.close):
             try:

@@ -30,9 +30,11 @@ from gateway.fast_path import FastPath
 from gateway.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.acl import Authorizer
 from gateway.authentication import Authenticator
+from gateway.member_id_round import MemberIdRound
 from gateway.security_topics import SecurityTopics
 from gateway.upstream import Upstream, UpstreamSecurity
 from gateway.versions import Versions, advertised
+from state.api import CoordinatorConfig
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,9 @@ class GatewaySettings:
     """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
     max_request_bytes: int = MAX_REQUEST_BYTES
     connect_timeout_ms: int = 10_000
+    coordinator_config: CoordinatorConfig | None = None
+    """The coordinator's settings (the `group.*` properties, as the query reads them), for the member-id round the
+    gateway answers itself by the core's rules (`gateway.member_id_round`); None: the coordinator answers it."""
 
 
 ALLOW_ALL = Authorizer(allow_everyone_if_no_acl_found=True)
@@ -88,6 +93,8 @@ class Gateway:
                  security: SecurityTopics | None = None, fast_path: FastPath | None = None) -> None:
         self.settings = settings
         self.coordinator = coordinator
+        self.member_id_round = (None if settings.coordinator_config is None
+                                else MemberIdRound(coordinator, settings.coordinator_config))
         self.security = security
         """The ACLs and SCRAM credentials the gateway follows (when authorization or SCRAM is on)."""
         self.fast_path = fast_path

@@ -25,6 +25,7 @@ from state.fast_answers import (
     heartbeat_from_view,
 )
 from state.group import GroupState
+from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
 from state.timers import earliest, is_due
@@ -40,6 +41,7 @@ __all__ = [
     "FastAnswer",
     "GroupDirectory",
     "GroupState",
+    "PENDING_MEMBER",
     "GroupStep",
     "OffsetsReader",
     "PublishedGroup",
@@ -58,7 +60,10 @@ __all__ = [
     "error_response",
     "heartbeat_from_view",
     "is_due",
+    "is_member_id_round",
     "kafka_python_settings",
+    "member_id_required",
+    "pending_member_id",
     "read_properties",
     "route",
     "step_group",

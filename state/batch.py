@@ -73,6 +73,7 @@ from state.consumer.stored import from_doc as consumer_group_of
 from state.consumer.stored import to_doc as consumer_group_doc
 from state.consumer.topics import ImageRow, apply_topic_metadata, decode_image_row, image_doc
 from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
+from state.member_id_round import PENDING_MEMBER, handle_pending_member
 from state.membership import reschedule_heartbeat
 from state.records import Record, kafka_group_value
 from state.wire import (
@@ -338,7 +339,7 @@ def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
     (a dead letter). An internal request is not refused but handled: a LoadGroup is loaded (what it returns is why
     each of its records that could not be loaded was not: a dead letter each), a Liveness request taken as its
-    members' heartbeats."""
+    members' heartbeats, a PendingMember as the JoinGroup it is."""
     body = exc.body
     api = None if body is None else body.get("api")
     internal = _INTERNAL.get(api) if isinstance(api, str) else None
@@ -390,6 +391,18 @@ def _step_topics(stored: StoredGroup | None, requests: Sequence[bytes]) -> Group
     return GroupStep(metadata=encode(ImageRow(STATE_SCHEMA_VERSION, image_doc(image))), dead_letters=dead_letters)
 
 
+def _pending_member(ctx: Context, body: dict) -> list[str]:
+    """A gateway's member-id round (`state.member_id_round`); a JoinGroup that is not valid is answered as one."""
+    try:
+        handle_pending_member(ctx, body)
+    except BadRequest as exc:
+        request_id = readable_request_id(body)
+        if request_id is None:
+            raise
+        ctx.respond(error_response("JoinGroup", request_id, body.get("group_id"), exc.code, exc.reason))
+    return []
+
+
 def _load_request(ctx: Context, body: dict) -> list[str]:
     try:
         load_group_request = msgspec.convert(body, LoadGroup)
@@ -397,13 +410,16 @@ def _load_request(ctx: Context, body: dict) -> list[str]:
         raise BadRequest(f"LoadGroup: {exc}") from None
     if ctx.group is not None:
         return []
+    records = load_group_request.records
     loaded = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
-                                      for r in load_group_request.records], ctx.now_ms, ctx.config)
+                                      for r in records], ctx.now_ms, ctx.config,
+                       read_at=[(r.partition, r.offset) for r in records])
     ctx.group = loaded.group
     return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
 
 
-_INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness}
+_INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness,
+             PENDING_MEMBER: _pending_member}
 """The internal requests (written by the job and the gateways, never by clients) by `api`: no response."""
 
 

@@ -61,10 +61,11 @@ def handle(ctx: Context, req: Request) -> CoordinatorResult:
     return ctx.since(mark)
 
 
-def run(ctx: Context, req: Request) -> None:
+def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
     """`handle` without cutting out this request's result: what a call over many requests uses (its
     `ctx.result` holds them all, in order). First the checks Kafka makes before the coordinator sees a request,
-    in its order: KIP-559's, then the group id (INVALID_GROUP_ID)."""
+    in its order: KIP-559's, then the group id (INVALID_GROUP_ID). `new_member_id`: a JoinGroup's new member gets
+    it instead of a generated id (a member-id round a gateway answered, `state.member_id_round`)."""
     api = req.api
     if api == "SyncGroup" and req.version >= 5 and (req.protocol_type is None or  # type: ignore[union-attr]
                                                     req.protocol_name is None):  # type: ignore[union-attr]
@@ -72,7 +73,9 @@ def run(ctx: Context, req: Request) -> None:
     elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
         ctx.respond(_error(req, INVALID_GROUP_ID))
     elif isinstance(ctx.group, ConsumerGroup) and api in _MEMBERSHIP:
-        _classic_request_to_consumer_group(ctx, req)
+        _classic_request_to_consumer_group(ctx, req, new_member_id)
+    elif new_member_id is not None and api == "JoinGroup":
+        membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
         sync_directory(ctx)
     else:
         _HANDLERS[api](ctx, req)
@@ -83,14 +86,15 @@ _MEMBERSHIP = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"})
 """The classic protocol's membership APIs, which a consumer group answers its own way."""
 
 
-def _classic_request_to_consumer_group(ctx: Context, req: Request) -> None:
+def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id: str | None) -> None:
     """A consumer group without members is replaced by the classic group a JoinGroup creates (its records are
-    tombstoned first, its offsets stay: Kafka's maybeDeleteEmptyConsumerGroup). Otherwise the group belongs to the
-    other protocol: a JoinGroup is refused as one of another protocol, the other requests name no member of it."""
+    tombstoned first, its offsets stay: Kafka's maybeDeleteEmptyConsumerGroup; the new member gets `new_member_id`
+    as in `run`). Otherwise the group belongs to the other protocol: a JoinGroup is refused as one of another
+    protocol, the other requests name no member of it."""
     group: ConsumerGroup = ctx.group  # type: ignore[assignment]
     if req.api == "JoinGroup" and not group.members:
         offsets.delete_group_metadata(ctx, group)
-        return membership.handle_join(ctx, req)  # type: ignore[arg-type]
+        return membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
     ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL if req.api == "JoinGroup" else UNKNOWN_MEMBER_ID))
 
 

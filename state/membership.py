@@ -69,7 +69,9 @@ STABLE = GroupState.STABLE
 
 # -- JoinGroup ---------------------------------------------------------------------------------------------------
 
-def handle_join(ctx: Context, req: JoinGroupRequest) -> None:
+def handle_join(ctx: Context, req: JoinGroupRequest, new_member_id: str | None = None) -> None:
+    """`new_member_id`: the id a new member gets instead of a generated one (a member-id round the gateway
+    answered, `state.member_id_round`)."""
     member_id = req.member_id
     session = req.session_timeout_ms
     if not ctx.config.group_min_session_timeout_ms <= session <= ctx.config.group_max_session_timeout_ms:
@@ -84,7 +86,7 @@ def handle_join(ctx: Context, req: JoinGroupRequest) -> None:
         remove_member(ctx, group, member_id)
         return ctx.respond(join_response(req, GROUP_MAX_SIZE_REACHED))
     if member_id == "":
-        _join_new_member(ctx, group, req)
+        _join_new_member(ctx, group, req, new_member_id)
     else:
         _join_existing_member(ctx, group, req)
 
@@ -104,11 +106,13 @@ def _protocols(req: JoinGroupRequest) -> list[tuple[str, str]]:
     return [(p.name, p.metadata) for p in req.protocols]
 
 
-def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest) -> None:
+def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest, new_id: str | None) -> None:
     if not group.supports_protocols(req.protocol_type, _protocols(req)):
         return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL))
     instance = req.group_instance_id
-    new_id = group.member_id_for(instance if instance is not None else req.client_id, req.request_id, ctx.now_ms)
+    if new_id is None:
+        new_id = group.member_id_for(instance if instance is not None else req.client_id, req.request_id,
+                                     ctx.now_ms)
     if instance is None and req.version >= 4:
         # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
         ctx.append(PendingMemberAdded(new_id, group.id_counter + 1))

@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 
+from state.api import PENDING_MEMBER, pending_member_id
 from tests.client.e2e_support import (  # noqa: F401 - `run` is a fixture
     CONSUMER_OPTS,
     WAIT_S,
@@ -49,6 +50,11 @@ def test_n_consumers_consume_every_message_once_per_generation(run, n, strategy,
     everyone = list(workers)
     try:
         wait_until(lambda: settled(workers, partitions), what=f"{n} consumers settled")
+        # Each member's id is the one its member-id round derived from the PendingMember request it appended.
+        named = {pending_member_id(r["group_id"], r["client_id"], r["request_id"])
+                 for r in map(json.loads, (record.value for record in run.read(run.topics.requests)))
+                 if r.get("api") == PENDING_MEMBER and r.get("group_id") == group}
+        assert {w.consumer.member.generation.member_id for w in workers} <= named
         wait_until(lambda: {v for _, v in consumed(everyone)} >= expected, what="first batch consumed")
         if churn:
             joiner = Worker(run, topic, group, f"c{n}", **opts)

@@ -91,7 +91,7 @@ def gateway_env(spark, broker, tmp_path_factory) -> Iterator[GatewayEnv]:
     gateway = env = None
     logs = tmp_path_factory.mktemp("gateway-log")
     try:
-        gateway = start_gateway(broker, {k: v for k, v in run.props.items() if k.startswith("topic.")},
+        gateway = start_gateway(broker, {k: v for k, v in run.props.items() if k.startswith(("topic.", "group."))},
                                 log_path=logs / "gateway.log")
         env = GatewayEnv(run, gateway, broker, logs)
         yield env

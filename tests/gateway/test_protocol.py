@@ -32,6 +32,7 @@ from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateRespon
 from common import config as job_config
 from common.topics import ensure_topics
 from gateway.process import GatewayProcess, start_gateway
+from state.api import PENDING_MEMBER, pending_member_id
 from state.errors import Errors
 from streaming.kafka_io.embedded import start_broker
 from tests.gateway.raw import Connection, address, login
@@ -193,9 +194,9 @@ def test_group_requests_the_coordinator_does_not_answer_get_coordinator_not_avai
         connection.close()
 
 
-def join_request(rebalance_timeout_ms: int) -> Any:
+def join_request(rebalance_timeout_ms: int, member_id: str = "m-1") -> Any:
     return JoinGroupRequest[5](group_id="g", session_timeout_ms=6000, rebalance_timeout_ms=rebalance_timeout_ms,
-                               member_id="", group_instance_id=None, protocol_type="consumer",
+                               member_id=member_id, group_instance_id=None, protocol_type="consumer",
                                protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")])
 
 
@@ -215,6 +216,44 @@ def test_answers_come_in_request_order_a_long_poll_holding_back_the_next(gateway
         assert waited >= 2.5  # 500 ms rebalance timeout + 2 s grace: a long poll, not the 1 s request timeout
     finally:
         connection.close()
+
+
+def appended_requests(broker: str, topic: str) -> list[dict]:
+    """Every request in the control topic so far."""
+    consumer = KafkaConsumer(bootstrap_servers=broker, group_id=None, auto_offset_reset="earliest",
+                             consumer_timeout_ms=2000)
+    consumer.assign([TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)])
+    try:
+        return [json.loads(record.value) for record in consumer]
+    finally:
+        consumer.close()
+
+
+def test_a_new_member_s_member_id_round_is_answered_without_the_coordinator(gateway, broker, topics):
+    """No coordinator runs here, yet a new dynamic member's first JoinGroup gets MEMBER_ID_REQUIRED at once, with
+    the id the core derives from the PendingMember request the gateway appended for the coordinator to keep."""
+    connection = Connection(gateway.bootstrap_servers)
+    try:
+        join = connection.call(join_request(500, member_id=""), 5, JoinGroupResponse)
+    finally:
+        connection.close()
+    assert join.error_code == Errors.MEMBER_ID_REQUIRED
+    assert join.member_id.startswith("gateway-test-")
+    (pending,) = [r for r in appended_requests(broker, topics["topic.requests"]) if r["api"] == PENDING_MEMBER
+                  and pending_member_id(r["group_id"], r["client_id"], r["request_id"]) == join.member_id]
+    assert (pending["group_id"], pending["member_id"], pending["session_timeout_ms"]) == ("g", "", 6000)
+
+
+def test_the_member_id_round_can_be_left_to_the_coordinator(broker, topics, tmp_path):
+    process = start_gateway(broker, topics, args=["--request-timeout-ms", "1000", "--member-id-round-by-coordinator"],
+                            log_path=tmp_path / "gateway.log")
+    connection = Connection(process.bootstrap_servers)
+    try:
+        join = connection.call(join_request(0, member_id=""), 5, JoinGroupResponse)
+    finally:
+        connection.close()
+        process.stop()
+    assert join.error_code == Errors.COORDINATOR_NOT_AVAILABLE
 
 
 def test_a_dead_upstream_closes_forwarded_connections_and_times_out_group_requests(tmp_path):
