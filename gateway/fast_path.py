@@ -88,6 +88,13 @@ class Heartbeats:
             self.flush(group_id)
 
 
+def _at_once(answer: Json) -> Awaitable[Json]:
+    """An answer the gateway gives without waiting."""
+    done = asyncio.get_running_loop().create_future()
+    done.set_result(answer)
+    return done
+
+
 def _log_failure(written: asyncio.Future) -> None:
     if not written.cancelled() and written.exception() is not None:
         log.warning("a Liveness request could not be written: %s", written.exception())
@@ -137,9 +144,7 @@ class FastPath:
             return None
         self.heartbeats.heard(req.group_id, view, req.member_id, req.group_instance_id, req.generation_id,
                               req.principal, error)
-        done = asyncio.get_running_loop().create_future()
-        done.set_result({"throttle_time_ms": 0, "error_code": error})
-        return done
+        return _at_once({"throttle_time_ms": 0, "error_code": error})
 
     def _consumer_heartbeat(self, body: Json) -> Awaitable[Json] | None:
         """A consumer group's (KIP-848) heartbeat that changes nothing for its member: answered at once, and heard
@@ -152,9 +157,7 @@ class FastPath:
             return None
         self.heartbeats.heard(req.group_id, view, req.member_id, req.instance_id, req.member_epoch, req.principal,
                               response.error_code)
-        done = asyncio.get_running_loop().create_future()
-        done.set_result(msgspec.to_builtins(response))
-        return done
+        return _at_once(msgspec.to_builtins(response))
 
     def _commit(self, body: Json) -> Awaitable[Json] | None:
         view, req = self._request(body)

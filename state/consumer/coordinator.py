@@ -73,24 +73,29 @@ def handle_heard(ctx: Context, req: ConsumerGroupHeartbeatRequest, heard_ms: int
     """A heartbeat a gateway answered "nothing changed" from the group's view (`state.fast_answers`), run as if it
     had arrived when it was heard. Applied only when it changes nothing, as answered: no record, no error, no
     assignment, the same epoch; then its timers (the member's session restarts from `heard_ms`), and no response
-    (the member has its answer). Otherwise nothing of it is applied, since the member never got what the
-    coordinator would tell it: the member owes a heartbeat (`HeartbeatOwed`), which takes it out of the view, so
-    that its next heartbeat reaches the coordinator and gets the answer. Returns the error the coordinator decided,
-    None where it would have answered otherwise with no error."""
-    group = ctx.group
-    result = heartbeat.consumer_group_heartbeat(group, req, env(ctx, heard_ms))  # type: ignore[arg-type]
+    (the member has its answer). Otherwise, where the coordinator would have answered it without an error, the
+    member was alive and its session restarts all the same, but nothing else of it is applied, since the member
+    never got what the coordinator would tell it: the member owes a heartbeat (`HeartbeatOwed`), which takes it out
+    of the view, so that its next heartbeat reaches the coordinator and gets the answer. Returns the error the
+    coordinator decided, None where it would have answered otherwise with no error."""
+    group: ConsumerGroup = ctx.group  # type: ignore[assignment]
+    result = heartbeat.consumer_group_heartbeat(group, req, env(ctx, heard_ms))
     response = result.response
-    if (not result.records and response.error_code == Errors.NONE and response.assignment is None
-            and response.member_epoch == req.member_epoch):
-        for op in result.timers:
+    error = response.error_code
+    unchanged = (error == Errors.NONE and not result.records and response.assignment is None
+                 and response.member_epoch == req.member_epoch)
+    session = consumer_session_timeout_key(req.member_id)
+    for op in result.timers:
+        if unchanged or (error == Errors.NONE and op.key == session):
             if isinstance(op, Schedule):
                 ctx.schedule(op.key, op.deadline_ms)
             else:
                 ctx.cancel(op.key)
+    if unchanged:
         return Errors.NONE
-    if req.member_id in group.members and req.member_id not in group.heartbeat_owed:  # type: ignore[union-attr]
+    if req.member_id in group.members and req.member_id not in group.heartbeat_owed:
         ctx.append(HeartbeatOwed(req.member_id, True))
-    return response.error_code or None
+    return error or None
 
 
 def _start_retention(ctx: Context) -> None:
