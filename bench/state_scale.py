@@ -45,7 +45,7 @@ from state.batch import StoredGroup, decode_state
 from state.records import group_record, offset_record
 from streaming.kafka_io.embedded import start_broker
 from streaming.query import OPERATORS, await_warm_up, spark_session, start_query, stop_between_batches
-from streaming.recovery.rebuild import load_requests
+from streaming.recovery.rebuild import Latest, load_requests
 
 
 def template_group(members: int, group_id: str = "template") -> tuple[StoredGroup, list[str], int]:
@@ -69,7 +69,7 @@ def load_request(template: StoredGroup, group_id: str) -> bytes:
     group.group_id = group_id
     records = [group_record(group, persist=True).encode()]
     records += [offset_record(group_id, t, p, o).encode() for (t, p), o in sorted(group.offsets.items())]
-    return load_requests(dict(records))[group_id]
+    return load_requests({k: Latest(v, 0, offset) for offset, (k, v) in enumerate(records)})[group_id]
 
 
 def batches_with(query, progress_from: int, rows: int, timeout_s: float = 600) -> list:

@@ -497,10 +497,14 @@ class GroupMetadataRecord(GroupMetadataValue, frozen=True):
 
 
 class LoadedRecord(Struct, frozen=True):
-    """One records-topic record as a LoadGroup carries it: the key's and the value's JSON text (None: tombstone)."""
+    """One records-topic record as a LoadGroup carries it: the key's and the value's JSON text (None: tombstone),
+    and where the rebuild read it, so that a record the core cannot decode is reported by its records-topic
+    partition and offset (-1: not read from the topic)."""
 
     key: str
     value: str | None
+    partition: int = -1
+    offset: int = -1
 
 
 class LoadGroup(Struct, frozen=True, kw_only=True):

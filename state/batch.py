@@ -374,8 +374,10 @@ def _load_request(ctx: Context, body: dict) -> list[str]:
         raise BadRequest(f"LoadGroup: {exc}") from None
     if ctx.group is not None:
         return []
+    records = load_group_request.records
     loaded = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
-                                      for r in load_group_request.records], ctx.now_ms, ctx.config)
+                                      for r in records], ctx.now_ms, ctx.config,
+                       read_at=[(r.partition, r.offset) for r in records])
     ctx.group = loaded.group
     return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
 

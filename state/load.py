@@ -7,8 +7,8 @@ assignments, or Empty, whatever state the `directory` part names; the transition
 member gets a fresh session timer, and a group above `group.max.size` rebalances. Offsets are the latest record
 per partition.
 
-A record that cannot be decoded is not skipped in silence: it is logged with its position in the records given
-and returned in `Loaded.unreadable`, which the caller counts (a LoadGroup request turns each into a dead letter).
+A record that cannot be decoded is not skipped in silence: it is logged with where it was read (its records-topic
+partition and offset, when the caller says; otherwise its position in the records given) and returned in `Loaded.unreadable`, which the caller counts (a LoadGroup request turns each into a dead letter).
 The group still loads from the other records, as a consumer of a compacted topic would; what the bad record held
 is reported, not guessed.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import msgspec
 
@@ -41,16 +41,18 @@ class Loaded:
 
 
 def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
-         config: CoordinatorConfig) -> Loaded:
-    """Replay this group's records (other groups' are passed over), then `on_loaded`."""
+         config: CoordinatorConfig, read_at: Sequence[tuple[int, int]] = ()) -> Loaded:
+    """Replay this group's records (other groups' are passed over), then `on_loaded`. `read_at`, when given, holds
+    each record's (partition, offset) in the records topic, which names a record that cannot be decoded."""
     ctx = Context(group_id, None, now_ms, config)
     unreadable = []
     for position, (raw_key, raw_value) in enumerate(records):
         try:
             record = decode_record(raw_key, raw_value)
         except msgspec.DecodeError as exc:
-            log.error("group %s: record %d of its load cannot be decoded, not loaded: %s", group_id, position, exc)
-            unreadable.append((position, f"record {position} cannot be decoded: {exc}"))
+            where = _where(position, read_at)
+            log.error("group %s: %s of its load cannot be decoded, not loaded: %s", group_id, where, exc)
+            unreadable.append((position, f"{where} cannot be decoded: {exc}"))
             continue
         if record.key.group != group_id:
             continue
@@ -62,6 +64,13 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
     if ctx.group is not None:
         on_loaded(ctx)
     return Loaded(ctx.group, unreadable)
+
+
+def _where(position: int, read_at: Sequence[tuple[int, int]]) -> str:
+    if position < len(read_at) and read_at[position][1] >= 0:
+        partition, offset = read_at[position]
+        return f"records-topic partition {partition} offset {offset}"
+    return f"record {position}"
 
 
 def on_loaded(ctx: Context) -> None:

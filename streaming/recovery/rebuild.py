@@ -16,7 +16,7 @@ import json
 import logging
 from collections import defaultdict
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import msgspec
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -38,15 +38,23 @@ def checkpoint_has_progress(checkpoint: str) -> bool:
     return offsets.is_dir() and any(offsets.iterdir())
 
 
-def latest_records(client: Mapping[str, object], topic: str) -> dict[bytes, bytes | None]:
-    """The records topic as compaction leaves it: the last value per key (None for a tombstone), read to the high
-    watermark of each partition (tansu neither compacts nor reports log ends reliably)."""
+class Latest(NamedTuple):
+    """A key's last value in the records topic (None: a tombstone) and where it was read."""
+
+    value: bytes | None
+    partition: int
+    offset: int
+
+
+def latest_records(client: Mapping[str, object], topic: str) -> dict[bytes, Latest]:
+    """The records topic as compaction leaves it: the last value per key, read to the high watermark of each
+    partition (tansu neither compacts nor reports log ends reliably)."""
     consumer = KafkaConsumer(**{"enable_auto_commit": False, "group_id": None, "auto_offset_reset": "earliest",
                                 **client})
     try:
         parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
         ends = high_watermarks(consumer, {tp: 0 for tp in parts})
-        latest: dict[bytes, bytes | None] = {}
+        latest: dict[bytes, Latest] = {}
         pending = [tp for tp in parts if ends[tp] > 0]
         if pending:
             consumer.assign(pending)
@@ -55,24 +63,28 @@ def latest_records(client: Mapping[str, object], topic: str) -> dict[bytes, byte
                 for tp, batch in consumer.poll(timeout_ms=500).items():
                     for record in batch:
                         if record.offset < ends[tp] and record.key is not None:
-                            latest[record.key] = record.value
+                            latest[record.key] = Latest(record.value, tp.partition, record.offset)
         return latest
     finally:
         consumer.close()
 
 
-def load_requests(latest: Mapping[bytes, bytes | None]) -> dict[str, bytes]:
-    """group_id -> its LoadGroup request, for every group that still has a live record."""
+def load_requests(latest: Mapping[bytes, Latest]) -> dict[str, bytes]:
+    """group_id -> its LoadGroup request, for every group that still has a live record. Each record carries where
+    it was read, so the core names one it cannot decode by its partition and offset; a value that is not UTF-8
+    cannot travel as JSON text and is reported here, by the same."""
     by_group: dict[str, list[LoadedRecord]] = defaultdict(list)
-    for key, value in sorted(latest.items()):
+    for key, (value, partition, offset) in sorted(latest.items()):
         if value is None:
             continue  # compaction would have removed the key's earlier values and, later, the tombstone
         try:
             group_id = decode_key(key).group
-        except msgspec.DecodeError:
-            log.warning("records topic key %r is not a coordinator record; skipped", key[:200])
+            text = value.decode()
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            log.error("records topic partition %d offset %d (key %r) is not a coordinator record, not loaded: %s",
+                      partition, offset, key[:200], exc)
             continue
-        by_group[group_id].append(LoadedRecord(key.decode(), value.decode()))
+        by_group[group_id].append(LoadedRecord(key.decode(), text, partition, offset))
     return {g: encode(LoadGroup(request_id=f"rebuild:{g}", group_id=g, records=tuple(recs)))
             for g, recs in sorted(by_group.items())}
 

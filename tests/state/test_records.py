@@ -115,10 +115,12 @@ def test_a_load_request_counts_each_unreadable_record_as_a_dead_letter():
     ctx.stable_group(2)
     records = ctx.records + [corrupt_copy_of_last_group_record(ctx), (b"junk", b"junk")]
     raw = json.dumps({"api": "LoadGroup", "request_id": "rebuild", "group_id": "g", "records": [
-        {"key": k.decode(), "value": None if v is None else v.decode()} for k, v in records]}).encode()
+        {"key": k.decode(), "value": None if v is None else v.decode(), "partition": 3, "offset": 100 + i}
+        for i, (k, v) in enumerate(records)]}).encode()
     step = step_group("g", None, [raw], ctx.now_ms, ctx.config)
     assert [(i, reason.split(" cannot")[0]) for i, reason in step.dead_letters] == [
-        (0, f"LoadGroup: record {len(records) - 2}"), (0, f"LoadGroup: record {len(records) - 1}")]
+        (0, f"LoadGroup: records-topic partition 3 offset {100 + len(records) - 2}"),
+        (0, f"LoadGroup: records-topic partition 3 offset {100 + len(records) - 1}")]
     assert step.metadata is not None  # the group is loaded from the records that could be read
 
 

@@ -4,12 +4,15 @@ where the new query starts reading, and the core loads each group from them (no 
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 import pytest
 
 from common import config as job_config
 from common.topics import ensure_topics
+from schemas.messages import OffsetCommitKey
+from state.api import encode
 from state.batch import decode_state, step_group
 from state.config import CoordinatorConfig
 from state.group import GroupState
@@ -17,10 +20,14 @@ from streaming.recovery.rebuild import rebuild
 from tests.state.context import GroupContext
 from tests.support.kafka import producer, read_topic, send_raw
 
+
+def offset_key(group_id: str, topic: str, partition: int) -> bytes:
+    return encode(OffsetCommitKey(group_id, topic, partition))
+
 pytestmark = pytest.mark.broker
 
 
-def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker):
+def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker, caplog):
     suffix = uuid.uuid4().hex[:8]
     props = job_config.load(None, {"bootstrap.servers": broker, "topic.requests": f"req-{suffix}",
                                    "topic.responses": f"resp-{suffix}", "topic.records": f"rec-{suffix}",
@@ -38,15 +45,22 @@ def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(br
     prod = producer(broker)
     for key, value in live.records + deleted.records:
         prod.send(props["topic.records"], key=key, value=value)
+    not_utf8 = prod.send(props["topic.records"], key=offset_key("live", "t", 1), value=b"\xff{}").get(timeout=30)
+    not_json = prod.send(props["topic.records"], key=offset_key("live", "t", 2), value=b"{").get(timeout=30)
     prod.flush()
     send_raw(prod, props["topic.requests"], b'{"api":"Heartbeat"}', key=b"live")  # handled before the loss
 
-    starting = json.loads(rebuild(client, props["topic.records"], props["topic.requests"]))[props["topic.requests"]]
+    with caplog.at_level(logging.ERROR, logger="coordinator.rebuild"):
+        starting = json.loads(rebuild(client, props["topic.records"], props["topic.requests"]))[
+            props["topic.requests"]]
+    assert f"partition {not_utf8.partition} offset {not_utf8.offset} " in caplog.text  # reported, not carried
 
     after_start = [r for r in read_topic(broker, props["topic.requests"]) if r.offset >= starting[str(r.partition)]]
     assert [r.key for r in after_start] == [b"live"]
     load = after_start[0].value
     step = step_group("live", None, [load], live.now_ms + 1_000, CoordinatorConfig())
+    assert [reason.split(" cannot")[0] for _, reason in step.dead_letters] == [
+        f"LoadGroup: records-topic partition {not_json.partition} offset {not_json.offset}"]
     group = decode_state(step.stored(None))
     assert group.state == GroupState.STABLE and set(group.members) == set(live.group.members)
     assert group.offsets[("t", 0)].offset == 7
