@@ -11,6 +11,7 @@ from state.directory import GroupDirectory
 from state.errors import Errors
 from state.fast_answers import FastAnswer, commit_from_view, commit_response, heartbeat_from_view
 from state.group import GroupState
+from state.offsets import fetch_from_view
 from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
@@ -41,6 +42,7 @@ __all__ = [
     "encode",
     "encode_mark",
     "error_response",
+    "fetch_from_view",
     "heartbeat_from_view",
     "is_due",
     "is_member_id_round",

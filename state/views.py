@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Mapping
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
-from schemas.messages import GroupView, ViewMark, ViewMember
+from schemas.messages import GroupView, ViewMark, ViewMember, ViewOffset, ViewPosition
 from state.wire import encode
 
 MARK_KEY = b"\xffmark"
@@ -23,13 +24,21 @@ _VIEW = msgspec.json.Decoder(GroupView)
 _MARK = msgspec.json.Decoder(ViewMark)
 
 
-def view_of(group) -> GroupView | None:
-    """The view of a `ClassicGroup` (None: no group)."""
+def view_of(group, position: tuple[int, int] | None = None) -> GroupView | None:
+    """The view of a `ClassicGroup` (None: no group). `position`: the requests-topic (partition, offset) of the last
+    request the step applied, given where the group's offsets answer an OffsetFetch (`state.batch`): the view then
+    carries them, as of that request."""
     if group is None:
         return None
+    offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
+    at: ViewPosition | UnsetType = UNSET
+    if position is not None:
+        offsets = tuple(ViewOffset(t, p, o.offset, o.leader_epoch, o.metadata)
+                        for (t, p), o in sorted(group.offsets.items()))
+        at = ViewPosition(*position)
     return GroupView(group.state.value, group.generation, group.protocol_type, group.protocol_name, group.leader,
                      tuple(ViewMember(m.member_id, m.group_instance_id, m.principal, m.session_timeout_ms)
-                           for m in group.members.values()))
+                           for m in group.members.values()), offsets, at)
 
 
 def encode_view(view: GroupView | None) -> bytes | None:
@@ -40,7 +49,8 @@ def encode_view(view: GroupView | None) -> bytes | None:
 class PublishedGroup:
     """A decoded view, with the lookups the rules read (`state.rules.Membership`)."""
 
-    __slots__ = ("state", "generation", "protocol_type", "protocol_name", "leader", "members", "static_members")
+    __slots__ = ("state", "generation", "protocol_type", "protocol_name", "leader", "members", "static_members",
+                 "offsets", "position")
 
     def __init__(self, view: GroupView) -> None:
         self.state = view.group_state
@@ -51,6 +61,8 @@ class PublishedGroup:
         self.members: dict[str, ViewMember] = {m.member_id: m for m in view.members}
         self.static_members = {m.group_instance_id: m.member_id for m in view.members
                                if m.group_instance_id is not None}
+        self.offsets = None if view.offsets is UNSET else {(o.topic, o.partition): o for o in view.offsets}
+        self.position = None if view.position is UNSET else view.position
 
     def min_session_timeout_ms(self) -> int | None:
         return min((m.session_timeout_ms for m in self.members.values()), default=None)

@@ -14,7 +14,7 @@ from typing import Any
 
 from assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from state import coordinator
-from state.batch import GroupStep, StoredGroup, _after_outage, decode_state, encode_state, step_group
+from state.batch import GroupStep, StoredGroup, _after_outage, _fetch_position, decode_state, encode_state, step_group
 from state.config import CoordinatorConfig
 from state.context import Context, CoordinatorResult, replay
 from state.errors import Errors
@@ -92,6 +92,9 @@ class GroupContext:
         self.last_requests: list[dict] = []
         self.check_replay = check_replay
         self._next_request = 0
+        self.requests_topic_end = 0
+        """Where the next request would sit in the (one-partition) requests topic: each step's last request's
+        position goes to `step_group`, as the shell passes it."""
 
     # -- driving -----------------------------------------------------------------------------------------------
 
@@ -106,14 +109,18 @@ class GroupContext:
         self.last_requests = list(requests)
         if times is None and not resumed:
             changes_only_by_replay(self.group_id, self.state, raw, self.now_ms, self.config)
-        result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed)
-        again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed)
+        position = (0, self.requests_topic_end + len(raw) - 1) if raw else None
+        self.requests_topic_end += len(raw)
+        result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
+                            position=position)
+        again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
+                           position=position)
         assert again == result, "step_group is not deterministic"
         # The Spark shell passes a reader instead of the offsets: the same step, whether it reads them or not.
         reads: list[int] = []
         stored_offsets = None if self.state is None else self.state.offsets
         lazy = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
-                          read_offsets=lambda: reads.append(1) or stored_offsets)
+                          read_offsets=lambda: reads.append(1) or stored_offsets, position=position)
         assert len(reads) <= 1, "offsets read more than once"
         assert lazy == result, "reading offsets lazily changed the step"
         assert not [d for d in result.dead_letters if d[1].startswith("internal error")], result.dead_letters
@@ -128,7 +135,8 @@ class GroupContext:
         # A view that changed is published (gateways answer from it), and what is published is the group's view.
         view_after = view_of(self.group)
         assert result.publish_view or view_after == view_before, "the group's view changed and was not published"
-        assert not result.publish_view or result.view == encode_view(view_after), "a view that is not the group's"
+        assert not result.publish_view or result.view == encode_view(
+            view_of(self.group, _fetch_position(self.group, position))), "a view that is not the group's"
         if self.check_replay:
             rebuilt = load(self.group_id, self.records, self.now_ms, self.config).group
             assert durable_view(rebuilt) == durable_view(self.group), "records do not rebuild the group"
