@@ -358,6 +358,89 @@ def with_fast_path(bootstrap: str, workdir: Path, samples: int, liveness_s: floa
     return out
 
 
+def compare_fast_paths(bootstrap: str, workdir: Path, samples: int, rounds: int, gateway_args: list[str],
+                       compare_args: list[str], pause_query: bool, broker_pid: int) -> dict:
+    """The fast path's latency and the three consumers, through gateway A (`gateway_args`) and, if `compare_args`,
+    gateway B (those flags too) in front of the same query, and on tansu's coordinator, in rounds whose order
+    alternates (A/B comparisons in the same minutes). `pause_query`: the query is stopped while the consumers commit
+    (give the gateways a `--view-bound-ms` longer than the round, or they stop answering from views), to tell the
+    query's share of the CPU from the rest."""
+    from streaming.query import spark_session, start_query, stop_between_batches
+
+    props = _fresh_topics(bootstrap, workdir)
+    spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
+    query = [start_query(spark, props)]
+    gateways = {"A": start_gateway(bootstrap, _topics(props), args=gateway_args, log_path=workdir / "gateway-A.log")}
+    if compare_args:
+        gateways["B"] = start_gateway(bootstrap, _topics(props), args=[*gateway_args, *compare_args],
+                                      log_path=workdir / "gateway-B.log")
+    targets = {**{name: g.bootstrap_servers for name, g in gateways.items()}, "tansu": bootstrap}
+    processes = {**{f"gateway {name}": g.process.pid for name, g in gateways.items()}, "broker": broker_pid}
+
+    def pause() -> None:
+        if pause_query:
+            stop_between_batches(query[0])
+
+    def resume() -> None:
+        if pause_query and not query[0].isActive:
+            query[0] = start_query(spark, props)
+
+    out: dict[str, Any] = {"gateway_args": gateway_args, "compare_args": compare_args, "pause_query": pause_query,
+                           "load_average": {"start": os.getloadavg()}}
+    try:
+        times: dict[str, dict[str, list[float]]] = {name: {} for name in targets}
+        topics = {name: gateway_fast.create_topic(bootstrap) for name in targets}
+        for r in range(rounds):
+            for name in (list(targets) if r % 2 == 0 else list(reversed(targets))):
+                warm = 8.0 if r == 0 and name != "tansu" else 1.0
+                got = asyncio.run(gateway_fast.round_trips(targets[name], topics[name], samples, warm_s=warm))
+                for kind, values in got.items():
+                    times[name].setdefault(kind, []).extend(values)
+        out["load_average"]["after_latency"] = os.getloadavg()
+        out["latency"] = {name: {kind: percentiles(values) for kind, values in kinds.items()}
+                          for name, kinds in times.items()}
+        out["latency_ratios"] = {name: gateway_fast.ratios(times[name]) for name in gateways}
+        three: dict[str, list[dict]] = {name: [] for name in targets}
+        for r in range(rounds):
+            for name in (list(targets) if r % 2 == 0 else list(reversed(targets))):
+                resume()
+                three[name].append(gateway_fast.three_consumers(
+                    targets[name], bootstrap, processes=processes,
+                    formed_hook=pause if name != "tansu" else None))
+        resume()
+        out["load_average"]["end"] = os.getloadavg()
+        out["three_consumers"] = three
+        medians = {name: statistics.median(x["seconds_to_commit_all"] for x in runs) for name, runs in three.items()}
+        out["three_consumers_medians"] = medians
+        out["three_consumers_ratios"] = {name: round(medians[name] / medians["tansu"], 2) for name in gateways}
+    finally:
+        for gateway in gateways.values():
+            gateway.stop()
+        query[0].stop()
+    return out
+
+
+def compare_lines(result: dict) -> str:
+    """One line per gateway: the three consumers' ratio to tansu, commit-call p50s, and the latency ratios."""
+    lines = []
+    for name, ratio in result["three_consumers_ratios"].items():
+        runs = result["three_consumers"][name]
+        lat = result["latency"][name]
+        lines.append(
+            f"{name}: three consumers committed in {[r['seconds_to_commit_all'] for r in runs]} s, tansu "
+            f"{[r['seconds_to_commit_all'] for r in result['three_consumers']['tansu']]} s: ratio of medians "
+            f"{ratio}; commit call p50 {[r['commit_call']['p50_ms'] for r in runs]} ms (tansu "
+            f"{[r['commit_call']['p50_ms'] for r in result['three_consumers']['tansu']]}); lone commit p50 "
+            f"{lat['commit']['p50_ms']} ms p99 {lat['commit']['p99_ms']} ms, heartbeat p50 {lat['heartbeat']['p50_ms']}"
+            f" ms; {result['latency_ratios'][name]}")
+    tansu = result["latency"]["tansu"]
+    lines.append(f"tansu: commit p50 {tansu['commit']['p50_ms']} ms p99 {tansu['commit']['p99_ms']} ms, heartbeat "
+                 f"p50 {tansu['heartbeat']['p50_ms']} ms")
+    lines.append("load average: " + " / ".join(f"{when} " + ", ".join(f"{v:.2f}" for v in avg)
+                                              for when, avg in result["load_average"].items()))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=int, default=64, help="MiB in the fetched topic")
@@ -373,7 +456,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="round trips per request kind and target for the fast path's latency")
     parser.add_argument("--liveness-seconds", type=float, default=60.0,
                         help="how long ten idle members heartbeat while their control records are counted")
+    parser.add_argument("--fast-only", action="store_true",
+                        help="only the fast path's latency and the three consumers, in alternating rounds "
+                             "(with --compare-gateway-arg: gateway A against gateway B)")
+    parser.add_argument("--fast-rounds", type=int, default=3, help="rounds of each with --fast-only")
+    parser.add_argument("--gateway-arg", action="append", default=[],
+                        help="an extra `coordinator gateway` flag for both gateways of --fast-only")
+    parser.add_argument("--compare-gateway-arg", action="append", default=[],
+                        help="with --fast-only: a second gateway B with this flag too (repeatable)")
+    parser.add_argument("--pause-query", action="store_true",
+                        help="with --fast-only: the query stopped while the consumers commit")
     args = parser.parse_args(argv)
+    if args.fast_only:
+        return _fast_only(args)
     modes = ["off", "on"] if args.authorization == "both" else [args.authorization]
     result: dict[str, Any] = {"load_average_before": os.getloadavg(), "authorization": modes,
                               "authorization_goal": "on within 10% of off"}
@@ -406,6 +501,20 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(result, indent=2))
     if "fast_path" in result:
         print(summary_line(result["fast_path"]))
+    return 0
+
+
+def _fast_only(args: argparse.Namespace) -> int:
+    broker = start_broker()
+    workdir = Path(tempfile.mkdtemp(prefix="gateway-bench-"))
+    try:
+        result = compare_fast_paths(broker.bootstrap_servers, workdir, args.fast_samples, args.fast_rounds,
+                                    args.gateway_arg, args.compare_gateway_arg, args.pause_query,
+                                    broker.process.pid)
+    finally:
+        broker.stop()
+    print(json.dumps(result, indent=2))
+    print(compare_lines(result))
     return 0
 
 

@@ -19,10 +19,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
+
+from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -58,6 +61,46 @@ def fill(bootstrap: str, topic: str, records_per_partition: int, partitions: int
             producer.send(topic, b"%d" % i, partition=p)
     producer.flush()
     producer.close()
+
+
+# -- CPU per process ------------------------------------------------------------------------------------------------
+
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, user + system CPU seconds) of a live process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) * _TICK_S
+
+
+def cpu_seconds(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far by each named process and its live descendants; `bench` is this process alone, and
+    `spark` its other descendants (the driver's JVM and its Python workers) that are no named process's."""
+    stats = {int(d): _stat(int(d)) for d in os.listdir("/proc") if d.isdigit()}
+    children: dict[int, list[int]] = {}
+    for pid, stat in stats.items():
+        if stat is not None:
+            children.setdefault(stat[0], []).append(pid)
+
+    def tree(pid: int, skip: set[int]) -> float:
+        if pid in skip or stats.get(pid) is None:
+            return 0.0
+        return stats[pid][1] + sum(tree(c, skip) for c in children.get(pid, ()))
+
+    named = set(roots.values())
+    out = {name: round(tree(pid, set()), 2) for name, pid in roots.items()}
+    me = os.getpid()
+    out["bench"] = round(stats[me][1], 2) if stats.get(me) else 0.0
+    out["spark"] = round(sum(tree(c, named) for c in children.get(me, ())), 2)
+    return out
+
+
+def cpu_between(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {name: round(after[name] - before.get(name, 0.0), 2) for name in after}
 
 
 # -- 1. latency ----------------------------------------------------------------------------------------------------
@@ -119,7 +162,7 @@ def _error(kind: str, answer: Any) -> int:
     return answer.error_code
 
 
-async def _samples(servers: str, topic: str, samples: int, warm_s: float) -> dict[str, list[float]]:
+async def round_trips(servers: str, topic: str, samples: int, warm_s: float) -> dict[str, list[float]]:
     conn = await RawConnection.open(_port(servers))
     try:
         group = f"bench-fast-{uuid.uuid4().hex[:6]}"
@@ -144,21 +187,26 @@ async def _samples(servers: str, topic: str, samples: int, warm_s: float) -> dic
 
 
 def latency(gateway: str, broker: str, samples: int) -> dict:
-    ours = asyncio.run(_samples(gateway, create_topic(broker), samples, warm_s=8.0))
-    tansu = asyncio.run(_samples(broker, create_topic(broker), samples, warm_s=2.0))
+    ours = asyncio.run(round_trips(gateway, create_topic(broker), samples, warm_s=8.0))
+    tansu = asyncio.run(round_trips(broker, create_topic(broker), samples, warm_s=2.0))
     out = {"samples": samples,
            "gateway": {kind: percentiles(times) for kind, times in ours.items()},
            "tansu": {kind: percentiles(times) for kind, times in tansu.items()}}
-
-    def ratio(numerator: str, denominator: str, p: float) -> float:
-        return round(_quantile(ours[numerator], p) / _quantile(ours[denominator], p), 2)
-
-    out["ratios"] = {"commit_p50_over_produce_p50": ratio("commit", "produce", 0.5),
-                     "commit_p99_over_produce_p99": ratio("commit", "produce", 0.99),
-                     "heartbeat_p50_over_api_versions_p50": ratio("heartbeat", "api_versions", 0.5),
-                     "heartbeat_p99_over_api_versions_p99": ratio("heartbeat", "api_versions", 0.99)}
+    out["ratios"] = ratios(ours)
     out["goal"] = "commit/produce p50 <= 2, p99 <= 5; heartbeat/ApiVersions p50 <= 2, p99 <= 5"
     return out
+
+
+def ratios(times: dict[str, list[float]]) -> dict[str, float]:
+    """Issue 24's latency ratios A-D of one target's samples."""
+
+    def ratio(numerator: str, denominator: str, p: float) -> float:
+        return round(_quantile(times[numerator], p) / _quantile(times[denominator], p), 2)
+
+    return {"commit_p50_over_produce_p50": ratio("commit", "produce", 0.5),
+            "commit_p99_over_produce_p99": ratio("commit", "produce", 0.99),
+            "heartbeat_p50_over_api_versions_p50": ratio("heartbeat", "api_versions", 0.5),
+            "heartbeat_p99_over_api_versions_p99": ratio("heartbeat", "api_versions", 0.99)}
 
 
 def _quantile(samples: list[float], p: float) -> float:
@@ -237,9 +285,12 @@ def _group_records(broker: str, topic: str, group: str, start_ms: int, end_ms: i
 # -- 3. three consumers committing every record --------------------------------------------------------------------
 
 
-def three_consumers(servers: str, broker: str, records_per_partition: int = 100) -> dict:
+def three_consumers(servers: str, broker: str, records_per_partition: int = 100,
+                    processes: dict[str, int] | None = None, formed_hook: Callable[[], None] | None = None) -> dict:
     """Three librdkafka consumers of one group on a 6-partition topic: seconds until the group is formed (each owns
-    partitions), then, the records produced, seconds until every one is committed."""
+    partitions), then, the records produced, seconds until every one is committed. `processes`: named process ids
+    whose CPU seconds over the committing are reported (`cpu_seconds`); `formed_hook`: called once the group is
+    formed, before the records are produced (the bench pauses the query there)."""
     from confluent_kafka import Consumer
 
     topic = create_topic(broker)
@@ -250,6 +301,8 @@ def three_consumers(servers: str, broker: str, records_per_partition: int = 100)
     done = threading.Event()
     failures: list[str] = []
     commit_times: list[float] = []
+    timeline: dict[int, dict[str, float]] = {i: {"records": 0, "commit_s": 0.0} for i in range(3)}
+    """Per consumer: its first record's and last commit's monotonic times, records committed, seconds in commit."""
 
     def run(index: int) -> None:
         # A short fetch wait on both paths: tansu holds a fetch for its whole wait when there is nothing new.
@@ -269,6 +322,11 @@ def three_consumers(servers: str, broker: str, records_per_partition: int = 100)
                         failures.append(str(exc))
                         continue
                     commit_times.append(time.perf_counter() - before)
+                    mine = timeline[index]
+                    mine.setdefault("first", time.monotonic() - commit_times[-1])
+                    mine["last"] = time.monotonic()
+                    mine["records"] += 1
+                    mine["commit_s"] += commit_times[-1]
                     with lock:
                         committed[message.partition()] = max(committed[message.partition()], message.offset() + 1)
                         if all(o == records_per_partition for o in committed.values()):
@@ -288,14 +346,23 @@ def three_consumers(servers: str, broker: str, records_per_partition: int = 100)
             raise TimeoutError(f"three consumers did not share the partitions within 180 s: {owned}")
         time.sleep(0.05)
     formed = time.monotonic()
+    if formed_hook is not None:
+        formed_hook()
+    cpu_before = cpu_seconds(processes or {})
     fill(broker, topic, records_per_partition)
     produced = time.monotonic()
     finished = done.wait(300)
     ended = time.monotonic()
+    cpu = cpu_between(cpu_before, cpu_seconds(processes or {}))
     done.set()
     for thread in threads:
         thread.join(timeout=30)
     return {"records": records_per_partition * PARTITIONS, "all_committed": finished,
             "seconds_to_form": round(formed - started, 2),
             "seconds_to_commit_all": round(ended - produced, 2), "seconds": round(ended - started, 2),
-            "commit_call": percentiles(commit_times), "refused_commits": len(failures)}
+            "commit_call": percentiles(commit_times), "refused_commits": len(failures),
+            "cpu_seconds_while_committing": cpu,
+            "consumers": [{"records": t["records"], "seconds_in_commit": round(t["commit_s"], 3),
+                           "first_record_s": round(t.get("first", produced) - produced, 3),
+                           "last_commit_s": round(t.get("last", produced) - produced, 3)}
+                          for t in timeline.values()]}

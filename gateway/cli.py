@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--view-bound-ms", type=int, default=2000,
                         help="answer heartbeats and commits from a group's view while the views are complete and the "
                              "coordinator alive as of at most this long ago; 0: never (docs/gateway.md)")
+    parser.add_argument("--offset-fetch-by-coordinator", action="store_true",
+                        help="leave every OffsetFetch to the coordinator's micro-batch instead of answering it from a "
+                             "Stable group's view where that holds the group's offsets now (docs/gateway.md)")
     parser.add_argument("--liveness-interval-ms", type=int, default=5000,
                         help="the longest a heartbeat answered from a view waits before the coordinator hears of it "
                              "(at most a third of the group's smallest session timeout)")
@@ -100,6 +103,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
         response_fetch_wait_ms=args.response_fetch_wait_ms, views_topic=props["topic.views"],
         view_bound_ms=args.view_bound_ms, liveness_interval_ms=args.liveness_interval_ms,
+        offset_fetch_from_view=not args.offset_fetch_by_coordinator,
         offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
         coordinator_config=None if args.member_id_round_by_coordinator else CoordinatorConfig.from_properties(props),
     )
@@ -137,7 +141,8 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
     follower = ViewFollower(settings.bootstrap_servers, settings.views_topic, settings.requests_topic,
                             settings.kafka_config, settings.view_bound_ms).start()
     return FastPath(follower, coordinator.appender, Heartbeats(coordinator.appender, settings.liveness_interval_ms,
-                                                               loop), settings.offset_metadata_max_bytes)
+                                                               loop), settings.offset_metadata_max_bytes,
+                    offset_fetch=settings.offset_fetch_from_view)
 
 
 async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:

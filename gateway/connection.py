@@ -54,7 +54,8 @@ UNSUPPORTED_SASL_MECHANISM = 33
 SASL_AUTHENTICATION_FAILED = 58
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})
 FAST_APIS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat", "OffsetCommit"})
-"""Group requests a gateway may answer from the group's view (`gateway.fast_path`)."""
+"""Group requests a gateway may answer from the group's view (`gateway.fast_path`; OffsetFetch apart: one request
+may name several groups)."""
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,11 @@ class ClientConnection:
             fast = fast_path.answer(api.name, body)
             if fast is not None:
                 return await fast
+        if api.name == "OffsetFetch" and fast_path is not None:
+            bodies = control_requests(api, version, doc, self.principal)
+            fetched = await asyncio.gather(*(fast_path.offset_fetch(body) for body in bodies))
+            if all(answer is not None for answer in fetched):
+                return api.merge(doc, list(fetched), version)
         timeout_s = self.gateway.timeout_s(api.name, doc)
         if api.name == "ListGroups":
             (body,) = control_requests(api, version, doc, self.principal)

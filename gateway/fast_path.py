@@ -15,6 +15,9 @@ every request did before.
 - OffsetCommit: appended to the requests topic (acks=all) carrying the answer given (`answered`), then answered
   once the append is acknowledged. The coordinator applies it as always and sends no answer; where it decides
   otherwise (the view was stale), it counts a misprediction. The offsets are the coordinator's decision alone.
+- OffsetFetch: answered from the offsets a Stable group's view carries, as of the last request the coordinator
+  applied for it, when the follower, woken after the fetch arrived, finds nothing written to the group's
+  requests-topic partition since that request; not written to the requests topic (it changes nothing).
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ import msgspec
 from gateway.appender import AppendFailed, Appender
 from gateway.control import Json, unanswered
 from gateway.views import ViewFollower
-from state.api import (BadRequest, Errors, PublishedView, commit_from_view, commit_response,
-                       consumer_heartbeat_from_view, decode_request, encode, heartbeat_from_view)
+from state.api import (BadRequest, Errors, PublishedGroup, PublishedView, commit_from_view, commit_response,
+                       consumer_heartbeat_from_view, decode_request, encode, fetch_from_view, heartbeat_from_view)
 
 log = logging.getLogger(__name__)
+
+REFRESH_TIMEOUT_S = 1.0
+"""How long an OffsetFetch waits for the view follower's fresh round before asking the coordinator."""
 
 LIVENESS_SESSION_FRACTION = 3
 """A group's liveness interval is at most its smallest session timeout divided by this (Kafka's advice for the
@@ -102,8 +108,9 @@ def _log_failure(written: asyncio.Future) -> None:
 
 class FastPath:
     def __init__(self, follower: ViewFollower, appender: Appender, heartbeats: Heartbeats,
-                 max_metadata_bytes: int) -> None:
+                 max_metadata_bytes: int, offset_fetch: bool = True) -> None:
         self.follower = follower
+        self.offset_fetch_from_view = offset_fetch
         self.appender = appender
         self.heartbeats = heartbeats
         self.max_metadata_bytes = max_metadata_bytes
@@ -120,6 +127,23 @@ class FastPath:
         if api == "OffsetCommit":
             return self._commit(body)
         return None
+
+    async def offset_fetch(self, body: Json) -> Json | None:
+        """The answer to an OffsetFetch control request from the group's view, where its offsets are the group's
+        now (`state.api.fetch_from_view`): the follower reads the views and notes the requests topic's ends anew,
+        after this request arrived, so a commit acknowledged before it is seen. None: ask the coordinator."""
+        if not self.offset_fetch_from_view or not self.follower.fresh():
+            return None
+        try:
+            req = decode_request(encode({**body, "request_id": ""}))
+            ends = await asyncio.wait_for(self.follower.refresh(), REFRESH_TIMEOUT_S)
+        except (BadRequest, asyncio.TimeoutError):
+            return None
+        view = self.follower.view(req.group_id)
+        if ends is None or not isinstance(view, PublishedGroup) or view.position is None:
+            return None  # no view, or a consumer group's, which carries no offsets
+        answer = fetch_from_view(view, req, ends.get(view.position.partition))
+        return None if answer is None else msgspec.to_builtins(answer)
 
     def before_request(self, group_id: str) -> None:
         """A request of the group that waits for the coordinator is about to be written: the heartbeats answered

@@ -73,6 +73,9 @@ class GatewaySettings:
     0: never (every request waits for the coordinator)."""
     liveness_interval_ms: int = 5000
     """The longest a heartbeat answered from a view waits before the coordinator hears of it (`gateway.fast_path`)."""
+    offset_fetch_from_view: bool = True
+    """Answer an OffsetFetch from a Stable group's view where that holds the group's offsets now
+    (`gateway.fast_path`); False: the coordinator answers every one."""
     offset_metadata_max_bytes: int = 4096
     """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
     max_request_bytes: int = MAX_REQUEST_BYTES

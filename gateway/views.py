@@ -13,6 +13,9 @@ clock alone, never by comparing it with the coordinator's:
 - Alive as of t: a mark was read at an offset at or past V(t) in its partition, so it was written after t. The
   query writes one at least every second, idle or not, so a stopped query stops this clock.
 
+An OffsetFetch answered from a view needs the requests topic's ends as of after it arrived: `refresh` wakes the
+thread for a round at once and hands back the ends that round noted (`gateway.fast_path`).
+
 A view is used while both instants are at most `bound_ms` old. A follower that lags reads a fresh mark late, and
 its instants are as old as its reading is: it is not fresh. A query that is stopped, or behind on its requests,
 leaves them old too. Otherwise (no view of the group, no mark, a bound passed) the gateway asks the coordinator.
@@ -20,6 +23,7 @@ leaves them old too. Otherwise (no view of the group, no mark, a bound passed) t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -55,6 +59,9 @@ class ViewFollower:
         self.alive_as_of = float("-inf")
         self._clients: tuple[KafkaConsumer, KafkaConsumer] | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._refreshes: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._refreshes_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="view-follower", daemon=True)
 
     def start(self) -> "ViewFollower":
@@ -64,6 +71,7 @@ class ViewFollower:
 
     def close(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
         elif self._clients is not None:  # stepped by its owner, never started
@@ -81,6 +89,17 @@ class ViewFollower:
         """The group's view, if the views are fresh and it has one (None: ask the coordinator)."""
         return self._views.get(group_id) if self.fresh() else None
 
+    def refresh(self) -> asyncio.Future:
+        """A round of the thread's begun after this call (it is woken for it): the future's result is the requests
+        topic's log ends it noted (partition -> end), the views read up to the views topic's ends noted with them;
+        None when the round failed."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        with self._refreshes_lock:
+            self._refreshes.append((loop, done))
+        self._wake.set()
+        return done
+
     def held_view(self, group_id: str) -> PublishedView | None:
         """The group's view as read, fresh or not."""
         return self._views.get(group_id)
@@ -90,13 +109,21 @@ class ViewFollower:
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
+            self._wake.clear()
+            with self._refreshes_lock:
+                waiting, self._refreshes = self._refreshes, []
+            ends = None
             try:
                 following = self.step()
+                if following:
+                    ends = self._samples[-1][1]
             except Exception as exc:  # noqa: BLE001 - the views go stale, the gateway asks the coordinator
                 log.warning("following %s: %s", self.views_topic, exc)
                 following = False
+            for loop, done in waiting:
+                loop.call_soon_threadsafe(_resolve, done, ends)
             pause = SAMPLE_INTERVAL_S - (time.monotonic() - started) if following else 1.0
-            self._stop.wait(max(pause, 0.0))
+            self._wake.wait(max(pause, 0.0))
         for consumer in self._clients or ():
             consumer.close()
 
@@ -175,3 +202,8 @@ class ViewFollower:
             if any(offset >= view_ends.get(p, 0) for p, (offset, _) in self._marks.items()):
                 self.alive_as_of = max(self.alive_as_of, t)
                 break
+
+
+def _resolve(done: asyncio.Future, ends: dict[int, int] | None) -> None:
+    if not done.done():
+        done.set_result(ends)

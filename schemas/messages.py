@@ -485,9 +485,28 @@ class ViewMember(Message, frozen=True):
     session_timeout_ms: Int32
 
 
+class ViewOffset(Struct, frozen=True):
+    """One committed offset of a group, as OffsetFetch answers it."""
+
+    topic: str
+    partition: Int32
+    offset: Int64
+    leader_epoch: Int32
+    metadata: str
+
+
+class ViewPosition(Struct, frozen=True):
+    """Where the last request a step applied sits in the requests topic."""
+
+    partition: Int32
+    offset: Int64
+
+
 class GroupView(Struct, frozen=True):
     """What a gateway answers a group's heartbeats and commits from: the group's state, generation, protocol,
-    leader and members, as the coordinator left it after a step."""
+    leader and members, as the coordinator left it after a step. A Stable group's view also carries its committed
+    offsets and the position of the last request the step applied (`position`): a gateway answers an OffsetFetch
+    from them while nothing was written to that requests-topic partition after it (docs/gateway.md)."""
 
     group_state: Literal["Empty", "PreparingRebalance", "CompletingRebalance", "Stable"]
     generation: Int32
@@ -495,6 +514,8 @@ class GroupView(Struct, frozen=True):
     protocol_name: str | None
     leader: str | None
     members: tuple[ViewMember, ...]
+    offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
+    position: ViewPosition | UnsetType = UNSET
 
 
 class ViewMark(Struct, frozen=True):

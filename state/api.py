@@ -25,6 +25,7 @@ from state.fast_answers import (
     heartbeat_from_view,
 )
 from state.group import GroupState
+from state.offsets import fetch_from_view
 from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
@@ -58,6 +59,7 @@ __all__ = [
     "encode",
     "encode_mark",
     "error_response",
+    "fetch_from_view",
     "heartbeat_from_view",
     "is_due",
     "is_member_id_round",

@@ -72,9 +72,10 @@ from state.consumer.stored import ConsumerGroupDoc
 from state.consumer.stored import from_doc as consumer_group_of
 from state.consumer.stored import to_doc as consumer_group_doc
 from state.consumer.topics import ImageRow, apply_topic_metadata, decode_image_row, image_doc
-from state.group import CURRENT, ClassicGroup, GroupDoc, Offsets, StoredOffset
+from state.group import CURRENT, ClassicGroup, GroupDoc, GroupState, Offsets, StoredOffset
 from state.member_id_round import PENDING_MEMBER, handle_pending_member
 from state.membership import reschedule_heartbeat
+from state.offsets import offsets_can_expire
 from state.records import Record, kafka_group_value
 from state.wire import (
     API_VERSIONS,
@@ -212,6 +213,7 @@ def step_group(
     group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
     request_times_ms: Sequence[int] | None = None, resumed: bool = False, read_offsets: OffsetsReader | None = None,
     topics: bytes | None = None,
+    position: tuple[int, int] | None = None,
 ) -> GroupStep:
     """Never raises. A request whose handling fails unexpectedly is dead-lettered and the whole step is re-run
     from `stored` without it, so a failure cannot leave half a change behind.
@@ -226,14 +228,17 @@ def step_group(
     `resumed` says the coordinator was restarted before this call: a restarted query first replays its unfinished
     micro-batch at that batch's original time (which keeps its output byte-identical), so the members get those
     answers only after the outage and their next requests come late, after deadlines the replay set. Kafka restarts
-    every session when a coordinator loads a group after a failover; so does a resumed call."""
+    every session when a coordinator loads a group after a failover; so does a resumed call.
+
+    `position`: the requests-topic (partition, offset) of the last of `requests`; a view published by this call
+    carries it with the group's offsets where they can answer an OffsetFetch (`_fetch_position`)."""
     if group_id == TOPIC_METADATA_GROUP:
         return _step_topics(stored, requests)
     failed: dict[int, str] = {}
     while True:
         try:
             return _step(group_id, stored, requests, now_ms, config, failed, request_times_ms, resumed,
-                         read_offsets, topics)
+                         read_offsets, topics, position)
         except _RequestFailed as exc:
             failed[exc.index] = exc.reason
         except Exception as exc:  # noqa: BLE001 - the state itself cannot be processed: keep it untouched
@@ -251,7 +256,8 @@ class _RequestFailed(Exception):
 
 def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int,
           config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
-          read_offsets: OffsetsReader | None, topics: bytes | None) -> GroupStep:
+          read_offsets: OffsetsReader | None, topics: bytes | None,
+          position: tuple[int, int] | None) -> GroupStep:
     group, persisted_current = _decode_group(stored, read_offsets)
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
@@ -322,10 +328,28 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired=ctx.members_expired,
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
-        view=views.encode_view(views.view_of(group, config)) if publish_view else None,
+        view=(views.encode_view(views.view_of(group, config, _fetch_position(group, position))) if publish_view
+              else None),
         publish_view=publish_view,
         fast_answers=tuple(ctx.fast_answers),
     )
+
+
+VIEW_OFFSETS_MAX = 1000
+"""A group with more committed partitions publishes its views without offsets (its OffsetFetch waits for the
+coordinator): a view is written at every rebalance."""
+
+
+def _fetch_position(group: ClassicGroup | ConsumerGroup | None,
+                    position: tuple[int, int] | None) -> tuple[int, int] | None:
+    """`position` where the group's view may carry its offsets for a gateway to answer an OffsetFetch from: a
+    Stable classic group none of whose offsets the retention check could remove (a timer's change would not show
+    in the requests topic, which is what the gateway checks the view against), with at most VIEW_OFFSETS_MAX of
+    them. A consumer group's view carries none."""
+    if (position is None or not isinstance(group, ClassicGroup) or group.state != GroupState.STABLE
+            or offsets_can_expire(group) or len(group.offsets) > VIEW_OFFSETS_MAX):
+        return None
+    return position
 
 
 def _only_offsets(records: list) -> bool:

@@ -6,7 +6,7 @@ those records are replayed (`state.context.replay`).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from schemas.messages import (
     OffsetCommitRequest,
@@ -16,6 +16,7 @@ from schemas.messages import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
     OffsetFetchRequest,
+    OffsetFetchResponse,
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
@@ -28,6 +29,7 @@ from state.group import ClassicGroup, GroupState, OffsetValue
 from state.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
+from state.views import PublishedGroup, PublishedView
 from state.wire import simple_response
 
 
@@ -99,7 +101,12 @@ def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:
             validate_offset_fetch(group, member_id=req.member_id, member_epoch=req.member_epoch)
         except CoordinatorError as exc:
             return ctx.respond(simple_response(req, exc.code))
-    offsets = group.offsets if group is not None else {}
+    ctx.respond(fetch_response(req, group.offsets if group is not None else {}))
+
+
+def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], Any]) -> OffsetFetchResponse:
+    """The answer to an OffsetFetch given the group's committed offsets (values with `offset`, `leader_epoch` and
+    `metadata`: the group's own, or a view's, `fetch_from_view`)."""
     topics = []
     if req.topics is None:
         by_topic: dict[str, list] = {}
@@ -110,10 +117,23 @@ def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:
         for topic in req.topics:
             parts = tuple(_fetched(p, offsets.get((topic.name, p))) for p in topic.partition_indexes)
             topics.append(OffsetFetchResponseTopic(topic.name, parts))
-    ctx.respond(simple_response(req, NONE, topics=tuple(topics)))
+    return simple_response(req, NONE, topics=tuple(topics))  # type: ignore[return-value]
 
 
-def _fetched(partition: int, value: OffsetValue | None) -> OffsetFetchResponsePartition:
+def fetch_from_view(view: PublishedView | None, req: OffsetFetchRequest,
+                    log_end: int | None) -> OffsetFetchResponse | None:
+    """The answer to an OffsetFetch from the view's offsets, where they are the group's now: the view carries them
+    as of the last request it applied (`position`), and nothing was written to the group's requests-topic
+    partition after that request (`log_end`, that partition's end noted after the OffsetFetch arrived, is just past
+    it). A commit acknowledged before the fetch arrived, by any member through any gateway, lies in between and
+    sends the fetch to the coordinator. None: ask the coordinator."""
+    if (not isinstance(view, PublishedGroup) or view.offsets is None or view.position is None
+            or log_end != view.position.offset + 1):
+        return None  # a consumer group's view carries no offsets
+    return fetch_response(req, view.offsets)
+
+
+def _fetched(partition: int, value: Any) -> OffsetFetchResponsePartition:
     if value is None:
         return OffsetFetchResponsePartition(partition, -1, -1, "", NONE)
     return OffsetFetchResponsePartition(partition, value.offset, value.leader_epoch, value.metadata, NONE)
@@ -164,6 +184,13 @@ def on_expiration_timer(ctx: Context, group: ClassicGroup | ConsumerGroup) -> No
     empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
     if empty and not group.offsets:
         delete_group(ctx, group)
+
+
+def offsets_can_expire(group: ClassicGroup) -> bool:
+    """Whether the retention check could remove any of the group's offsets in its present state (a view carries
+    the offsets only when it cannot: timers do not reach the requests topic, `state.views.view_of`)."""
+    base = _retention_base(group)
+    return base is not None and any(base(topic, value) is not None for (topic, _), value in group.offsets.items())
 
 
 def _retention_base(group: ClassicGroup | ConsumerGroup) -> Callable[[str, OffsetValue], int | None] | None:

@@ -4,8 +4,9 @@
 `ConsumerGroupView`, decoded into a `PublishedConsumerGroup`); the coordinator publishes it after each step that
 changed it (`state.batch.GroupStep.view`), on the views topic keyed by group id, and a tombstone when the group is
 deleted. A gateway decodes a classic group's view into a `PublishedGroup`, which the rules of `state.rules` read
-exactly as they read the group itself. The shell writes `ViewMark`s into every partition of the views topic after the views of the batches
-they cover (`encode_mark`), under `MARK_KEY`, which no group id can have (it is not UTF-8).
+exactly as they read the group itself. The shell writes `ViewMark`s into every partition of the views topic after
+the views of the batches they cover (`encode_mark`), under `MARK_KEY`, which no group id can have (it is not
+UTF-8).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 from typing import Mapping
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from schemas.consumer_group import ConsumerGroupView, ConsumerViewMember
-from schemas.messages import GroupView, ViewMark, ViewMember
+from schemas.messages import GroupView, ViewMark, ViewMember, ViewOffset, ViewPosition
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.wire import encode
@@ -27,9 +29,12 @@ _VIEW = msgspec.json.Decoder(GroupView)
 _MARK = msgspec.json.Decoder(ViewMark)
 
 
-def view_of(group, config: CoordinatorConfig) -> GroupView | ConsumerGroupView | None:
+def view_of(group, config: CoordinatorConfig,
+            position: tuple[int, int] | None = None) -> GroupView | ConsumerGroupView | None:
     """The view of a group (None: no group). A consumer group's lists the members whose heartbeat changes nothing:
-    reconciled to a target at the group epoch, and owing the coordinator no heartbeat (`HeartbeatOwed`)."""
+    reconciled to a target at the group epoch, and owing the coordinator no heartbeat (`HeartbeatOwed`). A classic
+    group's carries its offsets when `position` is given: the requests-topic (partition, offset) of the last request
+    the step applied, given where the group's offsets answer an OffsetFetch (`state.batch`), as of that request."""
     if group is None:
         return None
     if isinstance(group, ConsumerGroup):
@@ -41,9 +46,15 @@ def view_of(group, config: CoordinatorConfig) -> GroupView | ConsumerGroupView |
                           for member_id, m in sorted(group.members.items())
                           if answerable and m.is_reconciled_to(group.assignment_epoch)
                           and member_id not in group.heartbeat_owed))
+    offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
+    at: ViewPosition | UnsetType = UNSET
+    if position is not None:
+        offsets = tuple(ViewOffset(t, p, o.offset, o.leader_epoch, o.metadata)
+                        for (t, p), o in sorted(group.offsets.items()))
+        at = ViewPosition(*position)
     return GroupView(group.state.value, group.generation, group.protocol_type, group.protocol_name, group.leader,
                      tuple(ViewMember(m.member_id, m.group_instance_id, m.principal, m.session_timeout_ms)
-                           for m in group.members.values()))
+                           for m in group.members.values()), offsets, at)
 
 
 def encode_view(view: GroupView | ConsumerGroupView | None) -> bytes | None:
@@ -54,7 +65,8 @@ def encode_view(view: GroupView | ConsumerGroupView | None) -> bytes | None:
 class PublishedGroup:
     """A decoded view, with the lookups the rules read (`state.rules.Membership`)."""
 
-    __slots__ = ("state", "generation", "protocol_type", "protocol_name", "leader", "members", "static_members")
+    __slots__ = ("state", "generation", "protocol_type", "protocol_name", "leader", "members", "static_members",
+                 "offsets", "position")
 
     def __init__(self, view: GroupView) -> None:
         self.state = view.group_state
@@ -65,6 +77,8 @@ class PublishedGroup:
         self.members: dict[str, ViewMember] = {m.member_id: m for m in view.members}
         self.static_members = {m.group_instance_id: m.member_id for m in view.members
                                if m.group_instance_id is not None}
+        self.offsets = None if view.offsets is UNSET else {(o.topic, o.partition): o for o in view.offsets}
+        self.position = None if view.position is UNSET else view.position
 
     def min_session_timeout_ms(self) -> int | None:
         return min((m.session_timeout_ms for m in self.members.values()), default=None)

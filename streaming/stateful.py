@@ -179,7 +179,8 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
         # arrived in time (the core clamps the times between the group's last call and now).
         step = step_group(group_id, None if held is None else held.stored, [bytes(r.value) for r in group_rows],
                           now_ms, config, [int(r.timestamp) for r in group_rows], resumed,
-                          read_offsets=None if held is None else held.read_offsets, topics=topics)
+                          read_offsets=None if held is None else held.read_offsets, topics=topics,
+                          position=(group_rows[-1].partition, group_rows[-1].offset) if group_rows else None)
         out += _step_rows(group_id, group_rows, step)
         stats.groups += 1
         stats.groups_with_timer += step.next_deadline_ms is not None
@@ -209,10 +210,11 @@ def _bucket_topics(store: GroupStore, rows: list[Input], now_ms: int, config: Co
 
 def _step_rows(group_id: str, rows: list[Input], step: GroupStep) -> list[tuple]:
     key = group_id.encode()
-    out: list[tuple] = [("response", key, value, None, None, None) for value in step.responses]
+    # The view before the responses: a client answered (a SyncGroup) asks next what the view may answer (its
+    # OffsetFetch), and a gateway reads the views topic to its end then (gateway.fast_path).
+    out: list[tuple] = [("view", key, step.view, None, None, None)] if step.publish_view else []
+    out += [("response", key, value, None, None, None) for value in step.responses]
     out += [("record", rkey, rvalue, None, None, None) for rkey, rvalue in step.records]
-    if step.publish_view:
-        out.append(("view", key, step.view, None, None, None))
     for index, reason in step.dead_letters:
         row = rows[index]
         out.append(("dead_letter", row.key, row.value, reason, row.partition, row.offset))

@@ -19,6 +19,7 @@ from state.batch import (
     GroupStep,
     StoredGroup,
     _after_outage,
+    _fetch_position,
     decode_state,
     encode_state,
     step_group,
@@ -108,6 +109,9 @@ class GroupContext:
         self._next_request = 0
         self.topics: bytes | None = None
         """The bucket's topic metadata row (`publish_topics`), passed to every step as the shell passes it."""
+        self.requests_topic_end = 0
+        """Where the next request would sit in the (one-partition) requests topic: each step's last request's
+        position goes to `step_group`, as the shell passes it."""
 
     # -- driving -----------------------------------------------------------------------------------------------
 
@@ -122,16 +126,19 @@ class GroupContext:
         self.last_requests = list(requests)
         if times is None and not resumed:
             changes_only_by_replay(self.group_id, self.state, raw, self.now_ms, self.config, self.topics)
+        position = (0, self.requests_topic_end + len(raw) - 1) if raw else None
+        self.requests_topic_end += len(raw)
         result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
-                            topics=self.topics)
+                            topics=self.topics, position=position)
         again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
-                           topics=self.topics)
+                           topics=self.topics, position=position)
         assert again == result, "step_group is not deterministic"
         # The Spark shell passes a reader instead of the offsets: the same step, whether it reads them or not.
         reads: list[int] = []
         stored_offsets = None if self.state is None else self.state.offsets
         lazy = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
-                          read_offsets=lambda: reads.append(1) or stored_offsets, topics=self.topics)
+                          read_offsets=lambda: reads.append(1) or stored_offsets, topics=self.topics,
+                          position=position)
         assert len(reads) <= 1, "offsets read more than once"
         assert lazy == result, "reading offsets lazily changed the step"
         assert not [d for d in result.dead_letters if d[1].startswith("internal error")], result.dead_letters
@@ -146,7 +153,8 @@ class GroupContext:
         # A view that changed is published (gateways answer from it), and what is published is the group's view.
         view_after = view_of(self.group, self.config)
         assert result.publish_view or view_after == view_before, "the group's view changed and was not published"
-        assert not result.publish_view or result.view == encode_view(view_after), "a view that is not the group's"
+        assert not result.publish_view or result.view == encode_view(
+            view_of(self.group, self.config, _fetch_position(self.group, position))), "a view that is not the group's"
         if self.check_replay:
             rebuilt = load(self.group_id, self.records, self.now_ms, self.config).group
             assert durable_view(rebuilt) == durable_view(self.group), "records do not rebuild the group"

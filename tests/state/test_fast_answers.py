@@ -13,6 +13,7 @@ from state.config import CoordinatorConfig
 from state.errors import Errors
 from state.fast_answers import commit_from_view, commit_response, heartbeat_from_view
 from state.group import GroupState
+from state.offsets import fetch_from_view
 from state.rules import commit_error, heartbeat_error
 from state.views import PublishedGroup, decode_view, encode_view, view_of
 from state.wire import decode_request
@@ -63,7 +64,8 @@ class TestTheView:
         view = json.loads(ctx.last.view)
         assert view == {"group_state": "Stable", "generation": 1, "protocol_type": "consumer", "protocol_name": "range",
                         "leader": member, "members": [{"member_id": member, "group_instance_id": None,
-                                                       "principal": None, "session_timeout_ms": 10_000}]}
+                                                       "principal": None, "session_timeout_ms": 10_000}],
+                        "offsets": [], "position": {"partition": 0, "offset": ctx.requests_topic_end - 1}}
         ctx.heartbeat(member, 1)
         assert (ctx.last.view, ctx.last.publish_view) == (None, False)
         ctx.commit({("t", 0): 5}, member, 1)
@@ -88,6 +90,59 @@ class TestTheView:
         ctx.sleep(1_000)
         view = json.loads(ctx.last.view)
         assert view["group_state"] == "PreparingRebalance" and [m["member_id"] for m in view["members"]] == [leader]
+
+
+class TestOffsetFetchFromTheView:
+    """A Stable group's view carries its offsets as of the last request the step applied (`position`); an
+    OffsetFetch is answered from them only while that request is the last one written to the group's requests-topic
+    partition, and then exactly as the coordinator answers it."""
+
+    def formed_after_a_commit(self) -> tuple[GroupContext, str]:
+        ctx = GroupContext(NO_DELAY)
+        ctx.commit({("t", 0): 5, ("t", 2): 7})  # before the group forms, as an admin tool may
+        member = ctx.new_member()
+        ctx.join(member)
+        ctx.sleep(0)
+        ctx.sync(member, 1, {member: ""})
+        return ctx, member
+
+    def fetch(self, ctx: GroupContext, topics: dict[str, list[int]] | None):
+        return decode_request(json.dumps({
+            "api": "OffsetFetch", "api_version": 7, "request_id": "", "group_id": ctx.group_id, "require_stable": True,
+            "topics": None if topics is None else [{"name": t, "partition_indexes": p} for t, p in topics.items()],
+        }).encode())
+
+    @pytest.mark.parametrize("topics", [None, {"t": [0, 1, 2]}, {"other": [0]}])
+    def test_answered_as_the_coordinator_answers_while_nothing_was_written_after_the_view(self, topics):
+        ctx, member = self.formed_after_a_commit()
+        view = decode_view(ctx.last.view)
+        assert view.state == "Stable" and view.position.offset == ctx.requests_topic_end - 1
+        answer = json.loads(msgspec.json.encode(fetch_from_view(view, self.fetch(ctx, topics), ctx.requests_topic_end)))
+        assert answer == {**ctx.fetch(topics), "request_id": ""}
+
+    def test_a_request_written_after_the_view_sends_the_fetch_to_the_coordinator(self):
+        ctx, member = self.formed_after_a_commit()
+        view = decode_view(ctx.last.view)
+        req = self.fetch(ctx, None)
+        ctx.commit({("t", 0): 9}, member, 1)  # acknowledged: it is in the requests topic, after the view's request
+        assert (ctx.last.publish_view, ctx.committed()[("t", 0)]) == (False, 9)
+        assert fetch_from_view(view, req, ctx.requests_topic_end) is None
+        assert fetch_from_view(view, req, None) is None
+
+    def test_a_view_carries_no_offsets_outside_stable_or_where_retention_could_remove_one(self):
+        ctx = GroupContext(NO_DELAY)
+        # KIP-496: a Stable consumer group's offsets of topics it does not subscribe to expire.
+        ctx.commit({("t", 0): 5, ("unsubscribed", 0): 1})
+        assert "offsets" not in json.loads(ctx.last.view)  # Empty: its offsets expire
+        member = ctx.new_member()
+        ctx.join(member)
+        ctx.sleep(0)
+        assert json.loads(ctx.last.view)["group_state"] == "CompletingRebalance"
+        assert "offsets" not in json.loads(ctx.last.view)
+        ctx.sync(member, 1, {member: ""})
+        view = decode_view(ctx.last.view)
+        assert view.state == "Stable" and (view.offsets, view.position) == (None, None)
+        assert fetch_from_view(view, self.fetch(ctx, None), ctx.requests_topic_end) is None
 
 
 class TestTheRulesReadTheViewAsTheGroup:
