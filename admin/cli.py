@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "STATES (comma-separated, e.g. stable,empty)")
     p.add_argument("--type", nargs="?", const="", metavar="TYPES",
                    help="with --list: each group's type, or only groups of TYPES (comma-separated: classic, consumer, "
-                   "share); this coordinator's groups are all classic")
+                   "share); this coordinator keeps classic and consumer (KIP-848) groups")
     p.add_argument("--topic", action="append", default=[], help="topic or topic:0,1,2 (repeatable)")
     p.add_argument("--all-topics", action="store_true", help="with --reset-offsets: every topic of the group")
     spec = p.add_mutually_exclusive_group()
@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
         admin = GroupAdmin(transport, args.timeout / 1000)
         if args.list:
             return _list(admin, o, args.state, args.type)
-        groups = [g for g, _t, _s in admin.list_groups()] if args.all_groups else args.group
+        groups = [g for g, *_ in admin.list_groups()] if args.all_groups else args.group
         if args.delete:
             return _delete(admin, groups, o)
         if log_offsets is None:
@@ -256,19 +256,20 @@ def _list(admin: GroupAdmin, o: Output, states: str | None, types: str | None) -
     padded as Kafka pads it, then TYPE and STATE, filtered by the given names if any."""
     wanted_states = _parse_names(states, GROUP_STATES, "state") if states else None
     wanted_types = _parse_names(types, GROUP_TYPES, "type") if types else None
-    groups = [(g, t, s) for g, t, s in admin.list_groups()
-              if (wanted_states is None or s in wanted_states) and (wanted_types is None or "Classic" in wanted_types)]
+    groups = [(g, t, s, kind.capitalize()) for g, t, s, kind in admin.list_groups()
+              if (wanted_states is None or s in wanted_states)
+              and (wanted_types is None or kind.capitalize() in wanted_types)]
     if o.json:
-        o.records(("GROUP", "PROTOCOL-TYPE", "STATE"), groups)
+        o.records(("GROUP", "PROTOCOL-TYPE", "STATE", "TYPE"), groups)
     elif states is None and types is None:
-        for group_id, _type, _state in groups:
+        for group_id, *_ in groups:
             o.out.write(group_id + "\n")
     else:
         def line(group: str, group_type: str, state: str) -> list[str]:
             return [group] + [group_type] * (types is not None) + [state] * (states is not None)
 
-        width = max([15] + [len(g) for g, _, _ in groups]) + 10
-        for first, *rest in [line("GROUP", "TYPE", "STATE")] + [line(g, "Classic", s) for g, _, s in groups]:
+        width = max([15] + [len(g) for g, *_ in groups]) + 10
+        for first, *rest in [line("GROUP", "TYPE", "STATE")] + [line(g, kind, s) for g, _, s, kind in groups]:
             o.out.write(first.ljust(width) + "".join(" " + v.ljust(20) for v in rest) + "\n")
     return 0
 
@@ -322,6 +323,9 @@ def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets |
             coordinator = (f"{args.checkpoint}  (checkpoint)" if args.checkpoint
                            else f"{args.bootstrap_server}  ({args.requests_topic})")
             rows = [(desc.group_id, coordinator, desc.protocol or None, desc.state, len(desc.members))]
+            if args.verbose and desc.group_epoch is not None:  # Kafka 4's --verbose, for a consumer group
+                columns = (*STATE_COLUMNS, "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH")
+                rows = [rows[0] + (desc.group_epoch, desc.assignment_epoch)]
             o.table(columns, rows, {"ASSIGNMENT-STRATEGY": 20, "STATE": 20})
         else:
             committed = admin.committed(group_id)
@@ -334,18 +338,24 @@ def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets |
 
 
 def member_rows(desc: GroupDescription, verbose: bool) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-    """Kafka's describe --members: GROUP-INSTANCE-ID only if some member is static; ASSIGNMENT if verbose."""
+    """Kafka's describe --members: GROUP-INSTANCE-ID only if some member is static; ASSIGNMENT if verbose (for a
+    consumer group, Kafka 4's member epochs: CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH, TARGET-ASSIGNMENT)."""
     static = any(m.group_instance_id for m in desc.members)
+    consumer = desc.group_epoch is not None
     columns = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if static else []) + ["HOST", "CLIENT-ID", "#PARTITIONS"]
     if verbose:
-        columns.append("ASSIGNMENT")
+        columns += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"] if consumer else [
+            "ASSIGNMENT"]
     rows = []
     for m in desc.members:
         row: list[Any] = [desc.group_id, m.member_id]
         if static:
             row.append(m.group_instance_id)
         row += [m.client_host, m.client_id, len(m.assignment)]
-        if verbose:
+        if verbose and consumer:
+            row += [m.member_epoch, hist.format_assignment(m.assignment), desc.assignment_epoch,
+                    hist.format_assignment(m.target_assignment or ())]
+        elif verbose:
             row.append(hist.format_assignment(m.assignment))
         rows.append(tuple(row))
     return tuple(columns), rows

@@ -15,7 +15,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from assignors import consumer_protocol as cp
 from client import protocol
-from client.errors import GroupError, for_code
+from client.errors import Errors, GroupError, for_code
 from client.transport import Transport
 
 ADMIN_KEY = "groupcoord-admin"
@@ -29,6 +29,9 @@ class Member:
     client_id: str
     client_host: str
     assignment: tuple[tuple[str, int], ...]
+    member_epoch: int | None = None
+    """A consumer group's member (KIP-848): its epoch and its target assignment; None for a classic group's."""
+    target_assignment: tuple[tuple[str, int], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -37,11 +40,20 @@ class GroupDescription:
     state: str
     protocol_type: str
     protocol: str
+    """The classic group's protocol (the assignor), or the consumer group's server-side assignor."""
     members: tuple[Member, ...] = field(default=())
+    group_epoch: int | None = None
+    """A consumer group's (KIP-848) group epoch and target assignment epoch; None for a classic group."""
+    assignment_epoch: int | None = None
 
     @property
     def exists(self) -> bool:
         return self.state != "Dead"
+
+    @property
+    def group_type(self) -> str:
+        """Kafka's GroupType as the tool prints it."""
+        return "Consumer" if self.group_epoch is not None else "Classic"
 
 
 class GroupAdmin:
@@ -54,15 +66,24 @@ class GroupAdmin:
     def _call(self, key: str, body: protocol.Json) -> protocol.Json:
         return self._transport.request(key, body, self._timeout_s, attempts=2)
 
-    def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group_id, protocol_type, state) of every group, sorted."""
+    def list_groups(self) -> list[tuple[str, str, str, str]]:
+        """(group_id, protocol_type, state, group type: classic or consumer) of every group, sorted."""
         response = self._call(ADMIN_KEY, protocol.list_groups())
         if response.get("error_code"):
             raise GroupError(for_code(response["error_code"]), "ListGroups")
-        rows = [(g["group_id"], g.get("protocol_type") or "", g.get("group_state") or "") for g in response.get("groups") or []]
+        rows = [(g["group_id"], g.get("protocol_type") or "", g.get("group_state") or "",
+                 g.get("group_type") or "classic") for g in response.get("groups") or []]
         return sorted(rows)
 
     def describe(self, group_id: str) -> GroupDescription:
+        """As Kafka's admin client describes a group: ConsumerGroupDescribe, and DescribeGroups when the group is
+        not a consumer group (GROUP_ID_NOT_FOUND; DescribeGroups then says Dead when there is no group at all)."""
+        r = self._call(group_id, protocol.consumer_group_describe(group_id))
+        code = r.get("error_code")
+        if not code:
+            return _consumer_group(r)
+        if code != Errors.GROUP_ID_NOT_FOUND:
+            raise GroupError(for_code(code), "ConsumerGroupDescribe")
         r = self._call(group_id, protocol.describe_group(group_id))
         if r.get("error_code"):
             raise GroupError(for_code(r["error_code"]), "DescribeGroups")
@@ -105,6 +126,21 @@ class GroupAdmin:
         returns per-partition error codes."""
         body = protocol.offset_commit(group_id, -1, "", None, {tp: (o, "") for tp, o in offsets.items()})
         return protocol.partition_errors(self._call(group_id, body))
+
+
+def _partitions(assignment: protocol.Json | None) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((t["topic_name"], p) for t in (assignment or {}).get("topic_partitions") or []
+                        for p in t["partitions"]))
+
+
+def _consumer_group(r: protocol.Json) -> GroupDescription:
+    """A ConsumerGroupDescribe answer (KIP-848): topics by name, member epochs, current and target assignments."""
+    members = tuple(Member(m["member_id"], m.get("instance_id"), m.get("client_id") or "", m.get("client_host") or "",
+                           _partitions(m.get("assignment")), m.get("member_epoch"),
+                           _partitions(m.get("target_assignment")))
+                    for m in r.get("members") or [])
+    return GroupDescription(r["group_id"], r.get("group_state") or "Dead", "consumer", r.get("assignor_name") or "",
+                            members, r.get("group_epoch"), r.get("assignment_epoch"))
 
 
 class UnknownLogOffsets:

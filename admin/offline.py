@@ -12,7 +12,7 @@ import json
 from typing import Mapping
 
 from client.protocol import Json
-from state.batch import StoredGroup
+from state.batch import TOPIC_METADATA_GROUP, StoredGroup
 from state.offline import answer, list_groups
 
 
@@ -20,7 +20,10 @@ class CheckpointTransport:
     """A `client.transport.Transport` over the stored groups of a checkpoint."""
 
     def __init__(self, groups: Mapping[str, StoredGroup]) -> None:
-        self._groups = groups
+        topics = groups.get(TOPIC_METADATA_GROUP)
+        self._topics = None if topics is None else topics.metadata
+        """The cluster's topics as the stopped query last saw them: what names a consumer group's topics."""
+        self._groups = {g: stored for g, stored in groups.items() if g != TOPIC_METADATA_GROUP}
         self._ids = 0
 
     @classmethod
@@ -39,7 +42,8 @@ class CheckpointTransport:
             spark = spark_session({**read_spark_defaults(DEFAULT_SPARK_DEFAULTS),
                                    "spark.app.name": "groupcoord-consumer-groups"})
         try:
-            return cls(stored_groups(spark, location, group_ids))
+            wanted = None if group_ids is None else [*group_ids, TOPIC_METADATA_GROUP]
+            return cls(stored_groups(spark, location, wanted))
         finally:
             if own:
                 spark.stop()
@@ -49,7 +53,7 @@ class CheckpointTransport:
         raw = json.dumps({**body, "request_id": f"offline-{self._ids}"}).encode()
         if body.get("api") == "ListGroups":
             return json.loads(list_groups(self._groups.items(), raw))
-        return json.loads(answer(key, self._groups.get(key), raw))
+        return json.loads(answer(key, self._groups.get(key), raw, topics=self._topics))
 
     def close(self) -> None:
         pass

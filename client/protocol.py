@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import msgspec
 
+from schemas.consumer_group import ConsumerGroupDescribeRequest
 from schemas.messages import (
     API_VERSIONS,
     DeleteGroupsRequest,
@@ -170,6 +171,10 @@ def offset_delete(group_id: str, partitions: Iterable[tuple[str, int]]) -> Json:
 
 def describe_group(group_id: str) -> Json:
     return _body(DescribeGroupsRequest, group_id=group_id)
+
+
+def consumer_group_describe(group_id: str) -> Json:
+    return _body(ConsumerGroupDescribeRequest, group_id=group_id)
 
 
 def list_groups(states_filter: Sequence[str] = (), types_filter: Sequence[str] = ()) -> Json:

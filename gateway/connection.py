@@ -5,7 +5,7 @@ queue when it is read, and a writer task writes the slots' answers in that order
 JoinGroup parked in the coordinator holds back the answers behind it on that connection, as a Kafka broker, which
 handles one request per connection at a time, would hold them.
 
-- ApiVersions, SASL, FindCoordinator (groups) and the ten group APIs are answered by the gateway: heartbeats and
+- ApiVersions, SASL, FindCoordinator (groups) and the group APIs are answered by the gateway: heartbeats and
   commits from the group's view where it decides (`gateway.fast_path`), the rest by the coordinator.
 - Everything else goes to this listener's upstream broker unchanged, on the connection's own upstream connection.
   Answers that name brokers (Metadata, DescribeCluster, FindCoordinator for transactions, Fetch v16+ and Produce
@@ -53,7 +53,7 @@ GROUP_COORDINATOR = 0
 UNSUPPORTED_SASL_MECHANISM = 33
 SASL_AUTHENTICATION_FAILED = 58
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})
-FAST_APIS = frozenset({"Heartbeat", "OffsetCommit"})
+FAST_APIS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat", "OffsetCommit"})
 """Group requests a gateway may answer from the group's view (`gateway.fast_path`; OffsetFetch apart: one request
 may name several groups)."""
 
@@ -302,7 +302,7 @@ class ClientConnection:
                                 if self.node_id is None or self.gateway.coordinator_for(g["group_id"]) == self.node_id]
             return answer
         extra = None
-        if api.name == "JoinGroup":  # our extension: Kafka takes these from the header and the socket
+        if api.name in _CLIENT_NAMED:  # our extension: Kafka takes these from the header and the socket
             extra = {"client_id": request.header.client_id or "", "client_host": self.client_host}
         bodies = control_requests(api, version, doc, self.principal, extra)
         if fast_path is not None:
@@ -362,6 +362,10 @@ class ClientConnection:
         if self._exchange.complete:
             self._authenticated, self.principal = True, self._exchange.principal
 
+
+_CLIENT_NAMED = frozenset({"JoinGroup", "ConsumerGroupHeartbeat"})
+"""The requests whose member the coordinator shows with the client's id and host (DescribeGroups,
+ConsumerGroupDescribe)."""
 
 _ADDRESSES: dict[int, tuple[Any, Callable[[Any, int], list[tuple[int, Any]]]]] = {
     ApiKey.Metadata: (MetadataResponse, lambda r, v: [(b.node_id, b) for b in r.brokers]),

@@ -9,8 +9,12 @@ string. The gateway adds the envelope (`api`, `api_version`, `group_id`, `princi
 socket).
 
 Where the control format deliberately differs, the gateway fans out and merges, and that is all this module knows
-by name: DescribeGroups, DeleteGroups and OffsetFetch v8+ name several groups in Kafka and one per control
-request; ListGroups is answered per gateway listener (`Gateway.list_groups`).
+by name: DescribeGroups, ConsumerGroupDescribe, DeleteGroups and OffsetFetch v8+ name several groups in Kafka and
+one per control request; ListGroups is answered per gateway listener (`Gateway.list_groups`).
+
+KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe go the same way: kafka-python ships no classes for them,
+so `gateway.kafka_apis` builds them, with kafka-python's own loader, from Kafka's definitions
+(`gateway.kafka_messages`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
                                            OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
                                            SyncGroupResponse)
 from kafka.protocol.schemas.fields.codecs import BitField
+
+from gateway.kafka_apis import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+                                ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse)
 
 from schemas.messages import API_VERSIONS as COORDINATOR_VERSIONS
 from state.api import error_response
@@ -109,7 +116,7 @@ def _simple_from_json(type_str: str, value: Any) -> Any:
     return value
 
 
-# -- the ten group APIs ------------------------------------------------------------------------------------------
+# -- the group APIs ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,49 @@ def _offset_fetch_merge(request: Json, answers: list[Json], version: int) -> Jso
     return answers[0] if version < 8 else {"groups": answers}
 
 
+# KIP-848's messages name topics by id. The control topic carries a topic id as Kafka's `Uuid.toString()` writes it
+# (URL-safe base64 of its 16 bytes, without padding: `schemas.consumer_group.TopicId`), the walk above as a UUID's
+# text (what the gateway's policing of Produce and Fetch reads), so these two APIs convert their ids both ways.
+
+def kafka_topic_id(text: str) -> str:
+    """A UUID's text as Kafka's Uuid text."""
+    return base64.urlsafe_b64encode(uuid.UUID(text).bytes).decode("ascii").rstrip("=")
+
+
+def uuid_topic_id(text: str) -> str:
+    """Kafka's Uuid text as a UUID's text."""
+    return str(uuid.UUID(bytes=base64.urlsafe_b64decode(text + "==")))
+
+
+def _topic_ids(topics: list[Json] | None, convert: Callable[[str], str]) -> list[Json] | None:
+    return None if topics is None else [{**t, "topic_id": convert(t["topic_id"])} for t in topics]
+
+
+def _consumer_group_heartbeat(request: Json, version: int) -> list[Json]:
+    return [{**request, "topic_partitions": _topic_ids(request.get("topic_partitions"), kafka_topic_id)}]
+
+
+def _consumer_group_heartbeat_merge(request: Json, answers: list[Json], version: int) -> Json:
+    (answer,) = answers
+    assignment = answer.get("assignment")
+    if assignment is None:
+        return answer
+    return {**answer, "assignment": {"topic_partitions": _topic_ids(assignment["topic_partitions"], uuid_topic_id)}}
+
+
+def _consumer_group_describe(request: Json, version: int) -> list[Json]:
+    return [{"group_id": g, "include_authorized_operations": request.get("include_authorized_operations", False)}
+            for g in request["group_ids"]]
+
+
+def _consumer_group_describe_merge(request: Json, answers: list[Json], version: int) -> Json:
+    def member(m: Json) -> Json:
+        return {**m, **{part: {"topic_partitions": _topic_ids(m[part]["topic_partitions"], uuid_topic_id)}
+                        for part in ("assignment", "target_assignment")}}
+
+    return {"groups": [{**g, "members": [member(m) for m in g.get("members") or []]} for g in answers]}
+
+
 GROUP_APIS: dict[int, GroupApi] = {api.api_key: api for api in (
     GroupApi("JoinGroup", JoinGroupRequest, JoinGroupResponse, _one, _first),
     GroupApi("SyncGroup", SyncGroupRequest, SyncGroupResponse, _one, _first),
@@ -173,6 +223,10 @@ GROUP_APIS: dict[int, GroupApi] = {api.api_key: api for api in (
     GroupApi("ListGroups", ListGroupsRequest, ListGroupsResponse, _one, _first),
     GroupApi("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse, _delete_groups,
              lambda request, answers, version: {"results": answers}),
+    GroupApi("ConsumerGroupHeartbeat", ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+             _consumer_group_heartbeat, _consumer_group_heartbeat_merge),
+    GroupApi("ConsumerGroupDescribe", ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+             _consumer_group_describe, _consumer_group_describe_merge),
 )}
 """By Kafka API key."""
 

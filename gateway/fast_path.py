@@ -9,6 +9,9 @@ every request did before.
   per group and liveness interval names every member heard since the last one, when, and what it was answered
   (`Heartbeats`). Before a request of the group that waits for the coordinator is written, the group's pending
   Liveness request is written first, so the coordinator sees the group's requests in the order the gateway got them.
+- ConsumerGroupHeartbeat (KIP-848): a heartbeat that changes nothing for its member (`consumer_heartbeat_from_view`:
+  a member of the view at its epoch, declaring nothing new) is answered at once and heard like a Heartbeat; where
+  the coordinator would have answered otherwise, the member owes it a heartbeat and leaves the view.
 - OffsetCommit: appended to the requests topic (acks=all) carrying the answer given (`answered`), then answered
   once the append is acknowledged. The coordinator applies it as always and sends no answer; where it decides
   otherwise (the view was stale), it counts a misprediction. The offsets are the coordinator's decision alone.
@@ -31,8 +34,8 @@ import msgspec
 from gateway.appender import AppendFailed, Appender
 from gateway.control import Json, unanswered
 from gateway.views import ViewFollower
-from state.api import (BadRequest, Errors, PublishedGroup, commit_from_view, commit_response, decode_request, encode,
-                       fetch_from_view, heartbeat_from_view)
+from state.api import (BadRequest, Errors, PublishedGroup, PublishedView, commit_from_view, commit_response,
+                       consumer_heartbeat_from_view, decode_request, encode, fetch_from_view, heartbeat_from_view)
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ class Heartbeats:
         self.written = 0
         """Liveness requests written (the benchmark counts control records)."""
 
-    def heard(self, group_id: str, view: PublishedGroup, member_id: str, instance: str | None, generation: int,
+    def heard(self, group_id: str, view: PublishedView, member_id: str, instance: str | None, generation: int,
               principal: str | None, answered: int) -> None:
         members = self._pending.setdefault(group_id, {})
         members[member_id] = {"member_id": member_id, "group_instance_id": instance, "generation_id": generation,
@@ -91,6 +94,13 @@ class Heartbeats:
             self.flush(group_id)
 
 
+def _at_once(answer: Json) -> Awaitable[Json]:
+    """An answer the gateway gives without waiting."""
+    done = asyncio.get_running_loop().create_future()
+    done.set_result(answer)
+    return done
+
+
 def _log_failure(written: asyncio.Future) -> None:
     if not written.cancelled() and written.exception() is not None:
         log.warning("a Liveness request could not be written: %s", written.exception())
@@ -112,6 +122,8 @@ class FastPath:
         view decides it; None: ask the coordinator."""
         if api == "Heartbeat":
             return self._heartbeat(body)
+        if api == "ConsumerGroupHeartbeat":
+            return self._consumer_heartbeat(body)
         if api == "OffsetCommit":
             return self._commit(body)
         return None
@@ -128,8 +140,8 @@ class FastPath:
         except (BadRequest, asyncio.TimeoutError):
             return None
         view = self.follower.view(req.group_id)
-        if ends is None or view is None or view.position is None:
-            return None
+        if ends is None or not isinstance(view, PublishedGroup) or view.position is None:
+            return None  # no view, or a consumer group's, which carries no offsets
         answer = fetch_from_view(view, req, ends.get(view.position.partition))
         return None if answer is None else msgspec.to_builtins(answer)
 
@@ -156,9 +168,20 @@ class FastPath:
             return None
         self.heartbeats.heard(req.group_id, view, req.member_id, req.group_instance_id, req.generation_id,
                               req.principal, error)
-        done = asyncio.get_running_loop().create_future()
-        done.set_result({"throttle_time_ms": 0, "error_code": error})
-        return done
+        return _at_once({"throttle_time_ms": 0, "error_code": error})
+
+    def _consumer_heartbeat(self, body: Json) -> Awaitable[Json] | None:
+        """A consumer group's (KIP-848) heartbeat that changes nothing for its member: answered at once, and heard
+        in the group's Liveness request like a classic one (its member epoch as the generation)."""
+        view, req = self._request(body)
+        if req is None:
+            return None
+        response = consumer_heartbeat_from_view(view, req)
+        if response is None:
+            return None
+        self.heartbeats.heard(req.group_id, view, req.member_id, req.instance_id, req.member_epoch, req.principal,
+                              response.error_code)
+        return _at_once(msgspec.to_builtins(response))
 
     def _commit(self, body: Json) -> Awaitable[Json] | None:
         view, req = self._request(body)

@@ -1,4 +1,4 @@
-"""Authorization of the ten group APIs, before anything reaches the control topic (or the fast path).
+"""Authorization of the group APIs, before anything reaches the control topic (or the fast path).
 
 Kafka's checks (KafkaApis), on the decoded request as control JSON:
 - JoinGroup, SyncGroup, Heartbeat, LeaveGroup: READ on the group, else GROUP_AUTHORIZATION_FAILED (30) in the
@@ -10,7 +10,11 @@ Kafka's checks (KafkaApis), on the decoded request as control JSON:
 - OffsetDelete: DELETE on the group, READ on each topic (29 per partition);
 - DescribeGroups: DESCRIBE on each group, and `authorized_operations` from the ACLs when asked for;
 - DeleteGroups: DELETE on each group;
-- ListGroups: every group with DESCRIBE on the cluster, else only the groups the principal may DESCRIBE.
+- ListGroups: every group with DESCRIBE on the cluster, else only the groups the principal may DESCRIBE;
+- ConsumerGroupHeartbeat (KIP-848): READ on the group (30), then DESCRIBE on every topic it subscribes to by name
+  (TOPIC_AUTHORIZATION_FAILED, 29, for the whole request);
+- ConsumerGroupDescribe: DESCRIBE on each group (30 for that group), `authorized_operations` when asked for, and a
+  described group whose members hold or are to hold a topic the principal may not DESCRIBE answers 29.
 Refused parts never reach the coordinator; the answers for the rest are merged with them, in request order.
 """
 
@@ -68,6 +72,16 @@ def group_access(authorizer: Authorizer, session: Session, api: str, version: in
     if api == "DeleteGroups":
         return _per_group(doc, "groups_names", "results", lambda g: allowed(Op.DELETE, Res.GROUP, g),
                           lambda g: {"group_id": g, "error_code": GROUP_AUTHORIZATION_FAILED})
+    if api == "ConsumerGroupHeartbeat":
+        if not allowed(Op.READ, Res.GROUP, doc["group_id"]):
+            return GroupAccess(None, _refused(api, doc))
+        refused = [t for t in doc.get("subscribed_topic_names") or () if not allowed(Op.DESCRIBE, Res.TOPIC, t)]
+        if refused:
+            return GroupAccess(None, unanswered({"api": api, **doc}, TOPIC_AUTHORIZATION_FAILED,
+                                                f"Topic authorization failed for {', '.join(sorted(refused))}."))
+        return GroupAccess(doc)
+    if api == "ConsumerGroupDescribe":
+        return _consumer_group_describe(authorizer, session, allowed, doc)
     if api == "ListGroups":
         if allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
             return GroupAccess(doc)
@@ -198,3 +212,36 @@ def _describe_groups(authorizer: Authorizer, session: Session, allowed: Callable
     if access.answer is not None:
         return GroupAccess(None, access.answer)
     return GroupAccess(access.request, complete=with_operations)
+
+
+def _consumer_group_describe(authorizer: Authorizer, session: Session, allowed: Callable, doc: Json) -> GroupAccess:
+    """KafkaApis.handleConsumerGroupDescribe: DESCRIBE on each group, then on every topic a described member holds
+    or is to hold; operations from the ACLs when asked for."""
+    def refused_entry(group_id: str, code: int = GROUP_AUTHORIZATION_FAILED) -> Json:
+        message = GROUP_MESSAGE if code == GROUP_AUTHORIZATION_FAILED else "Topic authorization failed."
+        return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",
+                "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+                "authorized_operations": -(1 << 31)}
+
+    def topics_allowed(group: Json) -> bool:
+        return all(allowed(Op.DESCRIBE, Res.TOPIC, t["topic_name"]) for m in group.get("members") or []
+                   for part in ("assignment", "target_assignment") for t in m[part]["topic_partitions"])
+
+    access = _per_group(doc, "group_ids", "groups", lambda g: allowed(Op.DESCRIBE, Res.GROUP, g), refused_entry)
+    if access.answer is not None:
+        return access
+    inner = access.complete
+    with_operations = bool(doc.get("include_authorized_operations"))
+
+    def complete(merged: Json) -> Json:
+        groups = []
+        for g in inner(merged)["groups"]:
+            if not g.get("error_code") and not topics_allowed(g):
+                g = refused_entry(g["group_id"], TOPIC_AUTHORIZATION_FAILED)
+            elif not g.get("error_code") and with_operations:
+                g = {**g, "authorized_operations": authorizer.authorized_operations(
+                    session.principal, session.host, Res.GROUP, g["group_id"])}
+            groups.append(g)
+        return {**merged, "groups": groups}
+
+    return GroupAccess(access.request, complete=complete)

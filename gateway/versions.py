@@ -1,15 +1,16 @@
 """What the gateway tells clients in ApiVersions: its own versions for what it serves, the upstream's for the rest.
 
-- The ten classic group APIs: the versions both the coordinator (`schemas.messages.API_VERSIONS`) and kafka-python's
-  message classes know, whatever the upstream broker supports.
+- The group APIs (the classic ones, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe): the versions
+  both the coordinator (`schemas.messages.API_VERSIONS`) and the message classes (kafka-python's; for KIP-848,
+  `gateway.kafka_apis`) know, whatever the upstream broker supports.
 - FindCoordinator, ApiVersions, SASL: answered by the gateway, at the versions it can decode.
 - APIs whose responses carry broker addresses the gateway rewrites (Metadata, DescribeCluster, Fetch v16+,
   Produce v10+) and Produce (whose `acks` says whether an answer comes): the upstream's versions, capped at what
   kafka-python can decode.
 - Every other upstream API: the upstream's versions, forwarded byte for byte.
-- Left out: the group APIs of protocols the coordinator does not run (KIP-848 ConsumerGroupHeartbeat/Describe,
-  KIP-932 share groups, KIP-1071 streams groups) and TxnOffsetCommit, which would commit to the upstream's own
-  coordinator. A client configured for them then fails fast with UnsupportedVersion instead of hanging.
+- Left out: the group APIs of protocols the coordinator does not run (KIP-932 share groups, KIP-1071 streams
+  groups) and TxnOffsetCommit, which would commit to the upstream's own coordinator. A client configured for them
+  then fails fast with UnsupportedVersion instead of hanging.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ Versions = dict[int, tuple[int, int]]
 
 NOT_SERVED = frozenset({
     ApiKey.TxnOffsetCommit,
-    68, 69,  # ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
     76, 77, 78, 79,  # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge (KIP-932)
     83, 84, 85, 86, 87,  # the share-group state APIs
     88, 89,  # StreamsGroupHeartbeat, StreamsGroupDescribe (KIP-1071)

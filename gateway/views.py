@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 from kafka import KafkaConsumer, TopicPartition
 
-from state.api import MARK_KEY, PublishedGroup, decode_mark, decode_view
+from state.api import MARK_KEY, PublishedView, decode_mark, decode_view
 from common.log_ends import high_watermarks
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class ViewFollower:
         self.requests_topic = requests_topic
         self.bound_s = bound_ms / 1000
         self._config = {"bootstrap_servers": bootstrap_servers, **kafka_config}
-        self._views: dict[str, PublishedGroup] = {}
+        self._views: dict[str, PublishedView] = {}
         self._marks: dict[int, tuple[int, dict[int, int]]] = {}
         """views partition -> (offset, requests-topic positions) of the latest mark read there."""
         self._samples: deque[tuple[float, dict[int, int], dict[int, int]]] = deque()
@@ -85,7 +85,7 @@ class ViewFollower:
         now = time.monotonic() if now is None else now
         return now - min(self.complete_as_of, self.alive_as_of) <= self.bound_s
 
-    def view(self, group_id: str) -> PublishedGroup | None:
+    def view(self, group_id: str) -> PublishedView | None:
         """The group's view, if the views are fresh and it has one (None: ask the coordinator)."""
         return self._views.get(group_id) if self.fresh() else None
 
@@ -100,7 +100,7 @@ class ViewFollower:
         self._wake.set()
         return done
 
-    def held_view(self, group_id: str) -> PublishedGroup | None:
+    def held_view(self, group_id: str) -> PublishedView | None:
         """The group's view as read, fresh or not."""
         return self._views.get(group_id)
 

@@ -10,8 +10,9 @@ every version of an API), for what Kafka 4.x adds for consumer groups:
 - `TopicMetadata`, our internal request that carries the cluster's topics into the control topic, so that the
   server-side assignors see the same topics when a batch is replayed (docs/records.md, "Topic metadata").
 
-They live in their own module until the core routes them (`CONSUMER_API_VERSIONS` then joins `API_VERSIONS`);
-the JSON Schemas are generated from them with the others (`python -m schemas`).
+Their versions, classes and records are in `schemas.messages`' tables with the classic ones (`API_VERSIONS`,
+`REQUESTS`, `RESPONSES`, `RecordKey`, `RECORDS`); the JSON Schemas are generated from them with the others
+(`python -m schemas`).
 
 Topic ids are Kafka's `Uuid` in the form `Uuid.toString()` gives and `kafka-topics.sh --describe` shows: 22
 characters of URL-safe base64 without padding (the cluster's own ids, never made up here).
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
-from schemas.messages import (
+from schemas.base import (
     NO_AUTHORIZED_OPERATIONS,
     Bytes,
     Extension,
@@ -41,12 +42,6 @@ TopicId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{22}$", extra_json_schema=
     "description": "Kafka's Uuid as Uuid.toString() writes it (URL-safe base64, no padding)"})]
 ConsumerGroupStateName = Literal["Empty", "Assigning", "Reconciling", "Stable"]
 """Kafka's ConsumerGroupState names."""
-
-CONSUMER_API_VERSIONS: dict[str, tuple[int, int]] = {
-    "ConsumerGroupHeartbeat": (0, 1),
-    "ConsumerGroupDescribe": (0, 1),
-}
-"""The versions of the KIP-848 APIs, as `schemas.messages.API_VERSIONS` has them for the classic ones."""
 
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 """From ConsumerGroupHeartbeat v1 the client generates its member id (KIP-1082); v0 may join with ""."""
@@ -140,15 +135,6 @@ class ConsumerGroupDescribeResponse(GroupResponse, frozen=True, kw_only=True, ta
     authorized_operations: Int32 = NO_AUTHORIZED_OPERATIONS
 
 
-CONSUMER_REQUESTS: dict[str, type[Request]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest)
-}
-CONSUMER_RESPONSES: dict[str, type[GroupResponse]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse)
-}
-
 # -- topic metadata (ours) ---------------------------------------------------------------------------------------
 
 
@@ -159,18 +145,41 @@ class TopicMetadataTopic(Message, frozen=True):
 
 
 class TopicMetadata(Struct, frozen=True, kw_only=True):
-    """Internal request, written by whoever watches the cluster's topics (never by clients): every topic of the
-    cluster, with the cluster's own topic ids, at one metadata version. Each one replaces the topics a group
-    knows when its `version` is newer; it has no response. The group's next heartbeat sees a changed partition
-    count or a new topic as Kafka's coordinator sees a new metadata image: the subscribed topics' metadata hash
-    changes (a new target assignment), a regular expression is resolved again."""
+    """Internal request, written by the coordinator's driver, which watches the cluster's topics (never by clients):
+    every topic of the cluster, with the cluster's own topic ids, at one metadata version. It goes to every state
+    bucket (`state.batch.route`: kind `topics`), where it replaces the topics the bucket's consumer groups see when
+    its `version` is newer; it has no response. A group's next heartbeat sees a changed partition count or a new
+    topic as Kafka's coordinator sees a new metadata image: the subscribed topics' metadata hash changes (a new
+    target assignment), a regular expression is resolved again."""
 
     api: Literal["TopicMetadata"] = "TopicMetadata"
     request_id: str = ""
-    group_id: Annotated[str, Meta(description="the group this copy is for")]
     version: Annotated[int, Meta(ge=0, le=2**63 - 1, description=(
-        "the metadata version, increasing with every change (Kafka: the metadata image's offset)"))]
+        "the metadata version, increasing with every change (Kafka: the metadata image's offset; here the time it was"
+        " observed, in ms, kept increasing by the publisher)"))]
     topics: tuple[TopicMetadataTopic, ...]
+
+
+# -- the views topic (the gateway's fast path: docs/gateway.md, "Fast answers") ----------------------------------
+
+
+class ConsumerViewMember(Message, frozen=True):
+    member_id: str
+    instance_id: str | None
+    member_epoch: Int32
+
+
+class ConsumerGroupView(Struct, frozen=True, kw_only=True):
+    """What a gateway answers a consumer group's heartbeats from: the members whose heartbeat changes nothing as the
+    coordinator left the group after a step (reconciled to the group's target, which is at the group epoch, and
+    owing the coordinator no heartbeat), and what it answers them with."""
+
+    kind: Annotated[Literal["consumer"], Meta(description="a consumer group's view (a classic group's has none)")] = (
+        "consumer")
+    group_epoch: Int32
+    heartbeat_interval_ms: Int32
+    session_timeout_ms: Int32
+    members: tuple[ConsumerViewMember, ...]
 
 
 # -- records (the records topic: docs/records.md) ----------------------------------------------------------------
@@ -230,12 +239,20 @@ ConsumerGroupRecordKey = (
 )
 
 
+class ConsumerGroupDirectoryEntry(Message, frozen=True):
+    group_state: ConsumerGroupStateName
+    member_count: Int32
+
+
 class ConsumerGroupMetadataValue(Struct, frozen=True, kw_only=True):
     """Type 3: the group epoch, and (Kafka 4.1+, KIP-1101) the hash of the subscribed topics' metadata."""
 
     epoch: Int32
     metadata_hash: Annotated[Int64, Versions("0+"), Meta(
         description="tagged in Kafka; ours is computed by state.consumer.topics.metadata_hash")] = 0
+    directory: Annotated[ConsumerGroupDirectoryEntry | UnsetType, Extension(
+        "the group now, for ListGroups (written whenever its state changes; absent on the epoch bumps Kafka writes);"
+        " ignored when loading")] = UNSET
 
 
 class PartitionMetadata(Message, frozen=True):

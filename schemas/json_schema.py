@@ -16,13 +16,7 @@ from typing import Any, get_type_hints
 from msgspec import Struct
 from msgspec import inspect as mi
 
-from schemas.consumer_group import (
-    CONSUMER_API_VERSIONS,
-    CONSUMER_RECORDS,
-    CONSUMER_REQUESTS,
-    CONSUMER_RESPONSES,
-    TopicMetadata,
-)
+from schemas.consumer_group import TopicMetadata
 from schemas.messages import (
     API_VERSIONS,
     RECORDS,
@@ -41,15 +35,15 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 def documents() -> dict[str, dict]:
     """Every schema, by file stem."""
     out: dict[str, dict] = {}
-    for api, cls in {**REQUESTS, **CONSUMER_REQUESTS}.items():
+    for api, cls in REQUESTS.items():
         out[f"{api}Request"] = _document(f"{api}Request", f"{api} request", cls, every_field=False)
-    for api, cls in {**RESPONSES, **CONSUMER_RESPONSES}.items():
+    for api, cls in RESPONSES.items():
         out[f"{api}Response"] = _document(f"{api}Response", f"{api} response", cls, every_field=True)
     out["ErrorResponse"] = _document("ErrorResponse", "answer to a request whose api is unknown", ErrorResponse,
                                      every_field=True)
     out["TopicMetadataRequest"] = _document("TopicMetadataRequest", "TopicMetadata request (internal)",
                                             TopicMetadata, every_field=False)
-    for name, cls in {**RECORDS, **CONSUMER_RECORDS, **VIEWS}.items():
+    for name, cls in {**RECORDS, **VIEWS}.items():
         out[name] = _document(name, name, cls, every_field=True)
     return dict(sorted(out.items()))
 
@@ -104,7 +98,7 @@ def _object(info: mi.StructType, every_field: bool) -> dict:
 
 
 def _api_version(api: Any) -> dict:
-    low, high = {**API_VERSIONS, **CONSUMER_API_VERSIONS}[api]
+    low, high = API_VERSIONS[api]
     return {"type": "integer", "minimum": low, "maximum": high,
             "description": f"Kafka's {api} version; default {high}"}
 

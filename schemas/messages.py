@@ -19,12 +19,43 @@ a version that lacks them (`state.wire`), as Kafka never reads them there.
 A version bump is one edit: the API's entry in `API_VERSIONS` (then `python -m schemas`).
 
 KIP-848's consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe, their records and the internal
-TopicMetadata request) are declared the same way in `schemas.consumer_group`.
+TopicMetadata request) are declared the same way in `schemas.consumer_group`; the tables below (`API_VERSIONS`,
+`REQUESTS`, `RESPONSES`, `RecordKey`, `RECORDS`) hold both kinds, so every API and record has one entry in one
+table. What both declare on is `schemas.base`, re-exported here.
 """
 
 from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
+
+from schemas.base import (  # noqa: F401 - re-exported: the rest of the code imports these from here
+    BASE64,
+    MAX_BYTES_FIELD,
+    MAX_STRING_BYTES,
+    NO_AUTHORIZED_OPERATIONS,
+    Bytes,
+    ErrorMessage,
+    Extension,
+    GroupRequest,
+    GroupResponse,
+    GroupStateName,
+    Int16,
+    Int32,
+    Int64,
+    Message,
+    Request,
+    Response,
+    Versions,
+)
+from schemas.consumer_group import (
+    CONSUMER_RECORDS,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupView,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupRecordKey,
+)
 
 API_VERSIONS: dict[str, tuple[int, int]] = {
     "JoinGroup": (0, 9),
@@ -37,86 +68,10 @@ API_VERSIONS: dict[str, tuple[int, int]] = {
     "DescribeGroups": (0, 5),
     "ListGroups": (0, 5),
     "DeleteGroups": (0, 2),
+    "ConsumerGroupHeartbeat": (0, 1),
+    "ConsumerGroupDescribe": (0, 1),
 }
 """The versions the coordinator answers, per API; a request without `api_version` is taken at the latest."""
-
-
-class Versions:
-    """Kafka's `versions` of a field ("5+", "2-4", "1"); `ignored`: the core drops a value sent at another version."""
-
-    __slots__ = ("low", "high", "ignored")
-
-    def __init__(self, spec: str, ignored: bool = False) -> None:
-        low, _, high = spec.partition("-")
-        self.low = int(low.rstrip("+"))
-        self.high = 32767 if spec.endswith("+") else int(high or low)
-        self.ignored = ignored
-
-    def __contains__(self, version: int) -> bool:
-        return self.low <= version <= self.high
-
-    def __str__(self) -> str:
-        if self.high == 32767:
-            return f"v{self.low}+"
-        return f"v{self.low}" if self.low == self.high else f"v{self.low}-{self.high}"
-
-
-class Extension:
-    """A field that is ours, not Kafka's (see the module docstring); `why` goes into the JSON Schema."""
-
-    __slots__ = ("why",)
-
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-
-MAX_STRING_BYTES = 32767
-"""Kafka strings are int16-length-prefixed."""
-MAX_BYTES_FIELD = 1_048_576
-"""Largest decoded byte field (`metadata`, `assignment`) we accept: Kafka's default max message size."""
-BASE64 = r"^(?:(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?|(?:[A-Za-z0-9+/]{4})+=+)(?!\n)$"
-"""Exactly the texts `base64.b64decode(text, validate=True)` accepts (its strict mode), in a form both Python
-and JSON Schema read."""
-
-Int16 = Annotated[int, Meta(ge=-(2**15), le=2**15 - 1)]
-Int32 = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]
-Int64 = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
-Bytes = Annotated[str, Meta(pattern=BASE64, max_length=MAX_BYTES_FIELD * 4 // 3 + 4,
-                            extra_json_schema={"contentEncoding": "base64"})]
-"""Kafka's `bytes`, as base64 text: the core stores and forwards these bytes without decoding them."""
-GroupStateName = Literal["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"]
-"""Kafka's classic group states; Dead only in DescribeGroups' answer for a group that does not exist."""
-NO_AUTHORIZED_OPERATIONS = -2147483648
-"""Kafka's INT32_MIN: authorized operations not requested (we have no ACLs)."""
-
-
-class Message(Struct, frozen=True):
-    """A nested struct of a message (Kafka's named struct types)."""
-
-
-# -- requests ----------------------------------------------------------------------------------------------------
-
-class Request(Struct, frozen=True, kw_only=True, tag_field="api"):
-    """The envelope every control request carries (`api` is the tag: the class)."""
-
-    request_id: Annotated[str, Extension("chosen by the client, echoed in the response")]
-    api_version: Annotated[int | UnsetType, Extension("Kafka's version of the API; default the latest")] = UNSET
-    principal: Annotated[str | None, Extension(
-        "the principal the gateway authenticated (User:name); a member acts only for the principal that joined it"
-    )] = None
-
-    @property
-    def api(self) -> str:
-        return self.__struct_config__.tag  # type: ignore[return-value]
-
-    @property
-    def version(self) -> int:
-        """The version this request is handled at (set by `state.wire` when it was not given)."""
-        return self.api_version  # type: ignore[return-value]
-
-
-class GroupRequest(Request, frozen=True, kw_only=True):
-    group_id: str
 
 
 class JoinGroupRequestProtocol(Message, frozen=True):
@@ -268,29 +223,9 @@ class DeleteGroupsRequest(GroupRequest, frozen=True, kw_only=True, tag="DeleteGr
 REQUESTS: dict[str, type[Request]] = {cls.__struct_config__.tag: cls for cls in (  # type: ignore[misc]
     JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest,
     OffsetFetchRequest, OffsetDeleteRequest, DescribeGroupsRequest, ListGroupsRequest, DeleteGroupsRequest,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest,
 )}
 """By `api`, in `API_VERSIONS` order."""
-
-# -- responses ---------------------------------------------------------------------------------------------------
-# Every response carries every field of the latest version; the defaults are what an error response carries.
-# `error_message` (ours) is last and left out unless set.
-
-ErrorMessage = Annotated[str | UnsetType, Extension("why a request could not be handled")]
-
-
-class Response(Struct, frozen=True, kw_only=True, tag_field="api"):
-    request_id: str
-
-    @property
-    def api(self) -> str:
-        return self.__struct_config__.tag  # type: ignore[return-value]
-
-
-class GroupResponse(Response, frozen=True, kw_only=True):
-    group_id: str
-    throttle_time_ms: Int32 = 0
-    error_code: Int16
-
 
 class JoinGroupResponseMember(Message, frozen=True):
     member_id: str
@@ -403,7 +338,7 @@ class ListedGroup(Message, frozen=True):
     group_id: str
     protocol_type: str
     group_state: str
-    group_type: Literal["classic"] = "classic"
+    group_type: Annotated[Literal["classic", "consumer"], Versions("5+")] = "classic"
 
 
 class ListGroupsResponse(Response, frozen=True, kw_only=True, tag="ListGroups"):
@@ -430,6 +365,7 @@ class ErrorResponse(Struct, frozen=True, kw_only=True):
 RESPONSES: dict[str, type[Response]] = {cls.__struct_config__.tag: cls for cls in (  # type: ignore[misc]
     JoinGroupResponse, SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, OffsetCommitResponse,
     OffsetFetchResponse, OffsetDeleteResponse, DescribeGroupsResponse, ListGroupsResponse, DeleteGroupsResponse,
+    ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse,
 )}
 
 # -- records (the records topic: docs/records.md) ----------------------------------------------------------------
@@ -444,12 +380,22 @@ class OffsetCommitKey(Struct, frozen=True, tag_field="version", tag=OFFSET_COMMI
     topic: str
     partition: Int32
 
+    @property
+    def group_id(self) -> str:
+        """The group, by the name every other key has (Kafka's consumer-group keys: `GroupId`)."""
+        return self.group
+
 
 class GroupMetadataKey(Struct, frozen=True, tag_field="version", tag=GROUP_METADATA_KEY_VERSION):
     group: str
 
+    @property
+    def group_id(self) -> str:
+        return self.group
 
-RecordKey = OffsetCommitKey | GroupMetadataKey
+
+RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey
+"""Every key of the records topic: the classic group's and the consumer group's (`schemas.consumer_group`)."""
 
 
 class OffsetCommitValue(Struct, frozen=True):
@@ -521,6 +467,7 @@ class LoadGroup(Struct, frozen=True, kw_only=True):
 RECORDS: dict[str, type[Struct]] = {
     "GroupMetadataKey": GroupMetadataKey, "GroupMetadataValue": GroupMetadataRecord,
     "OffsetCommitKey": OffsetCommitKey, "OffsetCommitValue": OffsetCommitValue,
+    **CONSUMER_RECORDS,
 }
 """The records topic's keys and values by their schema names (a group metadata value always has `directory`)."""
 
@@ -603,5 +550,5 @@ class Liveness(Struct, frozen=True, kw_only=True):
     members: tuple[HeardMember, ...]
 
 
-VIEWS: dict[str, type[Struct]] = {"GroupView": GroupView, "ViewMark": ViewMark}
+VIEWS: dict[str, type[Struct]] = {"GroupView": GroupView, "ConsumerGroupView": ConsumerGroupView, "ViewMark": ViewMark}
 """The views topic's values by their schema names (keys: the group id's UTF-8 bytes, `\\xffmark` for a mark)."""

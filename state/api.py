@@ -5,22 +5,37 @@ behind these names without touching the job or the gateway (tests/test_imports.p
 are Kafka's or the core's own; what each does is said where it is defined.
 """
 
-from state.batch import GroupStep, OffsetsReader, StoredGroup, route, step_group, upgrade_state
+from state.batch import (
+    TOPIC_METADATA_GROUP,
+    GroupStep,
+    OffsetsReader,
+    StoredGroup,
+    route,
+    step_group,
+    upgrade_state,
+)
 from state.config import CoordinatorConfig
 from state.directory import GroupDirectory
 from state.errors import Errors
-from state.fast_answers import FastAnswer, commit_from_view, commit_response, heartbeat_from_view
+from state.fast_answers import (
+    FastAnswer,
+    commit_from_view,
+    commit_response,
+    consumer_heartbeat_from_view,
+    heartbeat_from_view,
+)
 from state.group import GroupState
 from state.offsets import fetch_from_view
 from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.properties import kafka_python_settings, read_properties
 from state.records import decode_key
 from state.timers import earliest, is_due
-from state.views import MARK_KEY, PublishedGroup, decode_mark, decode_view, encode_mark
+from state.views import MARK_KEY, PublishedGroup, PublishedView, decode_mark, decode_view, encode_mark
 from state.wire import BadRequest, decode_request, encode, error_response
 
 __all__ = [
     "MARK_KEY",
+    "TOPIC_METADATA_GROUP",
     "BadRequest",
     "CoordinatorConfig",
     "Errors",
@@ -31,9 +46,11 @@ __all__ = [
     "GroupStep",
     "OffsetsReader",
     "PublishedGroup",
+    "PublishedView",
     "StoredGroup",
     "commit_from_view",
     "commit_response",
+    "consumer_heartbeat_from_view",
     "decode_key",
     "decode_mark",
     "decode_request",

@@ -6,10 +6,12 @@ CONTRACT (the streaming job depends on exactly these names):
         Decides where a control-topic record goes, without Spark knowing the protocol:
         Route(kind="group", group_id=...)      -> to the per-group coordinator keyed by group_id
         Route(kind="directory", reply_key=...) -> ListGroups, answered from the group directory
+        Route(kind="topics")                   -> the cluster's topics (`TopicMetadata`): to every state bucket, as
+                                                  a request of the group TOPIC_METADATA_GROUP there
         Route(kind="reject", reason=..., response=bytes|None, reply_key=...) -> dead letter (+ error response)
 
     step_group(group_id, stored, requests, now_ms, config, request_times_ms=None, resumed=False,
-               read_offsets=None) -> GroupStep
+               read_offsets=None, topics=None) -> GroupStep
         stored:   the StoredGroup this function returned last time for this group (None: never seen). It has two
                   parts, kept apart because most requests touch only the first: `metadata` (membership, timers,
                   everything but offsets) and `offsets` (the committed offsets; None when there are none).
@@ -22,6 +24,10 @@ CONTRACT (the streaming job depends on exactly these names):
                   what is due at now_ms. What comes due later is next_deadline_ms, which may be <= now_ms.
         resumed:  the shell restarted since its last completed call (the first new micro-batch after a restart):
                   every member's session restarts at now_ms before the requests, as when Kafka loads a group.
+        topics:   the metadata of the bucket's TOPIC_METADATA_GROUP as stored (None: none yet): the cluster's topics
+                  the consumer groups' server-side assignors see. The shell steps TOPIC_METADATA_GROUP first in a
+                  bucket call (its requests are `TopicMetadata`; its step has no responses, records or deadline)
+                  and passes what that step stored to every other group of the call.
         Returns GroupStep(metadata, offsets, offsets_changed, responses, records, dead_letters, next_deadline_ms):
           metadata         bytes to store, or None: the group is gone (drop both parts)
           offsets          the offsets part to store (None: none left), meaningful when offsets_changed; when it
@@ -51,13 +57,21 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
+from schemas.consumer_group import TopicMetadata
 from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, OffsetCommitKey
 from state import coordinator, fast_answers, load, views
 from state.config import CoordinatorConfig
 from state.context import Context
 from state.fast_answers import FastAnswer
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
+from state.consumer import coordinator as consumer
+from state.consumer.group import ConsumerGroup
+from state.consumer.stored import ConsumerGroupDoc
+from state.consumer.stored import from_doc as consumer_group_of
+from state.consumer.stored import to_doc as consumer_group_doc
+from state.consumer.topics import ImageRow, apply_topic_metadata, decode_image_row, image_doc
 from state.group import CURRENT, ClassicGroup, GroupDoc, GroupState, Offsets, StoredOffset
 from state.member_id_round import PENDING_MEMBER, handle_pending_member
 from state.membership import reschedule_heartbeat
@@ -81,9 +95,14 @@ STATE_SCHEMA_VERSION = 2
 """1: one document, offsets inside (release 0.1.0); 2: metadata and offsets apart."""
 
 
+TOPIC_METADATA_GROUP = "\x00topic-metadata"
+"""The reserved group id under which a state bucket keeps the cluster's topics (route kind `topics`); a client
+request naming it is refused (INVALID_GROUP_ID)."""
+
+
 @dataclass(frozen=True)
 class Route:
-    kind: Literal["group", "directory", "reject"]
+    kind: Literal["group", "directory", "topics", "reject"]
     group_id: str | None = None
     reply_key: bytes | None = None
     reason: str | None = None
@@ -155,7 +174,10 @@ def route(key: bytes | None, value: bytes | None) -> Route:
         api, group_id = envelope.api, envelope.group_id
         if api == "ListGroups":
             return Route("directory", reply_key=key)
-        if group_id is not None and (api in API_VERSIONS or api in _INTERNAL) and len(group_id) <= _SAFE_CHARS:
+        if api == TOPIC_METADATA:
+            return Route("topics")
+        if (group_id is not None and (api in API_VERSIONS or api in _INTERNAL) and len(group_id) <= _SAFE_CHARS
+                and group_id != TOPIC_METADATA_GROUP):
             return Route("group", group_id=group_id)
     try:
         body = decode_json(value)
@@ -163,20 +185,26 @@ def route(key: bytes | None, value: bytes | None) -> Route:
         return Route("reject", reason=exc.reason, reply_key=key)
     request_id = readable_request_id(body)
     api = body.get("api")
+    if api == TOPIC_METADATA:
+        return Route("topics")  # the step says what is wrong with it
     if request_id is None:
         return Route("reject", reason="request_id: missing or not a string", reply_key=key)
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if isinstance(api, str) and api in _INTERNAL and isinstance(group_id, str):
+    if isinstance(api, str) and api in _INTERNAL and isinstance(group_id, str) and group_id != TOPIC_METADATA_GROUP:
         return Route("group", group_id=group_id)
     if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
     else:
         try:
-            return Route("group", group_id=readable_group_id(body))
+            group_id = readable_group_id(body)
         except BadRequest as exc:
             reason, code = exc.reason, INVALID_GROUP_ID
+        else:
+            if group_id != TOPIC_METADATA_GROUP:
+                return Route("group", group_id=group_id)
+            reason, code = "group_id: reserved for the coordinator's topic metadata", INVALID_GROUP_ID
     response = encode(error_response(api, request_id, group_id, code, reason))
     return Route("reject", reason=reason, reply_key=key, response=response)
 
@@ -184,6 +212,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
 def step_group(
     group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
     request_times_ms: Sequence[int] | None = None, resumed: bool = False, read_offsets: OffsetsReader | None = None,
+    topics: bytes | None = None,
     position: tuple[int, int] | None = None,
 ) -> GroupStep:
     """Never raises. A request whose handling fails unexpectedly is dead-lettered and the whole step is re-run
@@ -203,11 +232,13 @@ def step_group(
 
     `position`: the requests-topic (partition, offset) of the last of `requests`; a view published by this call
     carries it with the group's offsets where they can answer an OffsetFetch (`_fetch_position`)."""
+    if group_id == TOPIC_METADATA_GROUP:
+        return _step_topics(stored, requests)
     failed: dict[int, str] = {}
     while True:
         try:
             return _step(group_id, stored, requests, now_ms, config, failed, request_times_ms, resumed,
-                         read_offsets, position)
+                         read_offsets, topics, position)
         except _RequestFailed as exc:
             failed[exc.index] = exc.reason
         except Exception as exc:  # noqa: BLE001 - the state itself cannot be processed: keep it untouched
@@ -225,17 +256,21 @@ class _RequestFailed(Exception):
 
 def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int,
           config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
-          read_offsets: OffsetsReader | None, position: tuple[int, int] | None) -> GroupStep:
+          read_offsets: OffsetsReader | None, topics: bytes | None,
+          position: tuple[int, int] | None) -> GroupStep:
     group, persisted_current = _decode_group(stored, read_offsets)
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
     decoded = group
-    ctx = Context(group_id, group, now_ms, config)
+    ctx = Context(group_id, group, now_ms, config, topics=topics)
     if group is not None and (resumed or _after_outage(group, clock, now_ms, request_times_ms, config)):
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
         # during the outage is handled after the "load".
-        for member in group.members.values():
-            reschedule_heartbeat(ctx, member)
+        if isinstance(group, ConsumerGroup):
+            consumer.restart_sessions(ctx, group)
+        else:
+            for member in group.members.values():
+                reschedule_heartbeat(ctx, member)
         clock = now_ms
     dead_letters = []
     fired_at = None
@@ -293,7 +328,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired=ctx.members_expired,
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
-        view=views.encode_view(views.view_of(group, _fetch_position(group, position))) if publish_view else None,
+        view=(views.encode_view(views.view_of(group, config, _fetch_position(group, position))) if publish_view
+              else None),
         publish_view=publish_view,
         fast_answers=tuple(ctx.fast_answers),
     )
@@ -304,12 +340,14 @@ VIEW_OFFSETS_MAX = 1000
 coordinator): a view is written at every rebalance."""
 
 
-def _fetch_position(group: ClassicGroup | None, position: tuple[int, int] | None) -> tuple[int, int] | None:
+def _fetch_position(group: ClassicGroup | ConsumerGroup | None,
+                    position: tuple[int, int] | None) -> tuple[int, int] | None:
     """`position` where the group's view may carry its offsets for a gateway to answer an OffsetFetch from: a
-    Stable group none of whose offsets the retention check could remove (a timer's change would not show in the
-    requests topic, which is what the gateway checks the view against), with at most VIEW_OFFSETS_MAX of them."""
-    if (position is None or group is None or group.state != GroupState.STABLE or offsets_can_expire(group)
-            or len(group.offsets) > VIEW_OFFSETS_MAX):
+    Stable classic group none of whose offsets the retention check could remove (a timer's change would not show
+    in the requests topic, which is what the gateway checks the view against), with at most VIEW_OFFSETS_MAX of
+    them. A consumer group's view carries none."""
+    if (position is None or not isinstance(group, ClassicGroup) or group.state != GroupState.STABLE
+            or offsets_can_expire(group) or len(group.offsets) > VIEW_OFFSETS_MAX):
         return None
     return position
 
@@ -338,7 +376,7 @@ def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
     return []
 
 
-def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms: Sequence[int] | None,
+def _after_outage(group: ClassicGroup | ConsumerGroup, clock: int, now_ms: int, request_times_ms: Sequence[int] | None,
                   config: CoordinatorConfig) -> bool:
     """The coordinator should have run at the earliest of the group's timer deadlines and its first queued
     request's arrival; running more than `coordinator.session.reset.lateness.ms` after that means it was not
@@ -355,6 +393,28 @@ def _after_outage(group: ClassicGroup, clock: int, now_ms: int, request_times_ms
 
 LOAD_GROUP = "LoadGroup"
 """The internal request `schemas.messages.LoadGroup` (a rebuild's), routed like a group request."""
+TOPIC_METADATA = "TopicMetadata"
+"""The internal request `schemas.consumer_group.TopicMetadata` (the driver's), routed to every bucket."""
+_TOPIC_METADATA = msgspec.json.Decoder(TopicMetadata)
+
+
+def _step_topics(stored: StoredGroup | None, requests: Sequence[bytes]) -> GroupStep:
+    """A bucket's topic metadata after its `TopicMetadata` requests: the newest version wins, so a duplicate or a
+    late copy changes nothing (`state.consumer.topics.apply_topic_metadata`). A request that is not one is a dead
+    letter."""
+    image = decode_image_row(None if stored is None else stored.metadata)
+    before = image
+    dead_letters = []
+    for index, raw in enumerate(requests):
+        try:
+            image = apply_topic_metadata(image, _TOPIC_METADATA.decode(raw))
+        except msgspec.DecodeError as exc:
+            dead_letters.append((index, f"TopicMetadata: {exc}"))
+    if image is before:
+        return GroupStep(metadata=None if stored is None else stored.metadata, dead_letters=dead_letters)
+    return GroupStep(metadata=encode(ImageRow(STATE_SCHEMA_VERSION, image_doc(image))), dead_letters=dead_letters)
+
+
 def _pending_member(ctx: Context, body: dict) -> list[str]:
     """A gateway's member-id round (`state.member_id_round`); a JoinGroup that is not valid is answered as one."""
     try:
@@ -393,7 +453,7 @@ def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now
     return encode_state(load.load(group_id, records, now_ms, config).group)
 
 
-def encode_state(group: ClassicGroup | None) -> StoredGroup | None:
+def encode_state(group: ClassicGroup | ConsumerGroup | None) -> StoredGroup | None:
     metadata = encode_metadata(group)
     return None if metadata is None else StoredGroup(metadata, encode_offsets(group))
 
@@ -401,6 +461,19 @@ def encode_state(group: ClassicGroup | None) -> StoredGroup | None:
 class _MetadataDoc(msgspec.Struct):
     v: int
     group: GroupDoc
+
+
+class _ConsumerMetadataDoc(msgspec.Struct):
+    v: int
+    consumer: ConsumerGroupDoc
+
+
+class _AnyMetadataDoc(msgspec.Struct):
+    """A stored group of either kind: `group` (a classic group, as every release stored it) or `consumer`."""
+
+    v: int
+    group: GroupDoc | UnsetType = UNSET
+    consumer: ConsumerGroupDoc | UnsetType = UNSET
 
 
 class _OffsetsDoc(msgspec.Struct):
@@ -412,21 +485,23 @@ class _Versioned(msgspec.Struct):
     v: Any
 
 
-_METADATA = msgspec.json.Decoder(_MetadataDoc)
+_METADATA = msgspec.json.Decoder(_AnyMetadataDoc)
 _OFFSETS = msgspec.json.Decoder(_OffsetsDoc)
 
 
-def encode_metadata(group: ClassicGroup | None, persisted_current: bool = False) -> bytes | None:
-    """`persisted_current`: the caller knows the persisted value is the group as it is now."""
+def encode_metadata(group: ClassicGroup | ConsumerGroup | None, persisted_current: bool = False) -> bytes | None:
+    """`persisted_current`: the caller knows the persisted value is the group as it is now (a classic group)."""
     if group is None:
         return None
+    if isinstance(group, ConsumerGroup):
+        return encode(_ConsumerMetadataDoc(STATE_SCHEMA_VERSION, consumer_group_doc(group)))
     doc = group.to_doc()
     if persisted_current or group.persisted == kafka_group_value(group):
         doc.persisted = CURRENT
     return encode(_MetadataDoc(STATE_SCHEMA_VERSION, doc))
 
 
-def encode_offsets(group: ClassicGroup | None) -> bytes | None:
+def encode_offsets(group: ClassicGroup | ConsumerGroup | None) -> bytes | None:
     if group is None or not group.offsets:
         return None
     return encode(_OffsetsDoc(STATE_SCHEMA_VERSION, group.offsets.to_doc()))
@@ -445,13 +520,15 @@ def _decode(raw: bytes, decoder: msgspec.json.Decoder, what: str) -> Any:
         raise
 
 
-def decode_state(stored: StoredGroup | None, read_offsets: OffsetsReader | None = None) -> ClassicGroup | None:
+def decode_state(stored: StoredGroup | None,
+                 read_offsets: OffsetsReader | None = None) -> ClassicGroup | ConsumerGroup | None:
     """The group of a stored state of this schema version; offsets from `read_offsets` (on first use) when given,
     else from `stored.offsets`. Older versions go through `upgrade_state` first."""
     return _decode_group(stored, read_offsets)[0]
 
 
-def _decode_group(stored: StoredGroup | None, read_offsets: OffsetsReader | None) -> tuple[ClassicGroup | None, bool]:
+def _decode_group(stored: StoredGroup | None,
+                  read_offsets: OffsetsReader | None) -> tuple[ClassicGroup | ConsumerGroup | None, bool]:
     """`decode_state`, and whether the persisted value was stored as CURRENT."""
     if stored is None:
         return None, False
@@ -463,7 +540,9 @@ def _decode_group(stored: StoredGroup | None, read_offsets: OffsetsReader | None
         offsets = Offsets(_offset_values(stored.offsets))
     else:
         offsets = Offsets(read=lambda: _offset_values(read_offsets()))
-    group = ClassicGroup.from_doc(doc.group, offsets)
+    if doc.consumer is not UNSET:
+        return consumer_group_of(doc.consumer, offsets), False
+    group = ClassicGroup.from_doc(doc.group, offsets)  # type: ignore[arg-type]
     current = group.persisted == CURRENT
     if current:
         group.persisted = kafka_group_value(group)

@@ -1,4 +1,10 @@
-"""Coordinator configuration: Kafka's broker keys and defaults (GroupCoordinatorConfig)."""
+"""Coordinator configuration: Kafka's broker keys and defaults (GroupCoordinatorConfig), for both kinds of group.
+
+The classic group's settings (`group.*`, `offsets.*`) and the consumer group's (`group.consumer.*`, KIP-848) have
+Kafka's names, defaults and start-up checks. Kafka's per-group overrides of the consumer group's session timeout
+and heartbeat interval (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`, set with
+IncrementalAlterConfigs) are not served: every group uses these values.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,9 @@ from typing import Mapping
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 """Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: not configurable there, not here."""
+
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+"""`group.consumer.migration.policy`: which online conversions between the protocols are allowed."""
 
 
 @dataclass(frozen=True)
@@ -24,15 +33,72 @@ class CoordinatorConfig:
     session restarts from now and the queued requests count from now, as when Kafka loads a group on failover. <= 0 (the core's
     default: a late call then gives exactly what timely calls would have) disables; the job's
     conf/coordinator.properties enables it."""
+    # -- KIP-848's consumer groups ------------------------------------------------------------------------------
+    group_coordinator_rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_max_size: int = 2_147_483_647
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    """Server-side assignors by name; the first is the default one."""
+    group_consumer_migration_policy: str = "bidirectional"
+    group_consumer_regex_refresh_interval_ms: int = 600_000
+    """Regular expressions are resolved again at least this often (Kafka 4.2+), besides when topics are created."""
+
+    def __post_init__(self) -> None:
+        """Kafka refuses the same inconsistent values at broker start (GroupCoordinatorConfig's `require`s)."""
+        problems = []
+        if not (self.group_consumer_min_session_timeout_ms <= self.group_consumer_session_timeout_ms
+                <= self.group_consumer_max_session_timeout_ms):
+            problems.append("group.consumer.session.timeout.ms must be between group.consumer.min.session.timeout.ms"
+                            " and group.consumer.max.session.timeout.ms")
+        if not (self.group_consumer_min_heartbeat_interval_ms <= self.group_consumer_heartbeat_interval_ms
+                <= self.group_consumer_max_heartbeat_interval_ms):
+            problems.append("group.consumer.heartbeat.interval.ms must be between"
+                            " group.consumer.min.heartbeat.interval.ms and group.consumer.max.heartbeat.interval.ms")
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            problems.append("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+        if not self.group_consumer_assignors:
+            problems.append("group.consumer.assignors must name at least one assignor")
+        if self.group_consumer_max_size < 1:
+            problems.append("group.consumer.max.size must be at least 1")
+        if self.group_consumer_migration_policy not in MIGRATION_POLICIES:
+            problems.append(f"group.consumer.migration.policy must be one of {', '.join(MIGRATION_POLICIES)}")
+        if problems:
+            raise ValueError("; ".join(problems))
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "CoordinatorConfig":
         """Build from Kafka-style dotted keys (`group.max.size`); keys this class does not know are ignored,
-        so one properties file can also carry the job's topic and Spark keys."""
-        known = {f.name.replace("_", "."): f.name for f in fields(cls)}
-        values = {known[k]: int(v) for k, v in props.items() if k in known}
-        return cls(**values)
+        so one properties file can also carry the job's topic and Spark keys. Lists are comma-separated (Kafka's
+        LIST type); the migration policy is case-insensitive, as Kafka's."""
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            key = f.name.replace("_", ".")
+            if key not in props:
+                continue
+            raw = props[key]
+            if f.type == "tuple[str, ...]":
+                values[f.name] = tuple(item.strip() for item in raw.split(",") if item.strip())
+            elif f.type == "int":
+                values[f.name] = int(raw)
+            else:
+                values[f.name] = raw.strip().lower()
+        return cls(**values)  # type: ignore[arg-type]
 
     @property
     def offsets_retention_ms(self) -> int:
         return self.offsets_retention_minutes * 60_000
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        return "consumer" in self.group_coordinator_rebalance_protocols
+
+    def migration_allows(self, direction: str) -> bool:
+        """Whether `group.consumer.migration.policy` allows an online `upgrade` (classic -> consumer) or
+        `downgrade` (consumer -> classic)."""
+        policy = self.group_consumer_migration_policy
+        return policy == "bidirectional" or policy == direction

@@ -16,6 +16,13 @@ its `CoordinatorTimer`:
 `replay` is the only code that changes a group: live, when a handler appends, and when a group is loaded from its
 records (`state.load`), where the same function replays the written records and then `GroupLoaded`. The transition
 table (`state.group.VALID_PREVIOUS`) is checked on every `StateChanged`, loading included.
+
+A group is of either kind, a `ClassicGroup` or a KIP-848 `ConsumerGroup`, and its records say which, as in Kafka:
+a consumer-group record (`state.consumer.replay`) creates a consumer group, or replaces a classic group that has
+no members (the "simple" group that only holds offsets, which a conversion between the protocols leaves once it
+has tombstoned the old group); a classic group metadata value likewise replaces a consumer group without members.
+A group's tombstone removes its metadata, not its offsets (Kafka keeps offsets apart from groups): a group left
+with offsets only is a simple classic group, as Kafka creates one to hold committed offsets.
 """
 
 from __future__ import annotations
@@ -25,8 +32,11 @@ from typing import Callable
 
 from msgspec import UNSET
 
-from schemas.messages import GroupMetadataKey, Response
+from schemas.messages import GroupMetadataKey, OffsetCommitKey, Response
 from state.config import CoordinatorConfig
+from state.consumer import replay as consumer_replay
+from state.consumer.group import ConsumerGroup
+from state.consumer.topics import MetadataImage, decode_image_row
 from state.group import ClassicGroup, GroupState, Member
 from state.records import (
     AnyRecord,
@@ -34,6 +44,7 @@ from state.records import (
     GenerationStarted,
     GroupCreated,
     GroupLoaded,
+    HeartbeatOwed,
     JoinCompleted,
     JoinParked,
     JoinPhaseChanged,
@@ -50,6 +61,7 @@ from state.records import (
     StaticMemberReplaced,
     SyncParked,
     SyncReceived,
+    consumer_directory_record,
     directory_changed,
     group_record,
     kafka_group_value,
@@ -72,6 +84,13 @@ class CoordinatorResult:
     timers: list[TimerOperation] = field(default_factory=list)
 
     @property
+    def response(self) -> Response | None:
+        """The response of a result that has at most one (a single request's); None when it has none (a timer's)."""
+        if len(self.responses) > 1:
+            raise ValueError(f"a result of {len(self.responses)} responses has no single response")
+        return self.responses[0] if self.responses else None
+
+    @property
     def written(self) -> list[Record]:
         """The records for the records topic (the in-memory ones left out)."""
         return [r for r in self.records if isinstance(r, Record)]
@@ -82,15 +101,29 @@ class Context:
     """One call's runtime for one group: the group as replayed so far, the time, the config, and the result."""
 
     group_id: str
-    group: ClassicGroup | None
+    group: ClassicGroup | ConsumerGroup | None
     now_ms: int
     config: CoordinatorConfig
+    topics: bytes | None = None
+    """The state bucket's stored topic metadata (`state.batch`), read as `image` on first use."""
     result: CoordinatorResult = field(default_factory=CoordinatorResult)
     """Everything this call produced so far; `mark`/`since` cut it into one result per request or timer."""
     members_expired: int = 0
     """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
     fast_answers: list = field(default_factory=list)
     """Requests a gateway answered from the group's view, checked (`state.fast_answers.FastAnswer`)."""
+    _image: MetadataImage | None = field(default=None, repr=False)
+
+    @property
+    def image(self) -> MetadataImage:
+        """The cluster's topics as the consumer groups' assignors see them (`state.consumer.topics`)."""
+        if self._image is None:
+            self._image = decode_image_row(self.topics)
+        return self._image
+
+    @image.setter
+    def image(self, image: MetadataImage) -> None:
+        self._image = image
 
     def append(self, record: AnyRecord) -> None:
         """Replay the record onto the group, and add it to the result."""
@@ -143,20 +176,57 @@ def replay(group: ClassicGroup | None, record: AnyRecord) -> ClassicGroup | None
     return apply(group, record)
 
 
-def _written(group: ClassicGroup, record: Record) -> ClassicGroup | None:
+Group = ClassicGroup | ConsumerGroup
+
+
+def _written(group: Group | None, record: Record) -> Group | None:
     key, value = record.key, record.value
     if isinstance(key, GroupMetadataKey):
+        if group is None:
+            raise ReplayError("a group metadata record for a group that does not exist")
+        if isinstance(group, ConsumerGroup):
+            group = _replaced(group, ClassicGroup(group.group_id), "a classic group metadata record")
         if value is None:
-            return None
+            return _offsets_only(group)
         group.persisted = persisted_of(value)  # type: ignore[arg-type]
         group.directory = [value.directory.group_state, value.directory.protocol_type]  # type: ignore[union-attr]
         return group
-    tp = (key.topic, key.partition)
-    if value is None:
-        group.offsets.pop(tp, None)
-    else:
-        group.offsets[tp] = offset_value_of(value)  # type: ignore[arg-type]
-    return group
+    if isinstance(key, OffsetCommitKey):
+        if group is None:
+            raise ReplayError("an offset record for a group that does not exist")
+        tp = (key.topic, key.partition)
+        if value is None:
+            group.offsets.pop(tp, None)
+        else:
+            group.offsets[tp] = offset_value_of(value)  # type: ignore[arg-type]
+        return group
+    # a consumer group's record
+    if isinstance(group, ClassicGroup):
+        if value is None:
+            return group  # a consumer-group tombstone for a classic group: nothing of a consumer group is there
+        group = _replaced(group, ConsumerGroup(group.group_id), "a consumer group record")
+    after = consumer_replay.replay(group, record)
+    return _offsets_only(group) if after is None and group is not None else after
+
+
+def _replaced(old: Group, new: Group, what: str) -> Group:
+    """`new` (empty) in place of `old`, a group without members, with its offsets and the runtime's timers and
+    clock; a group with members cannot be replaced by a record (a corrupt log, or a handler's bug)."""
+    if old.members or (isinstance(old, ClassicGroup) and (old.protocol_type or old.pending_members)):
+        raise ReplayError(f"{what} for group {old.group_id}, which has members of the other protocol")
+    new.offsets, new.timers, new.clock_ms = old.offsets, old.timers, old.clock_ms
+    if isinstance(new, ClassicGroup):
+        new.persisted = kafka_group_value(new)
+    return new
+
+
+def _offsets_only(group: Group) -> ClassicGroup | None:
+    """What a group's tombstone leaves: nothing, or the simple group of its remaining offsets."""
+    if not group.offsets:
+        return None
+    simple = ClassicGroup(group.group_id, offsets=group.offsets, timers=group.timers, clock_ms=group.clock_ms)
+    simple.persisted = kafka_group_value(simple)
+    return simple
 
 
 def _group_created(group: None, record: GroupCreated) -> ClassicGroup:
@@ -286,14 +356,23 @@ def _sync_received(group: ClassicGroup, record: SyncReceived) -> ClassicGroup:
     return group
 
 
+def _heartbeat_owed(group: ConsumerGroup, record: HeartbeatOwed) -> ConsumerGroup:
+    if record.owed:
+        group.heartbeat_owed.add(record.member_id)
+    else:
+        group.heartbeat_owed.discard(record.member_id)
+    return group
+
+
 def _assignments_set(group: ClassicGroup, record: AssignmentsSet) -> ClassicGroup:
     for member in group.members.values():
         member.assignment = record.assignments.get(member.member_id, "")
     return group
 
 
-_CREATING: frozenset[type] = frozenset({GroupCreated})
-"""The records that apply to no group (they create one); every other record needs its group."""
+_CREATING: frozenset[type] = frozenset({GroupCreated, Record})
+"""The records that may apply to no group: they create one (a written record checks its own key: a consumer group's
+value record creates the group, any other needs it)."""
 
 _REPLAY: dict[type, Callable] = {
     Record: _written,
@@ -316,15 +395,22 @@ _REPLAY: dict[type, Callable] = {
     PendingSyncCleared: _pending_sync_cleared,
     SyncReceived: _sync_received,
     AssignmentsSet: _assignments_set,
+    HeartbeatOwed: _heartbeat_owed,
 }
 
 
 def sync_directory(ctx: Context) -> None:
     """Write a group metadata record when the state or protocol type changed since the last one, so the
-    directory (ListGroups) follows every state change, not only those Kafka persists."""
+    directory (ListGroups) follows every state change, not only those Kafka persists (a consumer group: its
+    group-epoch record, with the state as our extension)."""
     group = ctx.group
-    if group is not None and directory_changed(group):
-        ctx.append(group_record(group))
+    if isinstance(group, ClassicGroup):
+        if directory_changed(group):
+            ctx.append(group_record(group))
+    elif group is not None:
+        state = group.state.value
+        if group.directory is None or group.directory[0] != state:
+            ctx.append(consumer_directory_record(group))
 
 
 __all__ = ["CoordinatorResult", "Context", "ReplayError", "replay", "sync_directory"]

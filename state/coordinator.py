@@ -10,8 +10,18 @@ from __future__ import annotations
 
 from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request, Response
 from state import membership, offsets
+from state.consumer import coordinator as consumer
+from state.consumer.group import ConsumerGroup, validate_delete
 from state.context import Context, CoordinatorResult, sync_directory
-from state.errors import GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, NON_EMPTY_GROUP, NONE
+from state.errors import (
+    GROUP_ID_NOT_FOUND,
+    INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_GROUP_ID,
+    NON_EMPTY_GROUP,
+    NONE,
+    UNKNOWN_MEMBER_ID,
+    CoordinatorError,
+)
 from state.group import ClassicGroup, GroupState
 from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
 from state.wire import simple_response
@@ -29,12 +39,14 @@ def fire_timers(ctx: Context) -> None:
             break
         key = due[1]
         ctx.cancel(key)  # a fired timer is gone; its handler schedules it again if it must
-        if key == JOIN:
+        if key == OFFSETS_EXPIRATION:
+            offsets.on_expiration_timer(ctx, group)
+        elif isinstance(group, ConsumerGroup):
+            consumer.fire_timer(ctx, group, key)
+        elif key == JOIN:
             membership.on_join_timer(ctx, group)
         elif key == SYNC:
             membership.on_sync_timer(ctx, group)
-        elif key == OFFSETS_EXPIRATION:
-            offsets.on_expiration_timer(ctx, group)
         elif key.startswith(HEARTBEAT_PREFIX):
             membership.on_heartbeat_timer(ctx, group, key[len(HEARTBEAT_PREFIX):])
         # else: a key this release does not know (a newer state): dropped rather than fired forever
@@ -60,12 +72,30 @@ def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
         ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL))
     elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
         ctx.respond(_error(req, INVALID_GROUP_ID))
+    elif isinstance(ctx.group, ConsumerGroup) and api in _MEMBERSHIP:
+        _classic_request_to_consumer_group(ctx, req, new_member_id)
     elif new_member_id is not None and api == "JoinGroup":
         membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
         sync_directory(ctx)
     else:
         _HANDLERS[api](ctx, req)
         sync_directory(ctx)
+
+
+_MEMBERSHIP = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"})
+"""The classic protocol's membership APIs, which a consumer group answers its own way."""
+
+
+def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id: str | None) -> None:
+    """A consumer group without members is replaced by the classic group a JoinGroup creates (its records are
+    tombstoned first, its offsets stay: Kafka's maybeDeleteEmptyConsumerGroup; the new member gets `new_member_id`
+    as in `run`). Otherwise the group belongs to the other protocol: a JoinGroup is refused as one of another
+    protocol, the other requests name no member of it."""
+    group: ConsumerGroup = ctx.group  # type: ignore[assignment]
+    if req.api == "JoinGroup" and not group.members:
+        offsets.delete_group_metadata(ctx, group)
+        return membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
+    ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL if req.api == "JoinGroup" else UNKNOWN_MEMBER_ID))
 
 
 _GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})
@@ -80,14 +110,15 @@ def _error(req: Request, error: int) -> Response:
     return simple_response(req, error)
 
 
-def next_deadline(group: ClassicGroup | None) -> int | None:
+def next_deadline(group: ClassicGroup | ConsumerGroup | None) -> int | None:
     return earliest(group.timers.values()) if group is not None else None
 
 
 def _describe(ctx: Context, req: Request) -> None:
     group = ctx.group
-    if group is None:
-        return ctx.respond(simple_response(req, NONE))  # Kafka's answer for no group: Dead, nothing else
+    if group is None or isinstance(group, ConsumerGroup):
+        # Kafka's answer for no group, and (below DescribeGroups v6) for a consumer group: Dead, nothing else
+        return ctx.respond(simple_response(req, NONE))
     stable = group.state == GroupState.STABLE
     members = tuple(
         DescribedGroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -105,7 +136,12 @@ def _delete_groups(ctx: Context, req: Request) -> None:
     group = ctx.group
     if group is None:
         return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
-    if group.state != GroupState.EMPTY:
+    if isinstance(group, ConsumerGroup):
+        try:
+            validate_delete(group)
+        except CoordinatorError as exc:
+            return ctx.respond(simple_response(req, exc.code))
+    elif group.state != GroupState.EMPTY:
         return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
     offsets.delete_group(ctx, group)
     ctx.respond(simple_response(req, NONE))
@@ -121,4 +157,6 @@ _HANDLERS = {
     "OffsetDelete": offsets.handle_delete,
     "DescribeGroups": _describe,
     "DeleteGroups": _delete_groups,
+    "ConsumerGroupHeartbeat": consumer.handle_heartbeat,
+    "ConsumerGroupDescribe": consumer.handle_describe,
 }

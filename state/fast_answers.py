@@ -20,13 +20,17 @@ from dataclasses import dataclass
 
 import msgspec
 
-from schemas.messages import (CommitAnswer, HeartbeatRequest, Liveness, OffsetCommitRequest, OffsetCommitResponse,
-                              OffsetCommitResponsePartition, OffsetCommitResponseTopic, PartitionError)
+from schemas.consumer_group import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from schemas.messages import (CommitAnswer, HeardMember, HeartbeatRequest, Liveness, OffsetCommitRequest,
+                              OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+                              PartitionError)
 from state import rules
+from state.consumer import coordinator as consumer
+from state.consumer.group import ConsumerGroup
 from state.context import Context
 from state.errors import NONE
 from state.membership import heartbeat
-from state.views import PublishedGroup
+from state.views import PublishedConsumerGroup, PublishedGroup, PublishedView
 from state.wire import BadRequest, simple_response
 
 LIVENESS = "Liveness"
@@ -48,19 +52,42 @@ class FastAnswer:
         return self.answered != self.decided or bool(self.detail)
 
 
-def heartbeat_from_view(view: PublishedGroup | None, req: HeartbeatRequest) -> int | None:
+def heartbeat_from_view(view: PublishedView | None, req: HeartbeatRequest) -> int | None:
     """The answer to a Heartbeat where the view decides it positively (a member of the view with the view's
-    generation: NONE, REBALANCE_IN_PROGRESS while preparing a rebalance); None: ask the coordinator."""
+    generation: NONE, REBALANCE_IN_PROGRESS while preparing a rebalance); None: ask the coordinator (a consumer
+    group's view never decides a classic request)."""
+    if not isinstance(view, PublishedGroup):
+        return None
     error = rules.heartbeat_error(view, req)
-    return error if view is not None and rules.restarts_session(error) else None
+    return error if rules.restarts_session(error) else None
 
 
-def commit_from_view(view: PublishedGroup | None, req: OffsetCommitRequest,
+def consumer_heartbeat_from_view(view: PublishedView | None,
+                                 req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse | None:
+    """The answer to a ConsumerGroupHeartbeat that changes nothing, where the view decides it: a member of the view
+    (reconciled to the group's target) at its epoch, declaring nothing new (every field null or -1, as a regular
+    heartbeat of librdkafka's is); it is answered with its epoch, the interval and no assignment. None: ask the
+    coordinator (a join, a leave, an acknowledgement, a change of subscription, a member it must tell something)."""
+    if not isinstance(view, PublishedConsumerGroup):
+        return None
+    member = view.members.get(req.member_id)
+    if (member is None or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
+            or (req.instance_id is not None and req.instance_id != member.instance_id) or req.rack_id is not None
+            or req.rebalance_timeout_ms != -1 or req.subscribed_topic_names is not None
+            or req.subscribed_topic_regex is not None or req.server_assignor is not None
+            or req.topic_partitions is not None):
+        return None
+    return ConsumerGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
+                                          member_id=req.member_id, member_epoch=req.member_epoch,
+                                          heartbeat_interval_ms=view.heartbeat_interval_ms)
+
+
+def commit_from_view(view: PublishedView | None, req: OffsetCommitRequest,
                      max_metadata_bytes: int) -> CommitAnswer | None:
     """The answer to an OffsetCommit where the view accepts it (a member of the view with the view's generation in
     Stable or PreparingRebalance, or a commit without generation to an Empty group), with the per-partition errors
     that do not depend on the group; None: ask the coordinator."""
-    if view is None or rules.commit_error(view, req) != NONE:
+    if not isinstance(view, PublishedGroup) or rules.commit_error(view, req) != NONE:
         return None
     return CommitAnswer(NONE, tuple(
         PartitionError(t.name, p.partition_index, code) for t in req.topics for p in t.partitions
@@ -105,6 +132,10 @@ def handle_liveness(ctx: Context, body: dict) -> list[str]:
         liveness = msgspec.convert(body, Liveness)
     except msgspec.ValidationError as exc:
         raise BadRequest(f"Liveness: {exc}") from None
+    if isinstance(ctx.group, ConsumerGroup):
+        for heard in liveness.members:
+            _consumer_liveness(ctx, liveness, heard)
+        return []
     for heard in liveness.members:
         req = HeartbeatRequest(request_id=liveness.request_id, api_version=4, principal=heard.principal,
                                group_id=liveness.group_id, generation_id=heard.generation_id,
@@ -112,3 +143,15 @@ def handle_liveness(ctx: Context, body: dict) -> list[str]:
         decided = heartbeat(ctx, req, min(heard.heard_ms, ctx.now_ms))
         ctx.fast_answers.append(FastAnswer("Heartbeat", heard.member_id, heard.answered, decided))
     return []
+
+
+def _consumer_liveness(ctx: Context, liveness: Liveness, heard: HeardMember) -> None:
+    """A consumer group's heartbeat a gateway answered "nothing changed" (`consumer_heartbeat_from_view`; its
+    member epoch is `generation_id`), checked by the coordinator (`state.consumer.coordinator.handle_heard`)."""
+    req = ConsumerGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
+                                        group_id=liveness.group_id, member_id=heard.member_id,
+                                        member_epoch=heard.generation_id, instance_id=heard.group_instance_id)
+    decided = consumer.handle_heard(ctx, req, min(heard.heard_ms, ctx.now_ms))
+    ctx.fast_answers.append(FastAnswer(
+        "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
+        "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else ""))

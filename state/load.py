@@ -21,7 +21,10 @@ from typing import Iterable, Sequence
 
 import msgspec
 
+from schemas.messages import GroupMetadataKey, OffsetCommitKey
 from state.config import CoordinatorConfig
+from state.consumer import coordinator as consumer
+from state.consumer.group import ConsumerGroup
 from state.context import Context
 from state.group import ClassicGroup
 from state.membership import prepare_rebalance, reschedule_heartbeat
@@ -34,7 +37,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Loaded:
-    group: ClassicGroup | None
+    group: ClassicGroup | ConsumerGroup | None
     """The group as the records leave it; None: they leave none."""
     unreadable: list[tuple[int, str]] = field(default_factory=list)
     """(position in the records given, why) of every record that could not be decoded."""
@@ -54,16 +57,20 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
             log.error("group %s: %s of its load cannot be decoded, not loaded: %s", group_id, where, exc)
             unreadable.append((position, f"{where} cannot be decoded: {exc}"))
             continue
-        if record.key.group != group_id:
+        if record.key.group_id != group_id:
             continue
         if ctx.group is None:
             if record.value is None:
                 continue  # a tombstone of what is not there
-            ctx.create_group()
+            if isinstance(record.key, CLASSIC_KEYS):
+                ctx.create_group()  # a consumer group's record creates its group itself
         ctx.append(record)
     if ctx.group is not None:
         on_loaded(ctx)
     return Loaded(ctx.group, unreadable)
+
+
+CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey)
 
 
 def _where(position: int, read_at: Sequence[tuple[int, int]]) -> str:
@@ -77,6 +84,8 @@ def on_loaded(ctx: Context) -> None:
     group = ctx.group
     if group is None:
         return
+    if isinstance(group, ConsumerGroup):
+        return consumer.on_loaded(ctx, group)
     if group.directory is not None:  # a group metadata record was loaded: its members come back
         ctx.append(GroupLoaded(group.persisted))  # type: ignore[arg-type]
         for member in group.members.values():

@@ -13,17 +13,19 @@ from typing import Iterable
 from state import coordinator
 from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
+from state.consumer.group import ConsumerGroup
 from state.context import Context
 from state.directory import GroupDirectory
-from state.records import group_record
+from state.records import consumer_directory_record, group_record
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id
 
-READ_ONLY_APIS = ("DescribeGroups", "OffsetFetch")
+READ_ONLY_APIS = ("DescribeGroups", "ConsumerGroupDescribe", "OffsetFetch")
 
 
 def answer(group_id: str, stored: StoredGroup | None, raw_request: bytes,
-           config: CoordinatorConfig | None = None) -> bytes:
-    """The response to a DescribeGroups or OffsetFetch request for `group_id`, from its stored state."""
+           config: CoordinatorConfig | None = None, topics: bytes | None = None) -> bytes:
+    """The response to a DescribeGroups, ConsumerGroupDescribe or OffsetFetch request for `group_id`, from its
+    stored state (`topics`: its bucket's topic metadata, which names a consumer group's topics)."""
     try:
         req = decode_request(raw_request)
         if req.api not in READ_ONLY_APIS or req.group_id != group_id:
@@ -34,7 +36,8 @@ def answer(group_id: str, stored: StoredGroup | None, raw_request: bytes,
         return encode(error_response(body.get("api"), readable_request_id(body) or "", body.get("group_id"),
                                      exc.code, exc.reason))
     group = decode_state(stored)
-    ctx = Context(group_id, group, group.clock_ms if group is not None else 0, config or CoordinatorConfig())
+    ctx = Context(group_id, group, group.clock_ms if group is not None else 0, config or CoordinatorConfig(),
+                  topics=topics)
     (response,) = coordinator.handle(ctx, req).responses
     return encode(response)
 
@@ -44,6 +47,8 @@ def list_groups(groups: Iterable[tuple[str, StoredGroup]], raw_request: bytes) -
     directory = GroupDirectory()
     for group_id, stored in groups:
         group = decode_state(stored)
-        if group is not None:
+        if isinstance(group, ConsumerGroup):
+            directory.apply(*consumer_directory_record(group).encode())
+        elif group is not None:
             directory.apply(*group_record(group).encode())
     return directory.answer(raw_request)

@@ -20,20 +20,26 @@ from schemas.messages import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from state.context import Context
 from state import fast_answers, rules
-from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE
+from state.consumer.group import ConsumerGroup, delete_records
+from state.consumer.offsets import validate_offset_commit, validate_offset_fetch
+from state.context import Context
+from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE, CoordinatorError
 from state.group import ClassicGroup, GroupState, OffsetValue
 from state.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
-from state.views import PublishedGroup
+from state.views import PublishedGroup, PublishedView
 from state.wire import simple_response
 
 
 def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
     group = ctx.group
-    error = rules.commit_error(group, req)
+    partition_error = None
+    if isinstance(group, ConsumerGroup):
+        error, partition_error = _consumer_commit_error(ctx, group, req)
+    else:
+        error = rules.commit_error(group, req)
     if error == NONE and group is None:
         # A commit without group management (admin tools, assign()) creates a "simple" group.
         group = ctx.create_group()
@@ -43,6 +49,8 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
         partitions = []
         for p in topic.partitions:
             code = error
+            if code == NONE and partition_error is not None:
+                code = partition_error(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
             if code == NONE:
                 code = rules.partition_error(metadata, max_metadata)
@@ -55,16 +63,45 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
                 )))
             partitions.append(OffsetCommitResponsePartition(p.partition_index, code))
         topics.append(OffsetCommitResponseTopic(topic.name, tuple(partitions)))
-    if error == NONE and group is not None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+    if error == NONE and isinstance(group, ClassicGroup) and group.state in (GroupState.STABLE,
+                                                                           GroupState.PREPARING_REBALANCE):
         member = group.members.get(req.member_id)
         if member is not None:
             reschedule_heartbeat(ctx, member)
     fast_answers.settle_commit(ctx, req, simple_response(req, error, topics=tuple(topics)))
 
 
+def _consumer_commit_error(ctx: Context, group: ConsumerGroup,
+                           req: OffsetCommitRequest) -> tuple[int, Callable[[str, int], int] | None]:
+    """Kafka's ConsumerGroup.validateOffsetCommit (`state.consumer.offsets`): the request's error, and for an
+    accepted one the check of each partition, for a member one epoch behind (KIP-1251: a partition it held since
+    then may still be committed; the topic's id comes from the cluster's topics, and a topic they lack cannot be
+    judged: STALE_MEMBER_EPOCH)."""
+    try:
+        check = validate_offset_commit(group, member_id=req.member_id, instance_id=req.group_instance_id,
+                                       member_epoch=req.generation_id_or_member_epoch,  # type: ignore[arg-type]
+                                       api_version=req.version)
+    except CoordinatorError as exc:
+        return exc.code, None
+    by_name = ctx.image.by_name
+
+    def partition_error(topic: str, partition: int) -> int:
+        found = by_name.get(topic)
+        return check(found.topic_id if found is not None else "", partition)
+
+    return NONE, partition_error
+
+
 def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:
-    """Any state, no member checks (classic groups); unknown partitions answer offset -1."""
-    ctx.respond(fetch_response(req, ctx.group.offsets if ctx.group is not None else {}))
+    """Any state, no member checks (classic groups; a consumer group checks the member and its epoch when the
+    request names them, OffsetFetch v9+); unknown partitions answer offset -1."""
+    group = ctx.group
+    if isinstance(group, ConsumerGroup):
+        try:
+            validate_offset_fetch(group, member_id=req.member_id, member_epoch=req.member_epoch)
+        except CoordinatorError as exc:
+            return ctx.respond(simple_response(req, exc.code))
+    ctx.respond(fetch_response(req, group.offsets if group is not None else {}))
 
 
 def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], Any]) -> OffsetFetchResponse:
@@ -83,15 +120,16 @@ def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], An
     return simple_response(req, NONE, topics=tuple(topics))  # type: ignore[return-value]
 
 
-def fetch_from_view(view: PublishedGroup | None, req: OffsetFetchRequest,
+def fetch_from_view(view: PublishedView | None, req: OffsetFetchRequest,
                     log_end: int | None) -> OffsetFetchResponse | None:
     """The answer to an OffsetFetch from the view's offsets, where they are the group's now: the view carries them
     as of the last request it applied (`position`), and nothing was written to the group's requests-topic
     partition after that request (`log_end`, that partition's end noted after the OffsetFetch arrived, is just past
     it). A commit acknowledged before the fetch arrived, by any member through any gateway, lies in between and
     sends the fetch to the coordinator. None: ask the coordinator."""
-    if view is None or view.offsets is None or view.position is None or log_end != view.position.offset + 1:
-        return None
+    if (not isinstance(view, PublishedGroup) or view.offsets is None or view.position is None
+            or log_end != view.position.offset + 1):
+        return None  # a consumer group's view carries no offsets
     return fetch_response(req, view.offsets)
 
 
@@ -106,9 +144,12 @@ def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
     group = ctx.group
     if group is None:
         return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
-    live = group.state != GroupState.EMPTY
-    if live and group.protocol_type != "consumer":
-        return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
+    if isinstance(group, ConsumerGroup):
+        live = bool(group.members)  # Kafka's ConsumerGroup.validateOffsetDelete refuses nothing
+    else:
+        live = group.state != GroupState.EMPTY
+        if live and group.protocol_type != "consumer":
+            return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
     topics = []
     for topic in req.topics:
         name = topic.name
@@ -126,7 +167,7 @@ def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
     ctx.respond(simple_response(req, NONE, topics=tuple(topics)))
 
 
-def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:
+def on_expiration_timer(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
     """The periodic retention check: tombstone expired offsets; an Empty group left without offsets is deleted
     (Java always writes the group tombstone; Scala only for generation > 0)."""
     ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
@@ -140,7 +181,8 @@ def on_expiration_timer(ctx: Context, group: ClassicGroup) -> None:
                        else ctx.now_ms - base >= ctx.config.offsets_retention_ms)
             if expired:
                 ctx.append(offset_tombstone(ctx.group_id, topic, partition))
-    if group.state == GroupState.EMPTY and not group.offsets:
+    empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
+    if empty and not group.offsets:
         delete_group(ctx, group)
 
 
@@ -151,10 +193,13 @@ def offsets_can_expire(group: ClassicGroup) -> bool:
     return base is not None and any(base(topic, value) is not None for (topic, _), value in group.offsets.items())
 
 
-def _retention_base(group: ClassicGroup) -> Callable[[str, OffsetValue], int | None] | None:
+def _retention_base(group: ClassicGroup | ConsumerGroup) -> Callable[[str, OffsetValue], int | None] | None:
     """Kafka's offsetExpirationCondition: for each offset, the time its retention counts from, or None when
     that offset must be kept (its topic is still subscribed). None overall: nothing of this group expires
-    (a rebalancing group, or a live one whose subscriptions are unknown)."""
+    (a rebalancing group, or a live one whose subscriptions are unknown). A consumer group's offsets of topics
+    no member subscribes to expire from their commit, whatever the group's state (Kafka 3.7+)."""
+    if isinstance(group, ConsumerGroup):
+        return lambda topic, offset: None if group.is_subscribed_to(topic) else offset.commit_timestamp
     if not group.protocol_type:  # a simple group: from each commit
         return lambda topic, offset: offset.commit_timestamp
     if group.state == GroupState.EMPTY:  # from when the group became Empty
@@ -165,8 +210,15 @@ def _retention_base(group: ClassicGroup) -> Callable[[str, OffsetValue], int | N
     return None
 
 
-def delete_group(ctx: Context, group: ClassicGroup) -> None:
-    """Tombstone every offset, then the group metadata: the group is gone (a later request sees none)."""
+def delete_group(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
+    """Tombstone every offset, then the group's metadata: the group is gone (a later request sees none)."""
     for topic, partition in sorted(group.offsets):
         ctx.append(offset_tombstone(ctx.group_id, topic, partition))
-    ctx.append(group_tombstone(ctx.group_id))
+    delete_group_metadata(ctx, group)
+
+
+def delete_group_metadata(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
+    """Tombstone the group's metadata (a consumer group's records, in Kafka's order); offsets stay (a group left
+    with offsets only is the simple group that holds them)."""
+    for record in delete_records(group) if isinstance(group, ConsumerGroup) else [group_tombstone(ctx.group_id)]:
+        ctx.append(record)

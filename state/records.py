@@ -23,10 +23,31 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import msgspec
-from msgspec import UNSET, Struct
+from msgspec import UNSET, Struct, UnsetType
 
+from schemas.consumer_group import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupDirectoryEntry,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRecordValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    MemberTopicPartitions,
+    TargetTopicPartitions,
+)
 from schemas.messages import (
     GROUP_METADATA_KEY_VERSION,
     OFFSET_COMMIT_KEY_VERSION,
@@ -39,8 +60,13 @@ from schemas.messages import (
     OffsetCommitValue,
     RecordKey,
 )
+from state.consumer.member import ConsumerGroupMember, PartitionEpochs, Partitions
+from state.consumer.topics import ResolvedRegularExpression
 from state.group import ClassicGroup, GroupState, Member, OffsetValue, Parked
 from state.wire import encode
+
+if TYPE_CHECKING:
+    from state.consumer.group import ConsumerGroup
 
 __all__ = ["GROUP_METADATA_KEY_VERSION", "OFFSET_COMMIT_KEY_VERSION", "Record", "decode_key"]
 
@@ -52,7 +78,7 @@ class Record:
     """A written record: what the records topic gets (see the module's docstring)."""
 
     key: RecordKey
-    value: GroupMetadataRecord | OffsetCommitValue | None
+    value: GroupMetadataRecord | OffsetCommitValue | ConsumerGroupRecordValue | None
 
     def encode(self) -> tuple[bytes, bytes | None]:
         return encode_key(self.key), None if self.value is None else encode(self.value)
@@ -70,8 +96,18 @@ def decode_key(raw: bytes | None) -> RecordKey:
     return _KEY_DECODER.decode(raw if raw is not None else b"")
 
 
-_GROUP_VALUE = msgspec.json.Decoder(GroupMetadataRecord)
-_OFFSET_VALUE = msgspec.json.Decoder(OffsetCommitValue)
+_VALUES: dict[type, msgspec.json.Decoder] = {key: msgspec.json.Decoder(value) for key, value in (
+    (OffsetCommitKey, OffsetCommitValue),
+    (GroupMetadataKey, GroupMetadataRecord),
+    (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
+    (ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
+    (ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
+    (ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue),
+    (ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue),
+    (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
+    (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
+)}
+"""The value's class of each key's class."""
 
 
 def decode_record(raw_key: bytes | None, raw_value: bytes | None) -> Record:
@@ -79,7 +115,7 @@ def decode_record(raw_key: bytes | None, raw_value: bytes | None) -> Record:
     key = decode_key(raw_key)
     if raw_value is None:
         return Record(key, None)
-    return Record(key, (_GROUP_VALUE if isinstance(key, GroupMetadataKey) else _OFFSET_VALUE).decode(raw_value))
+    return Record(key, _VALUES[type(key)].decode(raw_value))
 
 
 def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = None) -> GroupMetadataValue:
@@ -144,6 +180,111 @@ def offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
 def offset_value_of(value: OffsetCommitValue) -> OffsetValue:
     return OffsetValue(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
                        value.expire_timestamp)
+
+
+# -- the consumer group's records (KIP-848): Kafka's record types 3-8 and 16 ---------------------------------------
+# Topics are written in topic id order and partitions ascending, so the same group gives the same bytes.
+
+# -- type 3: group epoch -------------------------------------------------------------------------------------------
+
+def group_epoch(group_id: str, epoch: int, metadata_hash: int,
+                directory: ConsumerGroupDirectoryEntry | UnsetType = UNSET) -> Record:
+    """`directory`: the group's state now, for ListGroups (our extension; Kafka's epoch bumps have none)."""
+    return Record(ConsumerGroupMetadataKey(group_id), ConsumerGroupMetadataValue(
+        epoch=epoch, metadata_hash=metadata_hash, directory=directory))
+
+
+def consumer_directory_record(group: ConsumerGroup) -> Record:
+    """The group-epoch record as it is, with the group's state now: what ListGroups is answered from."""
+    return group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
+                       ConsumerGroupDirectoryEntry(group.state.value, len(group.members)))
+
+
+def group_epoch_tombstone(group_id: str) -> Record:
+    return Record(ConsumerGroupMetadataKey(group_id), None)
+
+
+# -- type 4: subscription metadata (Kafka 4.0; only ever tombstoned now) -------------------------------------------
+
+def subscription_metadata_tombstone(group_id: str) -> Record:
+    return Record(ConsumerGroupPartitionMetadataKey(group_id), None)
+
+
+# -- type 5: member subscription -----------------------------------------------------------------------------------
+
+def member_subscription(group_id: str, member: ConsumerGroupMember) -> Record:
+    return Record(ConsumerGroupMemberMetadataKey(group_id, member.member_id), ConsumerGroupMemberMetadataValue(
+        instance_id=member.instance_id,
+        rack_id=member.rack_id,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
+        subscribed_topic_regex=member.subscribed_topic_regex,
+        rebalance_timeout_ms=member.rebalance_timeout_ms,
+        server_assignor=member.server_assignor_name,
+    ))
+
+
+def member_subscription_tombstone(group_id: str, member_id: str) -> Record:
+    return Record(ConsumerGroupMemberMetadataKey(group_id, member_id), None)
+
+
+# -- types 6 and 7: target assignment ------------------------------------------------------------------------------
+
+def target_assignment(group_id: str, member_id: str, partitions: Partitions) -> Record:
+    return Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), ConsumerGroupTargetAssignmentMemberValue(
+        topic_partitions=tuple(TargetTopicPartitions(topic, tuple(sorted(parts)))
+                               for topic, parts in sorted(partitions.items()) if parts)))
+
+
+def target_assignment_tombstone(group_id: str, member_id: str) -> Record:
+    return Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None)
+
+
+def target_assignment_epoch(group_id: str, epoch: int, timestamp_ms: int) -> Record:
+    return Record(ConsumerGroupTargetAssignmentMetadataKey(group_id), ConsumerGroupTargetAssignmentMetadataValue(
+        assignment_epoch=epoch, assignment_timestamp=timestamp_ms))
+
+
+def target_assignment_epoch_tombstone(group_id: str) -> Record:
+    return Record(ConsumerGroupTargetAssignmentMetadataKey(group_id), None)
+
+
+# -- type 8: current assignment ------------------------------------------------------------------------------------
+
+def _with_epochs(partitions: PartitionEpochs) -> tuple[MemberTopicPartitions, ...]:
+    out = []
+    for topic, parts in sorted(partitions.items()):
+        if parts:
+            ordered = sorted(parts.items())
+            out.append(MemberTopicPartitions(topic, tuple(p for p, _ in ordered), tuple(e for _, e in ordered)))
+    return tuple(out)
+
+
+def current_assignment(group_id: str, member: ConsumerGroupMember) -> Record:
+    return Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member.member_id),
+                  ConsumerGroupCurrentMemberAssignmentValue(
+                      member_epoch=member.member_epoch,
+                      previous_member_epoch=member.previous_member_epoch,
+                      state=int(member.state),
+                      assigned_partitions=_with_epochs(member.assigned_partitions),
+                      partitions_pending_revocation=_with_epochs(member.partitions_pending_revocation),
+                  ))
+
+
+def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
+    return Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id), None)
+
+
+# -- type 16: resolved regular expression --------------------------------------------------------------------------
+
+def regular_expression(group_id: str, regex: str, resolved: ResolvedRegularExpression) -> Record:
+    return Record(ConsumerGroupRegularExpressionKey(group_id, regex), ConsumerGroupRegularExpressionValue(
+        topics=tuple(sorted(resolved.topics)), version=resolved.version, timestamp=resolved.timestamp_ms))
+
+
+def regular_expression_tombstone(group_id: str, regex: str) -> Record:
+    return Record(ConsumerGroupRegularExpressionKey(group_id, regex), None)
 
 
 # -- in-memory records: applied by replay, never written -----------------------------------------------------------
@@ -273,8 +414,18 @@ class AssignmentsSet(Struct, frozen=True, gc=False):
     assignments: dict[str, str]
 
 
+class HeartbeatOwed(Struct, frozen=True, gc=False):
+    """A consumer group's member owes the coordinator a heartbeat (`owed`), or no longer does: a gateway answered
+    its heartbeat from the group's view, and the coordinator, checking it, would have answered otherwise (the view
+    was stale, or the topics changed). Its next heartbeat must reach the coordinator, so its view leaves it out
+    (`state.views`; the fast path, docs/gateway.md)."""
+
+    member_id: str
+    owed: bool
+
+
 InMemoryRecord = (GroupCreated | GroupLoaded | MemberAdded | MemberUpdated | MemberRemoved | StaticMemberReplaced
                   | PendingMemberAdded | MemberIdIssued | JoinParked | SyncParked | ParkedSyncsAnswered
                   | StateChanged | JoinPhaseChanged | LeaderElected | GenerationStarted | JoinCompleted
-                  | PendingSyncCleared | SyncReceived | AssignmentsSet)
+                  | PendingSyncCleared | SyncReceived | AssignmentsSet | HeartbeatOwed)
 AnyRecord = Record | InMemoryRecord

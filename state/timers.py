@@ -39,6 +39,17 @@ HEARTBEAT_PREFIX = "heartbeat:"
 """+ member id: the session timer of a member, or of a pending member (as Kafka, one key for both)."""
 
 
+CONSUMER_SESSION_TIMEOUT_PREFIX = "consumer-session-timeout:"
+"""+ member id: a consumer group member's session (Kafka's groupSessionTimeoutKey): it is fenced when it expires."""
+CONSUMER_REBALANCE_TIMEOUT_PREFIX = "consumer-rebalance-timeout:"
+"""+ epoch:member id: the deadline for a consumer group member to revoke partitions (Kafka's
+groupRebalanceTimeoutKey)."""
+CONSUMER_REGEX_REFRESH = "consumer-regex-refresh"
+"""A consumer group's regular expressions are resolved again (Kafka runs that on an executor under `<group>-regex`;
+here it is a timer due at once)."""
+# Kafka's keys carry the group id (its timers are per shard); ours live with their group, so they name the member.
+
+
 def is_due(deadline_ms: int, now_ms: int) -> bool:
     """Whether a deadline has come at `now_ms`."""
     return deadline_ms <= now_ms
@@ -59,3 +70,19 @@ def next_retention_check(now_ms: int, config: CoordinatorConfig) -> int:
     them to the epoch gives every group the same schedule without knowing when the job started)."""
     interval = max(config.offsets_retention_check_interval_ms, 1)
     return (now_ms // interval + 1) * interval
+
+
+def consumer_session_timeout_key(member_id: str) -> str:
+    return CONSUMER_SESSION_TIMEOUT_PREFIX + member_id
+
+
+def consumer_rebalance_timeout_key(member_id: str, member_epoch: int) -> str:
+    """The epoch the member had when it was asked to revoke is part of the key, as Kafka's timer captures it: the
+    member is fenced only if it is still at that epoch."""
+    return f"{CONSUMER_REBALANCE_TIMEOUT_PREFIX}{member_epoch}:{member_id}"
+
+
+def parse_consumer_rebalance_timeout_key(key: str) -> tuple[str, int]:
+    """(member id, epoch) of a consumer rebalance-timeout key."""
+    epoch, _, member_id = key[len(CONSUMER_REBALANCE_TIMEOUT_PREFIX):].partition(":")
+    return member_id, int(epoch)

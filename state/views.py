@@ -1,10 +1,12 @@
 """A group's published view and the completeness marks: what a gateway answers heartbeats and commits from.
 
-`view_of` is the one derivation of a view from a group; the coordinator publishes it after each step that changed
-it (`state.batch.GroupStep.view`), on the views topic keyed by group id, and a tombstone when the group is deleted.
-A gateway decodes a view into a `PublishedGroup`, which the rules of `state.rules` read exactly as they read the
-group itself. The shell writes `ViewMark`s into every partition of the views topic after the views of the batches
-they cover (`encode_mark`), under `MARK_KEY`, which no group id can have (it is not UTF-8).
+`view_of` is the one derivation of a view from a group (of either kind: a consumer group's is a
+`ConsumerGroupView`, decoded into a `PublishedConsumerGroup`); the coordinator publishes it after each step that
+changed it (`state.batch.GroupStep.view`), on the views topic keyed by group id, and a tombstone when the group is
+deleted. A gateway decodes a classic group's view into a `PublishedGroup`, which the rules of `state.rules` read
+exactly as they read the group itself. The shell writes `ViewMark`s into every partition of the views topic after
+the views of the batches they cover (`encode_mark`), under `MARK_KEY`, which no group id can have (it is not
+UTF-8).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Mapping
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from schemas.consumer_group import ConsumerGroupView, ConsumerViewMember
 from schemas.messages import GroupView, ViewMark, ViewMember, ViewOffset, ViewPosition
+from state.config import CoordinatorConfig
+from state.consumer.group import ConsumerGroup
 from state.wire import encode
 
 MARK_KEY = b"\xffmark"
@@ -24,12 +29,23 @@ _VIEW = msgspec.json.Decoder(GroupView)
 _MARK = msgspec.json.Decoder(ViewMark)
 
 
-def view_of(group, position: tuple[int, int] | None = None) -> GroupView | None:
-    """The view of a `ClassicGroup` (None: no group). `position`: the requests-topic (partition, offset) of the last
-    request the step applied, given where the group's offsets answer an OffsetFetch (`state.batch`): the view then
-    carries them, as of that request."""
+def view_of(group, config: CoordinatorConfig,
+            position: tuple[int, int] | None = None) -> GroupView | ConsumerGroupView | None:
+    """The view of a group (None: no group). A consumer group's lists the members whose heartbeat changes nothing:
+    reconciled to a target at the group epoch, and owing the coordinator no heartbeat (`HeartbeatOwed`). A classic
+    group's carries its offsets when `position` is given: the requests-topic (partition, offset) of the last request
+    the step applied, given where the group's offsets answer an OffsetFetch (`state.batch`), as of that request."""
     if group is None:
         return None
+    if isinstance(group, ConsumerGroup):
+        answerable = group.group_epoch == group.assignment_epoch
+        return ConsumerGroupView(
+            group_epoch=group.group_epoch, heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            session_timeout_ms=config.group_consumer_session_timeout_ms,
+            members=tuple(ConsumerViewMember(m.member_id, m.instance_id, m.member_epoch)
+                          for member_id, m in sorted(group.members.items())
+                          if answerable and m.is_reconciled_to(group.assignment_epoch)
+                          and member_id not in group.heartbeat_owed))
     offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
     at: ViewPosition | UnsetType = UNSET
     if position is not None:
@@ -41,7 +57,7 @@ def view_of(group, position: tuple[int, int] | None = None) -> GroupView | None:
                            for m in group.members.values()), offsets, at)
 
 
-def encode_view(view: GroupView | None) -> bytes | None:
+def encode_view(view: GroupView | ConsumerGroupView | None) -> bytes | None:
     """The views topic's value of a view (None: the group's tombstone)."""
     return None if view is None else encode(view)
 
@@ -68,8 +84,37 @@ class PublishedGroup:
         return min((m.session_timeout_ms for m in self.members.values()), default=None)
 
 
-def decode_view(raw: bytes) -> PublishedGroup:
+class PublishedConsumerGroup:
+    """A decoded consumer group's view: the members a gateway may answer, by member id."""
+
+    __slots__ = ("group_epoch", "heartbeat_interval_ms", "session_timeout_ms", "members")
+
+    def __init__(self, view: ConsumerGroupView) -> None:
+        self.group_epoch = view.group_epoch
+        self.heartbeat_interval_ms = view.heartbeat_interval_ms
+        self.session_timeout_ms = view.session_timeout_ms
+        self.members = {m.member_id: m for m in view.members}
+
+    def min_session_timeout_ms(self) -> int | None:
+        return self.session_timeout_ms
+
+
+PublishedView = PublishedGroup | PublishedConsumerGroup
+"""A decoded view of either kind of group."""
+
+
+class _Kind(msgspec.Struct):
+    kind: str = "classic"
+
+
+_KIND = msgspec.json.Decoder(_Kind)
+_CONSUMER_VIEW = msgspec.json.Decoder(ConsumerGroupView)
+
+
+def decode_view(raw: bytes) -> PublishedView:
     """A views-topic value; msgspec.DecodeError when it is not a view."""
+    if _KIND.decode(raw).kind == "consumer":
+        return PublishedConsumerGroup(_CONSUMER_VIEW.decode(raw))
     return PublishedGroup(_VIEW.decode(raw))
 
 

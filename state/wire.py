@@ -21,6 +21,7 @@ from msgspec import inspect as mi
 
 from schemas.messages import (
     API_VERSIONS,
+    BASE64,
     MAX_BYTES_FIELD,
     MAX_STRING_BYTES,
     REQUESTS,
@@ -245,6 +246,18 @@ def _bytes(pattern: str, max_length: int) -> Checker:
     return check
 
 
+def _matching(pattern: str) -> Checker:
+    """A string of a fixed form (a topic id: Kafka's Uuid as text)."""
+    valid = re.compile(pattern).search
+
+    def check(v: Any, path: str) -> str:
+        if not isinstance(v, str) or not valid(v):
+            raise BadRequest(f"{path}: expected a string matching {pattern}")
+        return v
+
+    return check
+
+
 def _array(item: Checker) -> Checker:
     def check(v: Any, path: str) -> tuple:
         if not isinstance(v, list):
@@ -284,7 +297,9 @@ def _checker(t: mi.Type) -> Checker:
     if isinstance(t, mi.Metadata):
         return _checker(t.type)
     if isinstance(t, mi.StrType):
-        return _string if t.pattern is None else _bytes(t.pattern, t.max_length)
+        if t.pattern is None:
+            return _string
+        return _bytes(t.pattern, t.max_length) if t.pattern == BASE64 else _matching(t.pattern)
     if isinstance(t, mi.IntType):
         return _integer(t.ge, t.le)
     if isinstance(t, mi.BoolType):

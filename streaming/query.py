@@ -112,6 +112,16 @@ def state_buckets(props: Mapping[str, str]) -> int:
     return buckets
 
 
+def topic_metadata_refresh_ms(props: Mapping[str, str]) -> str:
+    """`topic.metadata.refresh.interval.ms`: how often the driver checks the cluster's topics for the consumer groups'
+    assignors (`streaming.kafka_io.topic_watch`); 0 turns the publishing off (consumer groups then assign nothing)."""
+    interval = int(props.get("topic.metadata.refresh.interval.ms") or DEFAULT_TOPIC_METADATA_REFRESH_MS)
+    if interval < 0:
+        raise ValueError(f"topic.metadata.refresh.interval.ms must not be negative, got {interval}")
+    return str(interval)
+
+
+DEFAULT_TOPIC_METADATA_REFRESH_MS = 5000
 OPERATORS = ("transformWithState", "applyInPandasWithState")
 
 
@@ -146,6 +156,8 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                 .option("timersTopic", topics.timers)
                 .option("buckets", str(buckets))
                 .options(**({} if rehearsal else {"viewsTopic": topics.views}))
+                # a standby's rehearsal reads, but does not write, the active driver's control topic
+                .option("topicMetadataRefreshMs", "0" if rehearsal else topic_metadata_refresh_ms(props))
                 .load())
     records_source = {"topic": topics.records, "config": client_config(kafka)}
     output = KafkaOutput(client_config(kafka), {"response": topics.responses, "record": topics.records,

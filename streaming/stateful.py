@@ -24,7 +24,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from state.api import CoordinatorConfig, FastAnswer, GroupStep, OffsetsReader, StoredGroup, step_group
+from state.api import (
+    TOPIC_METADATA_GROUP,
+    CoordinatorConfig,
+    FastAnswer,
+    GroupStep,
+    OffsetsReader,
+    StoredGroup,
+    step_group,
+)
 from streaming.bucket_deadlines import deadline_record, is_due, publishes
 from streaming.kafka_io.sink import FAST_APIS, GROUP_STATES, SUMMARY_COLUMNS
 from streaming.spark_runtime.worker_heap import freeze_survivors
@@ -157,8 +165,10 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
         else:  # a timer row only makes Spark call the bucket
             stats.timer_rows += 1
     out: list[tuple] = []
+    topic_rows = by_group.pop(TOPIC_METADATA_GROUP, [])
     group_ids = sorted(by_group.keys() | set(store.due(now_ms)))
-    store.prefetch(group_ids)
+    store.prefetch([TOPIC_METADATA_GROUP, *group_ids])
+    topics = _bucket_topics(store, topic_rows, now_ms, config, out)
     for group_id in group_ids:
         group_rows = by_group.get(group_id, [])
         held = store.read(group_id)
@@ -169,7 +179,7 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
         # arrived in time (the core clamps the times between the group's last call and now).
         step = step_group(group_id, None if held is None else held.stored, [bytes(r.value) for r in group_rows],
                           now_ms, config, [int(r.timestamp) for r in group_rows], resumed,
-                          read_offsets=None if held is None else held.read_offsets,
+                          read_offsets=None if held is None else held.read_offsets, topics=topics,
                           position=(group_rows[-1].partition, group_rows[-1].offset) if group_rows else None)
         out += _step_rows(group_id, group_rows, step)
         stats.groups += 1
@@ -182,6 +192,20 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
     store.finish()
     stats.deadline = store.earliest()
     return out
+
+
+def _bucket_topics(store: GroupStore, rows: list[Input], now_ms: int, config: CoordinatorConfig,
+                   out: list[tuple]) -> bytes | None:
+    """The bucket's topic metadata (what its consumer groups' assignors see), after this call's `TopicMetadata`
+    rows: stored as the reserved group `TOPIC_METADATA_GROUP`, stepped before the groups so that they see it."""
+    held = store.read(TOPIC_METADATA_GROUP)
+    if not rows:
+        return None if held is None else held.stored.metadata
+    step = step_group(TOPIC_METADATA_GROUP, None if held is None else held.stored, [bytes(r.value) for r in rows],
+                      now_ms, config)
+    out += _step_rows(TOPIC_METADATA_GROUP, rows, step)
+    store.write(TOPIC_METADATA_GROUP, held, step, now_ms)
+    return step.metadata
 
 
 def _step_rows(group_id: str, rows: list[Input], step: GroupStep) -> list[tuple]:

@@ -1,6 +1,7 @@
 """A consumer group as its records leave it, and the rules that read it: Kafka's ConsumerGroup (and ModernGroup).
 
-The fields below the docstring's line change only in `state.consumer.replay`. The indexes after them (who holds
+The fields below the docstring's line change only in `state.consumer.replay` (the runtime's timers and offsets
+through `state.context`, as a classic group's). The indexes after them (who holds
 which partition at which epoch, static members by instance id, subscription counts) are kept up to date there too,
 so handlers answer "is this partition free?" or "is the subscription homogeneous?" without scanning members.
 
@@ -15,10 +16,12 @@ from collections import Counter
 from typing import Mapping
 
 from assignors.api import SubscriptionType
-from state.consumer import records
+from state import records
 from state.consumer.member import ConsumerGroupMember, Partitions
-from state.consumer.records import Record, ResolvedRegularExpression
+from state.consumer.topics import ResolvedRegularExpression
 from state.errors import CoordinatorError, Errors
+from state.group import Offsets
+from state.records import Record
 
 
 class ConsumerGroupState(enum.Enum):
@@ -56,6 +59,17 @@ class ConsumerGroup:
         self.subscribed_regexes: Counter[str] = Counter()
         """regular expression -> members subscribing with it."""
         self.server_assignors: Counter[str] = Counter()
+        # -- what the runtime keeps with the group, beside the records (as `ClassicGroup` keeps the same) -------------
+        self.timers: dict[str, int] = {}
+        """Timer key -> deadline (`state.timers`); not records, as in Kafka."""
+        self.offsets = Offsets()
+        """The committed offsets: offset records, replayed as for a classic group, stored apart (`Offsets`)."""
+        self.clock_ms = -1
+        """The latest time the group was processed at (see `ClassicGroup.clock_ms`)."""
+        self.directory: list | None = None
+        """[state, member count] of the last group-epoch record written with a `directory` (ListGroups)."""
+        self.heartbeat_owed: set[str] = set()
+        """Members whose next heartbeat must reach the coordinator (`state.records.HeartbeatOwed`; the fast path)."""
 
     # -- reading ----------------------------------------------------------------------------------------------------
 
@@ -68,6 +82,12 @@ class ConsumerGroup:
         if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
             return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Whether a member subscribes to the topic, by name or through a resolved regular expression (Kafka's
+        isSubscribedToTopic: its offsets are kept, and OffsetDelete refuses them)."""
+        return topic in self.subscribed_names or any(
+            topic in self.resolved_regexes[r].topics for r in self.subscribed_regexes if r in self.resolved_regexes)
 
     def current_partition_epoch(self, topic_id: str, partition: int) -> int:
         """The epoch of the member holding the partition, -1 when it is free."""

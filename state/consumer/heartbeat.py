@@ -34,7 +34,6 @@ from msgspec import UNSET, structs
 
 from assignors.api import PartitionAssignorError, SubscriptionType
 from schemas.consumer_group import (
-    CONSUMER_API_VERSIONS,
     CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -43,28 +42,35 @@ from schemas.consumer_group import (
     ConsumerGroupHeartbeatResponseAssignment,
     ConsumerGroupHeartbeatResponseTopicPartitions,
 )
-from state.consumer import records
-from state.consumer.config import ConsumerGroupConfig
+from schemas.messages import API_VERSIONS
+from state import records
+from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup, subscription_type
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions, partitions_of, same_partitions
 from state.consumer.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
-from state.consumer.records import Record, ResolvedRegularExpression
 from state.consumer.regex import InvalidRegularExpression, compile_regex, matching_topics
-from state.consumer.result import (
-    REBALANCE_TIMEOUT_PREFIX,
-    REGEX_REFRESH_KEY,
-    SESSION_TIMEOUT_PREFIX,
-    Cancel,
-    Result,
-    Schedule,
-    TimerOp,
-    parse_rebalance_timeout_key,
-    rebalance_timeout_key,
-    session_timeout_key,
-)
 from state.consumer.target import ServerAssignor, build_target_assignment
-from state.consumer.topics import EMPTY_IMAGE, MetadataImage, kafka_uuid, metadata_hash
+from state.consumer.topics import (
+    EMPTY_IMAGE,
+    MetadataImage,
+    ResolvedRegularExpression,
+    kafka_uuid,
+    metadata_hash,
+)
+from state.context import CoordinatorResult
 from state.errors import CoordinatorError, Errors
+from state.records import Record
+from state.timers import (
+    CONSUMER_REBALANCE_TIMEOUT_PREFIX,
+    CONSUMER_REGEX_REFRESH,
+    CONSUMER_SESSION_TIMEOUT_PREFIX,
+    Cancel,
+    Schedule,
+    TimerOperation,
+    consumer_rebalance_timeout_key,
+    consumer_session_timeout_key,
+    parse_consumer_rebalance_timeout_key,
+)
 
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 """Kafka's minimum time between two resolutions of a group's regular expressions."""
@@ -75,7 +81,7 @@ class Env:
     """What a handler reads besides the group and the request."""
 
     now_ms: int
-    config: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     image: MetadataImage = EMPTY_IMAGE
     timers: Mapping[str, int] = field(default_factory=dict)
     """The group's scheduled timers, key -> deadline."""
@@ -98,10 +104,15 @@ class Env:
         return tuple(self.assignors) if self.assignors is not None else self.config.group_consumer_assignors
 
 
+def _result(written: Iterable[Record] = (), response: object = None,
+            timers: Iterable[TimerOperation] = ()) -> CoordinatorResult:
+    return CoordinatorResult(list(written), [] if response is None else [response], list(timers))  # type: ignore
+
+
 # -- the request ---------------------------------------------------------------------------------------------------
 
 def consumer_group_heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest,
-                             env: Env) -> Result:
+                             env: Env) -> CoordinatorResult:
     """The records, response and timer operations of one heartbeat; an error is answered, never raised."""
     try:
         if not env.config.consumer_protocol_enabled:
@@ -111,14 +122,14 @@ def consumer_group_heartbeat(group: ConsumerGroup | None, request: ConsumerGroup
             return _leave(group, request, env)
         return _heartbeat(group, request, env)
     except CoordinatorError as exc:
-        return Result(response=ConsumerGroupHeartbeatResponse(
+        return _result(response=ConsumerGroupHeartbeatResponse(
             request_id=request.request_id, group_id=request.group_id, error_code=exc.code,
             error_message=exc.message or None))
 
 
 def _version(request: ConsumerGroupHeartbeatRequest) -> int:
     version = request.api_version
-    return CONSUMER_API_VERSIONS["ConsumerGroupHeartbeat"][1] if version is UNSET else version  # type: ignore
+    return API_VERSIONS["ConsumerGroupHeartbeat"][1] if version is UNSET else version  # type: ignore
 
 
 def _blank(value: str) -> bool:
@@ -176,7 +187,7 @@ def _existing_member(group: ConsumerGroup, member_id: str) -> ConsumerGroupMembe
     return member
 
 
-def _leave(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest, env: Env) -> Result:
+def _leave(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest, env: Env) -> CoordinatorResult:
     group = _existing_group(group, request.group_id)
     response = ConsumerGroupHeartbeatResponse(request_id=request.request_id, group_id=request.group_id,
                                               error_code=Errors.NONE, member_id=request.member_id,
@@ -191,17 +202,17 @@ def _leave(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest, 
     # instance id, KIP-1251) and its session timer, which fences it if it does not come back in time.
     leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={},
                       assigned_partitions={t: dict.fromkeys(p, 0) for t, p in member.assigned_partitions.items()})
-    return Result((records.current_assignment(group.group_id, leaving),),
+    return _result((records.current_assignment(group.group_id, leaving),),
                   structs.replace(response, member_id=member.member_id))
 
 
 def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], response: object,
-                  env: Env) -> Result:
+                  env: Env) -> CoordinatorResult:
     """Remove the members (Kafka's consumerGroupFenceMembers): their records tombstoned, the regular expressions
     only they subscribed to tombstoned, the group epoch bumped, their timers cancelled."""
     leaving = list(members)
     if not leaving:
-        return Result(response=response)
+        return _result(response=response)
     out: list[Record] = []
     for member in leaving:
         out += _remove_member(group.group_id, member.member_id)
@@ -213,10 +224,10 @@ def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], 
     topics = _topic_counts(names, regex_counts, resolved)
     metadata = metadata_hash(topics, env.image) if env.image.known else group.metadata_hash
     out.append(records.group_epoch(group.group_id, group.group_epoch + 1, metadata))
-    timers: list[TimerOp] = []
+    timers: list[TimerOperationeration] = []
     for member in leaving:
         timers += _cancel_member_timers(member.member_id, env)
-    return Result(tuple(out), response, tuple(timers))
+    return _result(tuple(out), response, tuple(timers))
 
 
 def _remove_member(group_id: str, member_id: str) -> list[Record]:
@@ -236,19 +247,19 @@ def _last_subscribers(group: ConsumerGroup, leaving: list[ConsumerGroupMember]) 
     return sorted(regex for regex, n in counts.items() if group.subscribed_regexes[regex] == n)
 
 
-def _cancel_member_timers(member_id: str, env: Env) -> list[TimerOp]:
-    return [Cancel(session_timeout_key(member_id)), *_cancel_rebalance_timers(member_id, env)]
+def _cancel_member_timers(member_id: str, env: Env) -> list[TimerOperationeration]:
+    return [Cancel(consumer_session_timeout_key(member_id)), *_cancel_rebalance_timers(member_id, env)]
 
 
-def _cancel_rebalance_timers(member_id: str, env: Env, keep: str | None = None) -> list[TimerOp]:
+def _cancel_rebalance_timers(member_id: str, env: Env, keep: str | None = None) -> list[TimerOperationeration]:
     return [Cancel(key) for key in sorted(env.timers)
-            if key.startswith(REBALANCE_TIMEOUT_PREFIX) and key != keep
-            and parse_rebalance_timeout_key(key)[0] == member_id]
+            if key.startswith(CONSUMER_REBALANCE_TIMEOUT_PREFIX) and key != keep
+            and parse_consumer_rebalance_timeout_key(key)[0] == member_id]
 
 
 # -- a regular heartbeat -------------------------------------------------------------------------------------------
 
-def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest, env: Env) -> Result:
+def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest, env: Env) -> CoordinatorResult:
     group_id = request.group_id
     joining = request.member_epoch == 0
     if group is None:
@@ -259,7 +270,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
     member_id = request.member_id or kafka_uuid(f"{group_id}\x00{request.request_id}\x00{env.now_ms}")
     owned = _owned(request)
     out: list[Record] = []
-    timers: list[TimerOp] = []
+    timers: list[TimerOperationeration] = []
     changed: dict[str, ConsumerGroupMember | None] = {}
     if request.instance_id is None:
         member = _dynamic_member(group, member_id, request.member_epoch, owned, joining)
@@ -305,7 +316,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
 
     # 3. Reconciliation, and the member's session.
     updated = _maybe_reconcile(group, updated, target_epoch, target, subscription_changed, owned, out, timers, env)
-    timers.append(Schedule(session_timeout_key(member_id), env.now_ms + env.config.group_consumer_session_timeout_ms))
+    timers.append(Schedule(consumer_session_timeout_key(member_id), env.now_ms + env.config.group_consumer_session_timeout_ms))
 
     full_request = (request.rebalance_timeout_ms != -1 and request.topic_partitions is not None
                     and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None))
@@ -316,7 +327,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
         request_id=request.request_id, group_id=group_id, error_code=Errors.NONE, member_id=updated.member_id,
         member_epoch=updated.member_epoch, heartbeat_interval_ms=env.config.group_consumer_heartbeat_interval_ms,
         assignment=assignment)
-    return Result(tuple(out), response, tuple(timers))
+    return _result(tuple(out), response, tuple(timers))
 
 
 def response_assignment(partitions: Partitions) -> ConsumerGroupHeartbeatResponseAssignment:
@@ -334,7 +345,7 @@ def _owned(request: ConsumerGroupHeartbeatRequest) -> Partitions | None:
     return owned
 
 
-def _throw_if_group_is_full(group: ConsumerGroup, member_id: str, config: ConsumerGroupConfig) -> None:
+def _throw_if_group_is_full(group: ConsumerGroup, member_id: str, config: CoordinatorConfig) -> None:
     limit = config.group_consumer_max_size
     if len(group.members) >= limit and (not member_id or member_id not in group.members):
         raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED,
@@ -423,7 +434,7 @@ class _RegexStatus(enum.Enum):
 
 def _maybe_update_regular_expressions(group: ConsumerGroup, member: ConsumerGroupMember,
                                       updated: ConsumerGroupMember, out: list[Record],
-                                      env: Env) -> tuple[_RegexStatus, list[TimerOp]]:
+                                      env: Env) -> tuple[_RegexStatus, list[TimerOperationeration]]:
     """Kafka's maybeUpdateRegularExpressions: a regular expression new to the group is compiled (an invalid one is
     INVALID_REGULAR_EXPRESSION) and resolved soon; one the group has resolved already counts at once; the last
     subscriber of one tombstones it. The group's expressions are resolved again (a timer due now, as Kafka's
@@ -449,7 +460,7 @@ def _maybe_update_regular_expressions(group: ConsumerGroup, member: ConsumerGrou
             status = _RegexStatus.UPDATED_AND_RESOLVED
     if not refresh and not group.subscribed_regexes:
         return status, []
-    if REGEX_REFRESH_KEY in env.timers:
+    if CONSUMER_REGEX_REFRESH in env.timers:
         return status, []
     last = group.last_regex_refresh_ms
     if last is not None and env.now_ms <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
@@ -459,16 +470,16 @@ def _maybe_update_regular_expressions(group: ConsumerGroup, member: ConsumerGrou
                or group.last_regex_version < env.image.new_topics_version
                or last is None or env.now_ms > last + env.config.group_consumer_regex_refresh_interval_ms)
     if refresh and regexes:
-        return status, [Schedule(REGEX_REFRESH_KEY, env.now_ms)]
+        return status, [Schedule(CONSUMER_REGEX_REFRESH, env.now_ms)]
     return status, []
 
 
-def refresh_regular_expressions(group: ConsumerGroup | None, env: Env) -> Result:
+def refresh_regular_expressions(group: ConsumerGroup | None, env: Env) -> CoordinatorResult:
     """Resolve every regular expression the group subscribes to against the image's topic names, and write what
     Kafka's handleRegularExpressionsResult writes: a record per expression, and a group epoch bump when the topics
     of one changed or the subscribed topics' metadata hash did."""
     if group is None or not group.subscribed_regexes:
-        return Result()
+        return _result()
     topic_names = sorted(env.image.by_name)
     resolved = dict(group.resolved_regexes)
     out: list[Record] = []
@@ -483,7 +494,7 @@ def refresh_regular_expressions(group: ConsumerGroup | None, env: Env) -> Result
     metadata = metadata_hash(topics, env.image)
     if bump or metadata != group.metadata_hash:
         out.append(records.group_epoch(group.group_id, group.group_epoch + 1, metadata))
-    return Result(tuple(out))
+    return _result(tuple(out))
 
 
 def _counts_after(group: ConsumerGroup, changed: Mapping[str, ConsumerGroupMember | None]) -> tuple[dict, dict]:
@@ -565,7 +576,7 @@ def _subscribed(group: ConsumerGroup, member: ConsumerGroupMember, target: Parti
 
 def _maybe_reconcile(group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target: Partitions,
                      subscription_changed: bool, owned: Partitions | None, out: list[Record],
-                     timers: list[TimerOp], env: Env) -> ConsumerGroupMember:
+                     timers: list[TimerOperationeration], env: Env) -> ConsumerGroupMember:
     """Kafka's maybeReconcile: a current-assignment record when the member moves; the revocation deadline armed
     when it must revoke partitions (with the epoch it must leave), cancelled otherwise."""
     subscribed, inconsistent = _subscribed(group, member, target, env)
@@ -578,7 +589,7 @@ def _maybe_reconcile(group: ConsumerGroup, member: ConsumerGroupMember, target_e
     if updated != member:
         out.append(records.current_assignment(group.group_id, updated))
         if updated.state is MemberState.UNREVOKED_PARTITIONS:
-            key = rebalance_timeout_key(updated.member_id, updated.member_epoch)
+            key = consumer_rebalance_timeout_key(updated.member_id, updated.member_epoch)
             timers += _cancel_rebalance_timers(updated.member_id, env, keep=key)
             timers.append(Schedule(key, env.now_ms + updated.rebalance_timeout_ms))
         else:
@@ -588,34 +599,34 @@ def _maybe_reconcile(group: ConsumerGroup, member: ConsumerGroupMember, target_e
 
 # -- timers --------------------------------------------------------------------------------------------------------
 
-def on_timer(group: ConsumerGroup | None, key: str, env: Env) -> Result:
+def on_timer(group: ConsumerGroup | None, key: str, env: Env) -> CoordinatorResult:
     """A timer that came due (the caller has dropped it): it re-checks what it was armed for, so a timer that no
     longer applies does nothing."""
-    if key == REGEX_REFRESH_KEY:
+    if key == CONSUMER_REGEX_REFRESH:
         return refresh_regular_expressions(group, env)
     if group is None:
-        return Result()
-    if key.startswith(SESSION_TIMEOUT_PREFIX):
-        member = group.members.get(key[len(SESSION_TIMEOUT_PREFIX):])
-        return Result() if member is None else fence_members(group, [member], None, env)
-    if key.startswith(REBALANCE_TIMEOUT_PREFIX):
-        member_id, epoch = parse_rebalance_timeout_key(key)
+        return _result()
+    if key.startswith(CONSUMER_SESSION_TIMEOUT_PREFIX):
+        member = group.members.get(key[len(CONSUMER_SESSION_TIMEOUT_PREFIX):])
+        return _result() if member is None else fence_members(group, [member], None, env)
+    if key.startswith(CONSUMER_REBALANCE_TIMEOUT_PREFIX):
+        member_id, epoch = parse_consumer_rebalance_timeout_key(key)
         member = group.members.get(member_id)
         if member is None or member.member_epoch != epoch:
-            return Result()
+            return _result()
         return fence_members(group, [member], None, env)
-    return Result()
+    return _result()
 
 
-def on_loaded(group: ConsumerGroup, env: Env) -> tuple[TimerOp, ...]:
+def on_loaded(group: ConsumerGroup, env: Env) -> tuple[TimerOperationeration, ...]:
     """The timers a loaded group starts with (Kafka's onLoaded; timers are not in the records): every member's
     session from now, and the revocation deadline of every member that must revoke partitions."""
-    timers: list[TimerOp] = []
+    timers: list[TimerOperationeration] = []
     for member_id in sorted(group.members):
         member = group.members[member_id]
-        timers.append(Schedule(session_timeout_key(member_id),
+        timers.append(Schedule(consumer_session_timeout_key(member_id),
                                env.now_ms + env.config.group_consumer_session_timeout_ms))
         if member.state is MemberState.UNREVOKED_PARTITIONS:
-            timers.append(Schedule(rebalance_timeout_key(member_id, member.member_epoch),
+            timers.append(Schedule(consumer_rebalance_timeout_key(member_id, member.member_epoch),
                                    env.now_ms + member.rebalance_timeout_ms))
     return tuple(timers)

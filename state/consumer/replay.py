@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from msgspec import UNSET
+
 from schemas.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
+    MemberTopicPartitions,
+    TargetTopicPartitions,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
@@ -24,7 +28,8 @@ from schemas.consumer_group import (
 )
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import ConsumerGroupMember, MemberState
-from state.consumer.records import Record, ResolvedRegularExpression, epochs_of_record, partitions_of_record
+from state.consumer.topics import ResolvedRegularExpression
+from state.records import Record
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
@@ -48,6 +53,9 @@ def replay(group: ConsumerGroup | None, record: Record) -> ConsumerGroup | None:
             return None
         group.group_epoch = value.epoch  # type: ignore[union-attr]
         group.metadata_hash = value.metadata_hash  # type: ignore[union-attr]
+        directory = value.directory  # type: ignore[union-attr]
+        if directory is not UNSET:
+            group.directory = [directory.group_state, directory.member_count]
     elif isinstance(key, ConsumerGroupPartitionMetadataKey):
         group.has_subscription_metadata_record = value is not None
     elif isinstance(key, ConsumerGroupMemberMetadataKey):
@@ -134,6 +142,8 @@ def _update_member(group: ConsumerGroup, old: ConsumerGroupMember | None, new: C
         if old.instance_id is not None and group.static_members.get(old.instance_id) == old.member_id:
             del group.static_members[old.instance_id]
         del group.members[old.member_id]
+        if new is None:
+            group.heartbeat_owed.discard(old.member_id)
     if new is not None:
         _hold(group, new)
         group.subscribed_names.update(set(new.subscribed_topic_names))
@@ -171,3 +181,24 @@ def _hold(group: ConsumerGroup, member: ConsumerGroupMember) -> None:
                     raise IllegalStateError(f"Cannot set the epoch of {topic}-{partition} to {member.member_epoch}"
                                             f" because the partition is still held at epoch {held[partition]}.")
                 held[partition] = member.member_epoch
+
+
+def partitions_of_record(topics: tuple[TargetTopicPartitions, ...]) -> dict[str, frozenset[int]]:
+    """A target-assignment record's partitions, per topic id."""
+    out: dict[str, frozenset[int]] = {}
+    for tp in topics:
+        out[tp.topic_id] = out.get(tp.topic_id, frozenset()) | frozenset(tp.partitions)
+    return out
+
+
+def epochs_of_record(topics: tuple[MemberTopicPartitions, ...], default_epoch: int) -> dict[str, dict[int, int]]:
+    """A current-assignment record's partitions with their assignment epochs; a record written before KIP-1251
+    (no epochs) counts them assigned at `default_epoch`."""
+    out: dict[str, dict[int, int]] = {}
+    for tp in topics:
+        epochs = tp.assignment_epochs
+        if epochs is None or len(epochs) != len(tp.partitions):
+            epochs = (default_epoch,) * len(tp.partitions)
+        out.setdefault(tp.topic_id, {}).update(zip(tp.partitions, epochs))
+    return {t: dict(sorted(p.items())) for t, p in out.items()}
+

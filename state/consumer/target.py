@@ -18,10 +18,10 @@ from typing import Mapping, Protocol
 
 from assignors.api import Cluster, GroupSpec, MemberSubscription, SubscriptionType
 from assignors.consumer_protocol import TopicPartitions
-from state.consumer import records
+from state import records
 from state.consumer.member import ConsumerGroupMember, Partitions
-from state.consumer.records import Record
 from state.consumer.topics import MetadataImage
+from state.records import Record
 
 
 class ServerAssignor(Protocol):

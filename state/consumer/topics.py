@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Mapping
 
+import msgspec
+
 from schemas.consumer_group import TopicMetadata
 
 
@@ -29,6 +31,15 @@ class TopicImage:
     topic_id: str
     name: str
     partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedRegularExpression:
+    """The topics a regular expression matched, at which metadata version, resolved when."""
+
+    topics: frozenset[str]
+    version: int
+    timestamp_ms: int
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,51 @@ class MetadataImage:
 
 
 EMPTY_IMAGE = MetadataImage()
+
+
+class ImageDoc(msgspec.Struct, array_like=True):
+    """An image as stored (`state.batch`, a state bucket's topic-metadata row): topics as (id, name, partitions)."""
+
+    version: int
+    new_topics_version: int
+    topics: list[tuple[str, str, int]]
+
+
+def image_doc(image: MetadataImage) -> ImageDoc:
+    return ImageDoc(image.version, image.new_topics_version,
+                    [(t.topic_id, t.name, t.partitions) for t in image.by_name.values()])
+
+
+def image_of(doc: ImageDoc) -> MetadataImage:
+    return MetadataImage.of(doc.version, [TopicImage(*t) for t in doc.topics], doc.new_topics_version)
+
+
+class ImageRow(msgspec.Struct):
+    """A state bucket's topic metadata as the shell stores it, beside its groups (`state.batch`)."""
+
+    v: int
+    topics: ImageDoc
+
+
+_IMAGE_ROW = msgspec.json.Decoder(ImageRow)
+_decoded: list = [None, EMPTY_IMAGE]
+"""The last row decoded and its image: every consumer group of a bucket call reads the same row."""
+
+
+def decode_image_row(raw: bytes | None) -> MetadataImage:
+    """The image of a stored row; one this release cannot read counts as none (the next `TopicMetadata`, which the
+    driver publishes at every start, replaces it)."""
+    if raw is None:
+        return EMPTY_IMAGE
+    last, image = _decoded
+    if raw is last or raw == last:
+        return image
+    try:
+        image = image_of(_IMAGE_ROW.decode(raw).topics)
+    except (msgspec.DecodeError, TypeError, ValueError):
+        image = EMPTY_IMAGE
+    _decoded[:] = [raw, image]
+    return image
 
 
 def apply_topic_metadata(image: MetadataImage, request: TopicMetadata) -> MetadataImage:

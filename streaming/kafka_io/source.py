@@ -13,6 +13,10 @@ is read, so the routing costs no extra Python stage.
 `read` yields Arrow record batches built column-wise (`record_batches`), which spares PySpark's per-value
 conversion of yielded tuples.
 
+`topicMetadataRefreshMs` (> 0) makes the reader publish the cluster's topics into the subscribed (control) topic
+at the start and whenever they change, checked that often (`streaming.kafka_io.topic_watch`), for the consumer
+groups' assignors; the routing sends them to every bucket.
+
 `timersTopic` enables timer rows: with `spark.sql.streaming.noDataMicroBatches.enabled=false` an idle query runs
 no batches, and a bucket of groups is only called when it has input. The state calls publish each bucket's
 earliest deadline on that topic; `latestOffset` reads it (`streaming.kafka_io.timer_schedule`), lists the buckets whose
@@ -48,11 +52,12 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from common.config import client_config
-from state.api import route
+from state.api import TOPIC_METADATA_GROUP, route
 from streaming.bucket_deadlines import buckets_to_call
 from streaming.buckets import bucket_of
 from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
+from streaming.kafka_io.topic_watch import TopicWatch
 from streaming.kafka_io.view_marks import ViewMarks
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
@@ -130,6 +135,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.buckets = int(options.get("buckets", "1"))
         timers = options.get("timerstopic")
         self.timers = TimerSchedule(self.client_config, timers) if timers else None
+        refresh_ms = int(options.get("topicmetadatarefreshms") or 0)
+        self.topic_watch = TopicWatch(self.client_config, self.topic, refresh_ms) if refresh_ms > 0 else None
         views = options.get("viewstopic")
         self.marks = ViewMarks(self.client_config, self.client, views, self.topic) if views else None
         self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
@@ -191,6 +198,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         begin = {int(p): o for p, o in start[self.topic].items()}
         if self.marks is not None:
             self.marks.covered(begin)  # the batch that ended at `start` has committed (streaming.view_marks)
+        if self.topic_watch is not None:  # before the ends are read: a change is part of this batch
+            self.topic_watch.maybe_publish(int(time.time() * 1000))
         ends = self._ends(begin)
         restart = self._check_data_loss(begin, ends)
         available = {p: max(0, e - begin.get(p, 0)) for p, e in ends.items() if p not in restart}
@@ -253,7 +262,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms, self.client)
         if self.route:
             resumed = partition.resumed
-            routed_rows = (routed(row, self.buckets, resumed) for row in rows)
+            routed_rows = (out for row in rows for out in routed(row, self.buckets, resumed))
             return record_batches(chain(timer_rows(partition.due, resumed), routed_rows), ROUTED_ARROW)
         return record_batches(rows, RAW_ARROW)
 
@@ -339,14 +348,17 @@ def _read_range_kafka_python(config: Mapping[str, object], part: KafkaRange, fai
             raise TimeoutError(f"{tp}: offsets up to {part.end} not readable within {poll_timeout_ms} ms")
 
 
-def routed(row: tuple, buckets: int, resumed: bool) -> tuple:
+def routed(row: tuple, buckets: int, resumed: bool) -> list[tuple]:
     """Append the core's routing decision, the state bucket and the batch's `resumed` to a raw row (see
-    `ROUTED_ARROW`)."""
+    `ROUTED_ARROW`). The cluster's topics (route kind `topics`) go to every bucket, as a request of its topic
+    metadata row (`TOPIC_METADATA_GROUP`): one row per bucket."""
     _partition, _offset, _timestamp, key, value = row
     r = route(key, value)
+    if r.kind == "topics":
+        return [row + ("group", TOPIC_METADATA_GROUP, None, None, None, bucket, resumed) for bucket in range(buckets)]
     group_id = r.group_id or ""
     bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
-    return row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)
+    return [row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)]
 
 
 def timer_rows(buckets: Iterable[int], resumed: bool) -> Iterator[tuple]:

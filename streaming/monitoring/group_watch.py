@@ -2,7 +2,7 @@
 
 Both come from the records topic, as ListGroups does (`streaming.directory`): every state change of a group writes a
 group metadata record whose `directory` part names the state the group is now in and its member count
-(`state.records.group_record`). The counts are `state.directory.GroupDirectory`'s, the same rule ListGroups answers
+(`state.records.group_record`; a consumer group's group-epoch record, `state.records.consumer_directory_record`). The counts are `state.directory.GroupDirectory`'s, the same rule ListGroups answers
 with; the changes are the records whose state differs from the group's previous one.
 
 The metrics listener follows the topic after each micro-batch, off the batch's path, so a line appears once the
@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import msgspec
+from msgspec import UNSET
 
+from schemas.consumer_group import ConsumerGroupMetadataKey, ConsumerGroupMetadataValue
 from schemas.messages import GroupMetadataKey, GroupMetadataRecord
 from state.api import GroupDirectory, GroupState, decode_key
 
@@ -25,6 +27,7 @@ rebalance completes (Stable) or ends with no members (Empty); the records of oth
 it was last stored, so their `generation` is the previous one."""
 
 _GROUP = msgspec.json.Decoder(GroupMetadataRecord)
+_CONSUMER_GROUP = msgspec.json.Decoder(ConsumerGroupMetadataValue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +40,7 @@ class GroupChange:
     generation: int | None = None
 
     def line(self) -> str:
-        """`group billing: Stable, generation 4, 3 members`."""
+        """`group billing: Stable, generation 4, 3 members` (a consumer group's generation is its group epoch)."""
         if self.state is None:
             return f"group {self.group_id}: deleted"
         generation = "" if self.generation is None else f", generation {self.generation}"
@@ -62,19 +65,25 @@ class GroupWatch:
         self.directory.apply(key, value)
         try:
             k = decode_key(key)
-            if not isinstance(k, GroupMetadataKey):
+            if not isinstance(k, (GroupMetadataKey, ConsumerGroupMetadataKey)):
                 return None
             if value is None:
-                return GroupChange(k.group, None) if self._states.pop(k.group, None) is not None else None
-            group = _GROUP.decode(value)
+                return GroupChange(k.group_id, None) if self._states.pop(k.group_id, None) is not None else None
+            if isinstance(k, ConsumerGroupMetadataKey):
+                epoch = _CONSUMER_GROUP.decode(value)
+                if epoch.directory is UNSET:
+                    return None  # an epoch bump Kafka writes; the state comes with the next directory record
+                state, members, generation = epoch.directory.group_state, epoch.directory.member_count, epoch.epoch
+            else:
+                group = _GROUP.decode(value)
+                state, members = group.directory.group_state, group.directory.member_count
+                generation = group.generation if state in GENERATION_WRITTEN else None
         except msgspec.DecodeError:
             return None
-        state = group.directory.group_state
-        if self._states.get(k.group) == state:
+        if self._states.get(k.group_id) == state:
             return None
-        self._states[k.group] = state
-        generation = group.generation if state in GENERATION_WRITTEN else None
-        return GroupChange(k.group, state, group.directory.member_count, generation)
+        self._states[k.group_id] = state
+        return GroupChange(k.group_id, state, members, generation)
 
     def poll(self) -> list[GroupChange]:
         """Read the records topic up to its end; the changes since the last poll, in the order they were written

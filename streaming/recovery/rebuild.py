@@ -78,7 +78,7 @@ def load_requests(latest: Mapping[bytes, Latest]) -> dict[str, bytes]:
         if value is None:
             continue  # compaction would have removed the key's earlier values and, later, the tombstone
         try:
-            group_id = decode_key(key).group
+            group_id = decode_key(key).group_id
             text = value.decode()
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             log.error("records topic partition %d offset %d (key %r) is not a coordinator record, not loaded: %s",

@@ -2,10 +2,12 @@
 plus Kafka's option rules."""
 
 import io
+import json
 
 import pytest
 
 from admin.cli import command_config, main
+from admin.groups import UnknownLogOffsets
 from client import protocol
 from state.config import CoordinatorConfig
 from tests.support.loopback import LoopbackCoordinator
@@ -20,7 +22,8 @@ def coordinator():
 
 def cli(coordinator, *args):
     out, err = io.StringIO(), io.StringIO()
-    code = main(["--bootstrap-server", "127.0.0.1:1", *args], transport=coordinator.transport(), out=out, err=err)
+    code = main(["--bootstrap-server", "127.0.0.1:1", *args], transport=coordinator.transport(),
+                log_offsets=UnknownLogOffsets(), out=out, err=err)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -35,7 +38,8 @@ def test_list_and_delete_groups(coordinator):
                    "Deletion of some consumer groups failed:\n"
                    "* Group 'missing' could not be deleted due to: The group id does not exist.\n")
     assert cli(coordinator, "--list", "--output", "json")[1].split() == [
-        "[", "{", '"group":', '"b",', '"protocol_type":', '"",', '"state":', '"Empty"', "}", "]"]
+        "[", "{", '"group":', '"b",', '"protocol_type":', '"",', '"state":', '"Empty",', '"type":', '"Classic"', "}",
+        "]"]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -102,3 +106,34 @@ def test_list_with_state_and_type_prints_and_filters_as_kafka():
         assert code == 1 and "Invalid state list 'stable,bogus'. Valid states are: PreparingRebalance, " in err
     finally:
         coordinator.close()
+
+
+def consumer_group(coordinator, group: str = "cg") -> None:
+    """A KIP-848 consumer group of one member holding a 3-partition topic, as librdkafka joins one."""
+    t = coordinator.transport()
+    topic_id = "AAAAAAAAAAAAAAAAAAAAAQ"
+    coordinator.handle("topics", json.dumps({"api": "TopicMetadata", "request_id": "", "version": 1, "topics": [
+        {"topic_id": topic_id, "name": "t", "partitions": 3}]}).encode())
+    joined = t.request(group, {"api": "ConsumerGroupHeartbeat", "group_id": group, "member_id": "m1",
+                               "member_epoch": 0, "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["t"],
+                               "topic_partitions": [], "client_id": "rdkafka", "client_host": "/127.0.0.1"}, 5)
+    assert joined["member_epoch"] == 1
+
+
+def test_list_and_describe_a_consumer_group(coordinator):
+    consumer_group(coordinator)
+    t = coordinator.transport()
+    t.request("classic", protocol.offset_commit("classic", -1, "", None, {("t", 0): (5, "")}), 5)
+    code, out, _ = cli(coordinator, "--list", "--type")
+    assert code == 0 and [line.split() for line in out.splitlines()] == [
+        ["GROUP", "TYPE"], ["cg", "Consumer"], ["classic", "Classic"]]
+    assert cli(coordinator, "--list", "--type", "consumer")[1].split() == ["GROUP", "TYPE", "cg", "Consumer"]
+    code, out, _ = cli(coordinator, "--describe", "--group", "cg", "--members", "--verbose")
+    assert code == 0 and [line.split() for line in out.splitlines() if line] == [
+        ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH", "CURRENT-ASSIGNMENT",
+         "TARGET-EPOCH", "TARGET-ASSIGNMENT"],
+        ["cg", "m1", "/127.0.0.1", "rdkafka", "3", "1", "t(0,1,2)", "1", "t(0,1,2)"]]
+    code, out, _ = cli(coordinator, "--describe", "--group", "cg", "--state", "--verbose")
+    header, row = [line.split() for line in out.splitlines() if line]
+    assert code == 0 and header[-2:] == ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+    assert row[-5:] == ["uniform", "Stable", "1", "1", "1"]

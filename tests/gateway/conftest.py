@@ -32,6 +32,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 GATEWAY_PROPERTIES = {
     # Kafka's minimum session timeout is 6 s; clients here use 6 s so that a killed one is noticed soon.
     "group.min.session.timeout.ms": "6000",
+    # Consumer groups (KIP-848): the coordinator, not the client, sets the session (Kafka's 45 s, lowered with its
+    # bound so that a killed member is noticed soon) and the heartbeat interval (Kafka's 5 s, kept: librdkafka
+    # gives a heartbeat its interval to be answered, and an answer waits for a micro-batch); topics seen within 1 s.
+    "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.session.timeout.ms": "12000",
+    "topic.metadata.refresh.interval.ms": "1000",
 }
 
 

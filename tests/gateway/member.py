@@ -8,7 +8,8 @@ poll that returned records, or after every record) and prints JSON lines:
 - `{"event": "owned", "partitions": [...]}` whenever the set of partitions it owns changes;
 - `{"event": "assign" | "revoke" | "lost", "partitions": [...]}` from its rebalance callbacks;
 - `{"event": "consumed", "count": N, "offsets": {"p": next offset}}` after each poll's commits;
-- `{"event": "commit_failed", "error": ...}` when a commit of one record was refused (a rebalance);
+- `{"event": "commit_failed", "error": ...}` when a commit of one record was refused (a rebalance), or a
+  confluent-kafka poll's commit failed (KIP-848 members see STALE_MEMBER_EPOCH, or a timeout, and go on);
 - `{"event": "closed"}` after `close` arrives on stdin (a clean close: LeaveGroup unless static).
 """
 
@@ -119,7 +120,10 @@ def _confluent(spec: dict) -> tuple[Callable, Callable, Callable]:
                     except Exception as exc:  # noqa: BLE001 - a rebalance: the partition's next owner re-reads
                         _emit(event="commit_failed", error=str(exc))
         if count and not every_record:
-            consumer.commit(asynchronous=False)
+            try:
+                consumer.commit(asynchronous=False)
+            except Exception as exc:  # noqa: BLE001 - as an application would: the next poll's commit covers it
+                _emit(event="commit_failed", error=str(exc))
         return count, offsets
 
     return poll, lambda: {p.partition for p in consumer.assignment()}, consumer.close

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 
 import pytest
 
@@ -42,6 +43,10 @@ REQUESTS = {
     "DescribeGroups": {"groups": ["a", "b"], "include_authorized_operations": False},
     "ListGroups": {"states_filter": ["Stable"], "types_filter": ["classic"]},
     "DeleteGroups": {"groups_names": ["a", "b"]},
+    "ConsumerGroupHeartbeat": {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": None,
+                               "rack_id": None, "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["t"],
+                               "subscribed_topic_regex": "", "server_assignor": None, "topic_partitions": []},
+    "ConsumerGroupDescribe": {"group_ids": ["a", "b"], "include_authorized_operations": False},
 }
 LISTED = {"error_code": 0, "groups": [{"group_id": "g", "protocol_type": "consumer", "group_state": "Stable",
                                        "group_type": "classic"}]}
@@ -73,9 +78,11 @@ def answer(body: dict) -> dict:
 
 @pytest.mark.parametrize("api, version", served(), ids=lambda x: getattr(x, "name", x))
 def test_requests_become_valid_control_requests_and_answers_valid_responses(api: GroupApi, version: int):
-    extra = {"client_id": "c", "client_host": "/127.0.0.1"} if api.name == "JoinGroup" else None
+    extra = {"client_id": "c", "client_host": "/127.0.0.1"} if api.name in (
+        "JoinGroup", "ConsumerGroupHeartbeat") else None
     bodies = control_requests(api, version, through_kafka(api, version), "User:alice", extra)
-    fanned = {"DescribeGroups": 2, "DeleteGroups": 2, "OffsetFetch": 2 if version >= 8 else 1}
+    fanned = {"DescribeGroups": 2, "DeleteGroups": 2, "OffsetFetch": 2 if version >= 8 else 1,
+              "ConsumerGroupDescribe": 2}
     assert len(bodies) == fanned.get(api.name, 1)
     answers = []
     for n, body in enumerate(bodies):
@@ -87,7 +94,8 @@ def test_requests_become_valid_control_requests_and_answers_valid_responses(api:
     response = from_json(api.response, version, api.merge(through_kafka(api, version), answers, version))
     decoded = api.response.decode(response.encode(version=version), version=version)
     codes = [a["error_code"] for a in answers]
-    if api.name in ("DescribeGroups", "DeleteGroups") or (api.name == "OffsetFetch" and version >= 8):
+    if api.name in ("DescribeGroups", "DeleteGroups", "ConsumerGroupDescribe") or (
+            api.name == "OffsetFetch" and version >= 8):
         entries = decoded.groups if api.name != "DeleteGroups" else decoded.results
         assert [e.group_id for e in entries] == [b["group_id"] for b in bodies]
         assert [e.error_code for e in entries] == codes
@@ -118,3 +126,21 @@ def test_an_unanswered_commit_repeats_every_partition_with_the_error():
     assert [(p["partition_index"], p["error_code"]) for p in response["topics"][0]["partitions"]] == [
         (0, not_available), (3, not_available)]
     assert response["error_code"] == Errors.COORDINATOR_NOT_AVAILABLE and response["error_message"] == "slow"
+
+
+def test_a_topic_id_crosses_as_kafkas_uuid_text():
+    """A ConsumerGroupHeartbeat's owned partitions name topics by id: the control topic carries Kafka's
+    Uuid.toString() (URL-safe base64 without padding), and the answer's ids go back as the same 16 bytes."""
+    api = GROUP_APIS[68]
+    topic = uuid.UUID("01a219a7-9f19-7430-be8d-c27b50ce980e")
+    request = from_json(api.request, 1, {**REQUESTS["ConsumerGroupHeartbeat"], "member_epoch": 3,
+                                         "topic_partitions": [{"topic_id": str(topic), "partitions": [1]}]})
+    request.with_header(correlation_id=1, client_id="c")
+    decoded = api.request.decode(request.encode(version=1, header=True), version=1, header=True)
+    assert decoded.topic_partitions[0].topic_id == topic
+    (body,) = control_requests(api, 1, to_json(decoded, 1), None)
+    assert body["topic_partitions"] == [{"topic_id": "AaIZp58ZdDC-jcJ7UM6YDg", "partitions": [1]}]
+    answered = {"error_code": 0, "member_id": "m", "member_epoch": 3, "heartbeat_interval_ms": 5000,
+                "assignment": {"topic_partitions": [{"topic_id": "AaIZp58ZdDC-jcJ7UM6YDg", "partitions": [1, 2]}]}}
+    response = from_json(api.response, 1, api.merge(to_json(decoded, 1), [answered], 1))
+    assert api.response.decode(response.encode(version=1), version=1).assignment.topic_partitions[0].topic_id == topic

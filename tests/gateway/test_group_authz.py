@@ -74,3 +74,36 @@ def test_list_groups_shows_only_describable_groups_without_cluster_describe():
     admin = Authorizer(super_users={"User:admin"})
     everything = group_access(admin, Session("User:admin", "h"), "ListGroups", 4, {"states_filter": []})
     assert everything.complete({"groups": [{"group_id": "other"}]})["groups"] == [{"group_id": "other"}]
+
+
+def test_a_consumer_group_heartbeat_needs_read_on_the_group_and_describe_on_its_topics():
+    """KafkaApis.handleConsumerGroupHeartbeat: READ on the group (30), then DESCRIBE on every subscribed topic named
+    (29 for the whole request); a heartbeat naming no topics (a regular one) needs the group only. READ on topic
+    `a` implies DESCRIBE."""
+    reader = AUTHORIZER
+    join = {"group_id": "app-1", "member_id": "m", "member_epoch": 0, "subscribed_topic_names": ["a"]}
+    assert group_access(reader, ALICE, "ConsumerGroupHeartbeat", 1, join).request == join
+    regular = {**join, "member_epoch": 3, "subscribed_topic_names": None}
+    assert group_access(reader, ALICE, "ConsumerGroupHeartbeat", 1, regular).request == regular
+    secret = group_access(reader, ALICE, "ConsumerGroupHeartbeat", 1, {**join, "subscribed_topic_names": ["a", "b"]})
+    assert secret.request is None and secret.answer["error_code"] == 29 and secret.answer["member_epoch"] == 0
+    other = group_access(reader, ALICE, "ConsumerGroupHeartbeat", 1, {**join, "group_id": "other"})
+    assert other.request is None and other.answer["error_code"] == 30
+
+
+def test_a_consumer_group_describe_refuses_groups_and_groups_holding_hidden_topics():
+    """KafkaApis.handleConsumerGroupDescribe: DESCRIBE on each group (30 for that group); a described group whose
+    members hold or are to hold a topic the principal may not DESCRIBE answers 29; operations when asked for."""
+    access = group_access(AUTHORIZER, ALICE, "ConsumerGroupDescribe", 1,
+                          {"group_ids": ["other", "app-1", "app-2"], "include_authorized_operations": True})
+    assert access.request["group_ids"] == ["app-1", "app-2"]
+
+    def described(group_id: str, topic: str) -> dict:
+        held = {"topic_partitions": [{"topic_id": "AAAAAAAAAAAAAAAAAAAAAA", "topic_name": topic, "partitions": [0]}]}
+        return {"group_id": group_id, "error_code": 0, "group_state": "Stable", "members": [
+            {"member_id": "m", "assignment": held, "target_assignment": {"topic_partitions": []}}]}
+
+    merged = access.complete({"groups": [described("app-1", "a"), described("app-2", "b")]})
+    assert [(g["group_id"], g["error_code"]) for g in merged["groups"]] == [("other", 30), ("app-1", 0), ("app-2", 29)]
+    assert merged["groups"][1]["authorized_operations"] == (1 << 3) | (1 << 8)
+    assert merged["groups"][2]["members"] == []

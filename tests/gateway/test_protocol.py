@@ -9,7 +9,6 @@ out after the gateway's `--request-timeout-ms`.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import struct
@@ -94,13 +93,13 @@ def api_versions(servers: str) -> dict[int, tuple[int, int]]:
     return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
 
-def test_api_versions_advertise_the_coordinator_s_group_apis_and_not_the_new_protocols(gateway, broker):
+def test_api_versions_advertise_the_coordinator_s_group_apis_and_not_the_other_protocols(gateway, broker):
     ours, upstream = api_versions(gateway.bootstrap_servers), api_versions(broker)
-    assert {k: ours[k] for k in (11, 14, 12, 13, 8, 9, 47, 15, 16, 42)} == {
+    assert {k: ours[k] for k in (11, 14, 12, 13, 8, 9, 47, 15, 16, 42, 68, 69)} == {
         11: (0, 9), 14: (0, 5), 12: (0, 4), 13: (0, 5), 8: (0, 9), 9: (0, 9), 47: (0, 0), 15: (0, 5), 16: (0, 5),
-        42: (0, 2)}
-    assert 47 not in upstream  # tansu has no OffsetDelete; the gateway serves it anyway
-    for missing in (28, 68, 69, 17, 36):  # TxnOffsetCommit, KIP-848, no SASL on this listener
+        42: (0, 2), 68: (0, 1), 69: (0, 1)}
+    assert 47 not in upstream and 68 not in upstream  # tansu has neither; the gateway serves them anyway
+    for missing in (28, 76, 88, 17, 36):  # TxnOffsetCommit, share and streams groups, no SASL on this listener
         assert missing not in ours
     assert ours[2] == upstream[2] and ours[19] == upstream[19]  # forwarded as they are
     assert ours[1][1] <= upstream[1][1] and ours[3][1] <= upstream[3][1]
@@ -150,7 +149,7 @@ BAD_FRAMES = {
     "an unknown API key": struct.pack(">ihhih", 10, 999, 0, 1, -1),
     "a huge length": struct.pack(">i", 0x7FFFFFFF) + b"\0" * 16,
     "a negative length": struct.pack(">i", -5),
-    "an API it does not serve": struct.pack(">ihhih", 10, 68, 0, 1, -1),
+    "an API it does not serve": struct.pack(">ihhih", 10, 76, 0, 1, -1),  # ShareGroupHeartbeat
     "a group API at a version it does not serve": struct.pack(">ihhih", 10, 11, 10, 1, -1),
     "a group request cut short": struct.pack(">ihhihh", 12, 11, 5, 1, -1, 40) + b"g",
 }
@@ -376,31 +375,6 @@ def test_sasl_handshake_v0_takes_the_raw_token(broker, tmp_path):
         refused.close()
     finally:
         process.stop()
-
-
-def test_a_kip_848_consumer_learns_at_once_that_its_protocol_is_not_served(gateway):
-    """librdkafka with `group.protocol=consumer` checks ApiVersions, finds no ConsumerGroupHeartbeat and never sends
-    one (it keeps retrying its coordinator lookup and reports nothing to the application: its own choice)."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    lines: list[str] = []
-
-    class Capture(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            lines.append(record.getMessage())
-
-    logger = logging.getLogger(f"librdkafka-{uuid.uuid4().hex[:6]}")
-    logger.addHandler(Capture())
-    logger.setLevel(logging.DEBUG)
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": gateway.bootstrap_servers, "group.id": "kip848",
-                                         "group.protocol": "consumer", "debug": "cgrp", "logger": logger})
-    try:
-        consumer.subscribe(["t"])
-        deadline = time.monotonic() + 30
-        while not any("ConsumerGroupHeartbeatRequest not supported" in line for line in lines):
-            assert time.monotonic() < deadline, lines[-5:]
-            consumer.poll(0.2)
-    finally:
-        consumer.close()
 
 
 @NEEDS_OPENSSL

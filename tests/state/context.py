@@ -14,8 +14,19 @@ from typing import Any
 
 from assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from state import coordinator
-from state.batch import GroupStep, StoredGroup, _after_outage, _fetch_position, decode_state, encode_state, step_group
+from state.batch import (
+    TOPIC_METADATA_GROUP,
+    GroupStep,
+    StoredGroup,
+    _after_outage,
+    _fetch_position,
+    decode_state,
+    encode_state,
+    step_group,
+)
 from state.config import CoordinatorConfig
+from state.consumer.group import ConsumerGroup
+from state.consumer.stored import snapshot
 from state.context import Context, CoordinatorResult, replay
 from state.errors import Errors
 from state.group import ClassicGroup
@@ -23,7 +34,7 @@ from state.load import load
 from state.timers import Cancel
 from state.views import encode_view, view_of
 from state.wire import BadRequest, decode_request
-from tests.state.schemas import validate_record, validate_request, validate_response
+from tests.state.schemas import validate_record, validate_request, validate_response, validator
 
 
 def subscription(*topics: str) -> str:
@@ -48,7 +59,7 @@ def replayed(group: ClassicGroup | None, result: CoordinatorResult) -> ClassicGr
 
 
 def changes_only_by_replay(group_id: str, stored: StoredGroup | None, raw: list[bytes], now_ms: int,
-                           config: CoordinatorConfig) -> None:
+                           config: CoordinatorConfig, topics: bytes | None = None) -> None:
     """Run a step's timers and requests through the coordinator, one result each (as step_group does for a step
     at one instant), and check after each that a copy of the group fed only that result's records and timer
     operations is the group the handler left: nothing changed it but `replay`. Steps the check cannot mirror
@@ -62,7 +73,7 @@ def changes_only_by_replay(group_id: str, stored: StoredGroup | None, raw: list[
         return
     if any(r.group_id != group_id for r in requests):
         return
-    live = Context(group_id, live_group, now_ms, config)
+    live = Context(group_id, live_group, now_ms, config, topics=topics)
     shadow = decode_state(stored)
     steps = [lambda: coordinator.fire_timers(live)] + [lambda r=r: coordinator.handle(live, r) for r in requests]
     for number, run in enumerate(steps):
@@ -72,12 +83,16 @@ def changes_only_by_replay(group_id: str, stored: StoredGroup | None, raw: list[
         assert encode_state(shadow) == encode_state(live.group), f"step part {number}: changed outside replay"
 
 
-def durable_view(group: ClassicGroup | None) -> tuple[Any, Any]:
-    """What the records topic must be able to give back: Kafka's group value as last persisted, and offsets."""
+def durable_view(group: ClassicGroup | ConsumerGroup | None) -> tuple[Any, Any]:
+    """What the records topic must be able to give back: Kafka's group value as last persisted (a consumer group:
+    its records as compaction leaves them), and offsets."""
     if group is None:
         return None, {}
-    return group.persisted, {tp: (o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp)
-                             for tp, o in group.offsets.items()}
+    offsets = {tp: (o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp)
+               for tp, o in group.offsets.items()}
+    if isinstance(group, ConsumerGroup):
+        return [r.encode() for r in snapshot(group)], offsets
+    return group.persisted, offsets
 
 
 class GroupContext:
@@ -92,6 +107,8 @@ class GroupContext:
         self.last_requests: list[dict] = []
         self.check_replay = check_replay
         self._next_request = 0
+        self.topics: bytes | None = None
+        """The bucket's topic metadata row (`publish_topics`), passed to every step as the shell passes it."""
         self.requests_topic_end = 0
         """Where the next request would sit in the (one-partition) requests topic: each step's last request's
         position goes to `step_group`, as the shell passes it."""
@@ -108,19 +125,20 @@ class GroupContext:
         raw = [json.dumps(r).encode() for r in requests]
         self.last_requests = list(requests)
         if times is None and not resumed:
-            changes_only_by_replay(self.group_id, self.state, raw, self.now_ms, self.config)
+            changes_only_by_replay(self.group_id, self.state, raw, self.now_ms, self.config, self.topics)
         position = (0, self.requests_topic_end + len(raw) - 1) if raw else None
         self.requests_topic_end += len(raw)
         result = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
-                            position=position)
+                            topics=self.topics, position=position)
         again = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
-                           position=position)
+                           topics=self.topics, position=position)
         assert again == result, "step_group is not deterministic"
         # The Spark shell passes a reader instead of the offsets: the same step, whether it reads them or not.
         reads: list[int] = []
         stored_offsets = None if self.state is None else self.state.offsets
         lazy = step_group(self.group_id, self.state, raw, self.now_ms, self.config, times, resumed,
-                          read_offsets=lambda: reads.append(1) or stored_offsets, position=position)
+                          read_offsets=lambda: reads.append(1) or stored_offsets, topics=self.topics,
+                          position=position)
         assert len(reads) <= 1, "offsets read more than once"
         assert lazy == result, "reading offsets lazily changed the step"
         assert not [d for d in result.dead_letters if d[1].startswith("internal error")], result.dead_letters
@@ -128,15 +146,15 @@ class GroupContext:
             validate_response(json.loads(response))
         for key, value in result.records:
             validate_record(json.loads(key), None if value is None else json.loads(value))
-        view_before = view_of(self.group)
+        view_before = view_of(self.group, self.config)
         self.state = result.stored(self.state)
         self.records.extend(result.records)
         self.last = result
         # A view that changed is published (gateways answer from it), and what is published is the group's view.
-        view_after = view_of(self.group)
+        view_after = view_of(self.group, self.config)
         assert result.publish_view or view_after == view_before, "the group's view changed and was not published"
         assert not result.publish_view or result.view == encode_view(
-            view_of(self.group, _fetch_position(self.group, position))), "a view that is not the group's"
+            view_of(self.group, self.config, _fetch_position(self.group, position))), "a view that is not the group's"
         if self.check_replay:
             rebuilt = load(self.group_id, self.records, self.now_ms, self.config).group
             assert durable_view(rebuilt) == durable_view(self.group), "records do not rebuild the group"
@@ -151,8 +169,31 @@ class GroupContext:
         return f"r{self._next_request}"
 
     @property
-    def group(self) -> ClassicGroup | None:
+    def group(self) -> ClassicGroup | ConsumerGroup | None:
         return decode_state(self.state)
+
+    def publish_topics(self, version: int, *topics: tuple[str, str, int]) -> None:
+        """A `TopicMetadata` of (topic id, name, partitions), stepped as the shell steps a bucket's topic row."""
+        request = {"api": "TopicMetadata", "request_id": "", "version": version,
+                   "topics": [{"topic_id": i, "name": n, "partitions": p} for i, n, p in topics]}
+        validator("TopicMetadataRequest").validate(request)
+        stored = None if self.topics is None else StoredGroup(self.topics)
+        step = step_group(TOPIC_METADATA_GROUP, stored, [json.dumps(request).encode()], self.now_ms, self.config)
+        assert not step.dead_letters and not step.responses and not step.records and step.next_deadline_ms is None
+        self.topics = step.metadata
+
+    def consumer_heartbeat(self, member_id: str, member_epoch: int, **fields: Any) -> dict:
+        """One ConsumerGroupHeartbeat (v1), its response."""
+        (response,) = self.step({"api": "ConsumerGroupHeartbeat", "request_id": self.request_id(),
+                                 "group_id": self.group_id, "member_id": member_id, "member_epoch": member_epoch,
+                                 **fields})
+        return response
+
+    def consumer_join(self, member_id: str, topics: tuple[str, ...] = ("t",), **fields: Any) -> dict:
+        """A consumer-protocol member joins (epoch 0), as librdkafka's first heartbeat."""
+        return self.consumer_heartbeat(member_id, 0, rebalance_timeout_ms=300_000,
+                                       subscribed_topic_names=list(topics), subscribed_topic_regex="",
+                                       topic_partitions=[], **fields)
 
     @property
     def record_values(self) -> list[dict | None]:

@@ -92,7 +92,7 @@ class TestListGroups:
 
     def test_counts_groups_by_state_for_the_metrics(self):
         assert self.directory().count_by_state() == {"Empty": 1, "PreparingRebalance": 1, "CompletingRebalance": 0,
-                                                     "Stable": 1, "Dead": 0}
+                                                     "Stable": 1, "Dead": 0, "Assigning": 0, "Reconciling": 0}
 
     def test_states_filter_is_case_insensitive(self):
         response = list_groups(self.directory(), states_filter=["stable", "EMPTY"])

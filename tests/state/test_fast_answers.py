@@ -24,7 +24,7 @@ NO_DELAY = CoordinatorConfig(group_initial_rebalance_delay_ms=0)
 
 def published(ctx: GroupContext) -> PublishedGroup:
     """The group's view as a gateway decodes it from the views topic."""
-    return decode_view(encode_view(view_of(ctx.group)))
+    return decode_view(encode_view(view_of(ctx.group, ctx.config)))
 
 
 def heartbeat(ctx: GroupContext, member_id: str, generation: int, instance: str | None = None,

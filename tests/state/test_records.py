@@ -69,8 +69,19 @@ def test_replay_refuses_a_record_for_a_group_that_does_not_exist():
 
 def test_a_group_metadata_tombstone_removes_the_group():
     ctx = GroupContext()
-    ctx.commit({("t", 0): 1})
+    ctx.stable_group(1)
     assert replay(ctx.group, group_tombstone("g")) is None
+
+
+def test_a_group_metadata_tombstone_leaves_the_offsets_in_a_group_without_members():
+    """Kafka keeps offsets apart from groups (its OffsetMetadataManager): only their own tombstones remove them, and
+    offsets without a group are held by a "simple" group, as a commit without a group creates one."""
+    ctx = GroupContext()
+    ctx.commit({("t", 0): 1})
+    ctx.stable_group(1)
+    left = replay(ctx.group, group_tombstone("g"))
+    assert left is not None and not left.members and not left.protocol_type and dict(left.offsets) == dict(
+        ctx.group.offsets)
 
 
 def test_a_member_added_by_a_record_is_the_groups_own_copy():

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from schemas.consumer_group import CONSUMER_API_VERSIONS, CONSUMER_RECORDS
+from schemas.consumer_group import CONSUMER_RECORDS
 from state.wire import API_VERSIONS
 from tests.state.schemas import SCHEMAS, validate_request, validator
 from tests.state.test_replay_tool import SCENARIO
 
 
-VERSIONS = {**API_VERSIONS, **CONSUMER_API_VERSIONS}
+VERSIONS = API_VERSIONS
 RECORD_SCHEMAS = ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", *CONSUMER_RECORDS]
 
 
@@ -23,7 +23,7 @@ def test_every_api_has_a_request_and_a_response_schema(api):
     assert request.schema["properties"]["api_version"]["maximum"] == VERSIONS[api][1]
 
 
-@pytest.mark.parametrize("name", [*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ViewMark"])
+@pytest.mark.parametrize("name", [*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ConsumerGroupView", "ViewMark"])
 def test_record_schemas_are_valid(name):
     validator(name)
 
@@ -31,7 +31,7 @@ def test_record_schemas_are_valid(name):
 def test_no_stray_schema_files():
     names = {p.stem for p in SCHEMAS.glob("*.json")}
     expected = {f"{api}{kind}" for api in VERSIONS for kind in ("Request", "Response")}
-    expected |= {*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ViewMark"}
+    expected |= {*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ConsumerGroupView", "ViewMark"}
     assert names == expected
 
 

@@ -68,7 +68,8 @@ def test_groups_by_state_follow_the_records_topic(broker):
     groups = GroupWatch(topic, {"bootstrap_servers": broker})
     CoordinatorMetrics("q", json_lines=out, groups=groups).onQueryProgress(SimpleNamespace(progress=progress()))
     assert json.loads(out.getvalue())["groups_by_state"] == {
-        "Empty": 1, "PreparingRebalance": 1, "CompletingRebalance": 0, "Stable": 0, "Dead": 0}
+        "Empty": 1, "PreparingRebalance": 1, "CompletingRebalance": 0, "Stable": 0, "Dead": 0, "Assigning": 0,
+        "Reconciling": 0}
 
 
 def test_a_running_query_writes_a_line_per_batch_and_serves_the_same_counts(coordinator, tmp_path, caplog):

@@ -6,7 +6,8 @@ The core is pure and deterministic, so this is the real coordinator minus the st
 dict instead of Spark's state store, and its timers fired by a thread at the deadlines the core asks for. Tests
 drive group members through it in milliseconds, and can jump the clock forward (`advance`) to expire sessions.
 ListGroups, which the Spark job answers from the group directory, is answered here from the same directory,
-fed with the records the groups write.
+fed with the records the groups write. The cluster's topics (`TopicMetadata`, which the job keeps per state bucket)
+are kept once and passed to every group.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Callable
 
 from client.protocol import Json
 from client.transport import PendingRequests, send_and_wait
-from state.batch import StoredGroup, route, step_group
+from state.batch import TOPIC_METADATA_GROUP, StoredGroup, route, step_group
 from state.config import CoordinatorConfig
 from state.directory import GroupDirectory
 from state.timers import is_due
@@ -34,6 +35,7 @@ class LoopbackCoordinator:
         self._lock = threading.Condition()
         self._states: dict[str, StoredGroup | None] = {}
         self._deadlines: dict[str, int] = {}
+        self._topics: StoredGroup | None = None
         self.records: list[tuple[bytes, bytes | None]] = []
         """Every record written to the records topic, in order: what `--history` reads."""
         self.requests: list[Json] = []
@@ -61,7 +63,10 @@ class LoopbackCoordinator:
         r = route(key.encode("utf-8"), raw)
         with self._lock:
             self.requests.append(json.loads(raw))
-            if r.kind == "group" and r.group_id is not None:
+            if r.kind == "topics":
+                self._topics = step_group(TOPIC_METADATA_GROUP, self._topics, [raw], self.now_ms(),
+                                          self.config).stored(self._topics)
+            elif r.kind == "group" and r.group_id is not None:
                 self._step(r.group_id, [raw])
             elif r.kind == "directory":
                 self._list_groups(json.loads(raw))
@@ -70,7 +75,8 @@ class LoopbackCoordinator:
 
     def _step(self, group_id: str, requests: list[bytes]) -> None:
         before = self._states.get(group_id)
-        result = step_group(group_id, before, requests, self.now_ms(), self.config)
+        result = step_group(group_id, before, requests, self.now_ms(), self.config,
+                            topics=None if self._topics is None else self._topics.metadata)
         self._states[group_id] = result.stored(before)
         self.records.extend(result.records)
         if result.next_deadline_ms is None:

@@ -18,13 +18,14 @@ from schemas.consumer_group import (
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
 )
-from state.consumer.config import ConsumerGroupConfig
+from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.heartbeat import Env, consumer_group_heartbeat, on_timer
-from state.consumer.records import Record
 from state.consumer.replay import replay
-from state.consumer.result import Result, Schedule, rebalance_timeout_key, session_timeout_key
 from state.consumer.topics import EMPTY_IMAGE, MetadataImage
+from state.context import CoordinatorResult as Result
+from state.records import Record
+from state.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
 from state.wire import encode
 from tests.state.consumer.support import MockAssignor, assignment
 from tests.state.schemas import validate_record, validator
@@ -42,11 +43,11 @@ def durable(group: ConsumerGroup | None) -> Any:
 
 
 class ConsumerContext:
-    def __init__(self, *assignors: Any, image: MetadataImage = EMPTY_IMAGE, config: ConsumerGroupConfig | None = None,
+    def __init__(self, *assignors: Any, image: MetadataImage = EMPTY_IMAGE, config: CoordinatorConfig | None = None,
                  group_id: str = "fooup", now_ms: int = 0) -> None:
         self.assignors = {a.name: a for a in (assignors or (MockAssignor("range"),))}
         self.image = image
-        self.config = config or ConsumerGroupConfig()
+        self.config = config or CoordinatorConfig()
         self.group_id = group_id
         self.now_ms = now_ms
         self.group: ConsumerGroup | None = None
@@ -132,10 +133,10 @@ class ConsumerContext:
         return self.group.members[member_id]
 
     def session_deadline(self, member_id: str) -> int | None:
-        return self.timers.get(session_timeout_key(member_id))
+        return self.timers.get(consumer_session_timeout_key(member_id))
 
     def rebalance_deadline(self, member_id: str, epoch: int) -> int | None:
-        return self.timers.get(rebalance_timeout_key(member_id, epoch))
+        return self.timers.get(consumer_rebalance_timeout_key(member_id, epoch))
 
 
 def encoded(result: Result) -> tuple:
@@ -169,7 +170,7 @@ def build_group(ctx: ConsumerContext, epoch: int, members: Iterable, targets: di
     """Kafka's ConsumerGroupBuilder: the records of a group at `epoch` with these members (each member's current
     target defaults to its assigned partitions), replayed into the context. The metadata hash is the one of the
     members' subscribed topics in the context's image, so the group is up to date with it."""
-    from state.consumer import records
+    from state import records
     from state.consumer.member import partitions_of
     from state.consumer.topics import metadata_hash
 

@@ -6,12 +6,11 @@ a test ports one (GroupMetadataManagerTest, trunk)."""
 
 from __future__ import annotations
 
-from state.consumer import records
-from state.consumer.member import MemberState
-from state.consumer.records import ResolvedRegularExpression
-from state.consumer.result import REGEX_REFRESH_KEY
-from state.consumer.topics import apply_topic_metadata, metadata_hash
 from schemas.consumer_group import TopicMetadata, TopicMetadataTopic
+from state import records
+from state.consumer.member import MemberState
+from state.consumer.topics import ResolvedRegularExpression, apply_topic_metadata, metadata_hash
+from state.timers import CONSUMER_REGEX_REFRESH
 from tests.state.consumer.context import ConsumerContext, build_group, fields, ok
 from tests.state.consumer.support import assignment, image, topic_id
 from tests.state.consumer.test_heartbeat import G, IMAGE, M1, M2, member
@@ -33,9 +32,9 @@ def test_a_member_joining_with_a_new_regex_gets_the_current_epoch_then_a_bump_on
     assert fields(result.response) == {**ok(M2, 10), "assignment": {"topic_partitions": []}}
     assert [r.key.__class__.__name__ for r in result.records] == ["ConsumerGroupMemberMetadataKey",
                                                                   "ConsumerGroupCurrentMemberAssignmentKey"]
-    assert ctx.timers[REGEX_REFRESH_KEY] == 100_000
-    ((_, resolved),) = [f for f in ctx.sleep(0) if f[0] == REGEX_REFRESH_KEY]
-    assert resolved.records == (
+    assert ctx.timers[CONSUMER_REGEX_REFRESH] == 100_000
+    ((_, resolved),) = [f for f in ctx.sleep(0) if f[0] == CONSUMER_REGEX_REFRESH]
+    assert tuple(resolved.records) == (
         records.regular_expression(G, "ba.*", ResolvedRegularExpression(frozenset({"bar"}), 1, 100_000)),
         records.group_epoch(G, 11, metadata_hash(["foo", "bar"], TOPICS)),
     )
@@ -52,13 +51,13 @@ def test_a_member_picks_up_a_regex_the_group_resolved_already():
     ctx.assignor.prepare({M1: assignment(("bar", (0,))), M2: assignment(("bar", (1, 2)))})
     result = join_with_regex(ctx, M2, "ba.*")
     assert result.response.member_epoch == epoch + 1
-    assert REGEX_REFRESH_KEY not in ctx.timers  # resolved 0 s ago: no new resolution
+    assert CONSUMER_REGEX_REFRESH not in ctx.timers  # resolved 0 s ago: no new resolution
 
 
 def test_an_invalid_regex_changes_nothing():
     ctx = ConsumerContext(image=TOPICS)
     result = join_with_regex(ctx, M1, "(?<=a)b")
-    assert result.response.error_code == 128 and result.records == () and ctx.group is None
+    assert result.response.error_code == 128 and result.records == [] and ctx.group is None
 
 
 def test_the_last_member_of_a_regex_tombstones_it():
@@ -79,7 +78,7 @@ def test_a_member_switching_regexes_tombstones_the_old_one():
     ctx.now_ms += 20_000
     result = ctx.heartbeat(M1, ctx.member(M1).member_epoch, subscribed_topic_regex="fo.*")
     assert records.regular_expression_tombstone(G, "ba.*") in result.records
-    assert ctx.timers.get(REGEX_REFRESH_KEY) == ctx.now_ms
+    assert ctx.timers.get(CONSUMER_REGEX_REFRESH) == ctx.now_ms
 
 
 def test_a_topic_created_later_is_picked_up_by_a_regex():
@@ -90,12 +89,12 @@ def test_a_topic_created_later_is_picked_up_by_a_regex():
     ctx.sleep(0)
     ctx.assignor.prepare({M1: assignment(("foo", (0, 1, 2, 3, 4, 5)))})
     epoch = ctx.heartbeat(M1, 1).response.member_epoch
-    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(group_id=G, version=2, topics=(
+    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(version=2, topics=(
         TopicMetadataTopic(topic_id("foo"), "foo", 6), TopicMetadataTopic(topic_id("fab"), "fab", 2))))
     assert ctx.image.new_topics_version == 2
     ctx.now_ms += 5_000
     ctx.heartbeat(M1, epoch)
-    assert REGEX_REFRESH_KEY not in ctx.timers  # 5 s after the last resolution: too soon
+    assert CONSUMER_REGEX_REFRESH not in ctx.timers  # 5 s after the last resolution: too soon
     ctx.now_ms += 6_000
     ctx.heartbeat(M1, epoch)
     ((_, resolved),) = ctx.sleep(0)
@@ -114,10 +113,10 @@ def test_regexes_are_resolved_again_after_the_refresh_interval():
     epoch = ctx.heartbeat(M1, ctx.member(M1).member_epoch).response.member_epoch
     ctx.now_ms += 600_000
     assert ctx.heartbeat(M1, epoch).response.error_code == 0
-    assert REGEX_REFRESH_KEY not in ctx.timers
+    assert CONSUMER_REGEX_REFRESH not in ctx.timers
     ctx.now_ms += 1
     assert ctx.heartbeat(M1, epoch).response.error_code == 0
-    assert REGEX_REFRESH_KEY in ctx.timers
+    assert CONSUMER_REGEX_REFRESH in ctx.timers
 
 
 def test_more_partitions_change_the_target_on_the_next_heartbeat():
@@ -125,8 +124,8 @@ def test_more_partitions_change_the_target_on_the_next_heartbeat():
     changes the subscribed topics' metadata hash, which bumps the epoch and computes a new target."""
     ctx = ConsumerContext(image=IMAGE)
     build_group(ctx, 10, [member(M1, assigned=[("foo", (0, 1, 2, 3, 4, 5)), ("bar", (0, 1, 2))])])
-    assert ctx.heartbeat(M1, 10).records == ()
-    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(group_id=G, version=2, topics=(
+    assert ctx.heartbeat(M1, 10).records == []
+    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(version=2, topics=(
         TopicMetadataTopic(topic_id("foo"), "foo", 8), TopicMetadataTopic(topic_id("bar"), "bar", 3))))
     ctx.assignor.prepare({M1: assignment(("foo", (0, 1, 2, 3, 4, 5, 6, 7)), ("bar", (0, 1, 2)))})
     result = ctx.heartbeat(M1, 10)
@@ -138,7 +137,7 @@ def test_a_deleted_topic_is_revoked_at_once():
     """KAFKA-19431: partitions of a topic that no longer exists are not the member's to keep."""
     ctx = ConsumerContext(image=IMAGE)
     build_group(ctx, 10, [member(M1, assigned=[("foo", (0, 1, 2, 3, 4, 5)), ("bar", (0, 1, 2))])])
-    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(group_id=G, version=2, topics=(
+    ctx.image = apply_topic_metadata(ctx.image, TopicMetadata(version=2, topics=(
         TopicMetadataTopic(topic_id("foo"), "foo", 6),)))
     ctx.assignor.prepare({M1: assignment(("foo", (0, 1, 2, 3, 4, 5)))})
     result = ctx.heartbeat(M1, 10, owned=[("foo", (0, 1, 2, 3, 4, 5)), ("bar", (0, 1, 2))])
@@ -147,10 +146,10 @@ def test_a_deleted_topic_is_revoked_at_once():
 
 
 def test_an_older_or_repeated_topic_metadata_request_changes_nothing():
-    newer = apply_topic_metadata(IMAGE, TopicMetadata(group_id=G, version=5, topics=()))
-    assert apply_topic_metadata(newer, TopicMetadata(group_id=G, version=5, topics=(
+    newer = apply_topic_metadata(IMAGE, TopicMetadata(version=5, topics=()))
+    assert apply_topic_metadata(newer, TopicMetadata(version=5, topics=(
         TopicMetadataTopic(topic_id("foo"), "foo", 6),))) is newer
-    assert apply_topic_metadata(newer, TopicMetadata(group_id=G, version=3, topics=())) is newer
+    assert apply_topic_metadata(newer, TopicMetadata(version=3, topics=())) is newer
     assert newer.by_name == {} and newer.new_topics_version == -1
 
 
@@ -162,4 +161,4 @@ def test_without_topic_metadata_the_group_keeps_its_hash():
 
     ctx.image = EMPTY_IMAGE
     result = ctx.heartbeat(M1, 10)
-    assert result.records == () and fields(result.response) == ok(M1, 10)
+    assert result.records == [] and fields(result.response) == ok(M1, 10)

@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from state.consumer import records
+from state import records
 from state.consumer.heartbeat import Env, on_loaded
 from state.consumer.member import MemberState
-from state.consumer.result import Schedule, rebalance_timeout_key, session_timeout_key
 from state.consumer.topics import metadata_hash
 from state.errors import Errors
+from state.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
 from tests.state.consumer.context import ConsumerContext, build_group, error, fields, ok
 from tests.state.consumer.support import assignment, epochs, image
 from tests.state.consumer.test_heartbeat import G, IMAGE, M1, M2, M3, member, two_members
@@ -35,7 +35,7 @@ def temporary_leave(ctx, m2):
     assert fields(result.response) == ok(M2, -2, interval=0)
     left = replace(m2, member_epoch=-2,
                    assigned_partitions={t: dict.fromkeys(p, 0) for t, p in m2.assigned_partitions.items()})
-    assert result.records == (records.current_assignment(G, left),)
+    assert tuple(result.records) == (records.current_assignment(G, left),)
     return left
 
 
@@ -48,7 +48,7 @@ def test_a_new_static_member_bumps_the_group_epoch():
     result = ctx.join(M3, instance_id="instance-3")
     assert fields(result.response) == {**ok(M3, 11), "assignment": {"topic_partitions": []}}
     expected = member(M3, 11, 0, instance_id="instance-3", state=MemberState.UNRELEASED_PARTITIONS)
-    assert result.records[:2] == (records.member_subscription(G, expected),
+    assert tuple(result.records[:2]) == (records.member_subscription(G, expected),
                                   records.group_epoch(G, 11, metadata_hash(["foo", "bar"], IMAGE)))
     assert result.records[-1] == records.current_assignment(G, expected)
 
@@ -70,7 +70,7 @@ def test_a_static_member_gets_its_assignment_back_when_it_rejoins():
     assert fields(rejoin.response) == ok(REJOIN, 10, assigned=[("foo", (3, 4, 5)), ("bar", (2,))])
     copied = replace(left, member_id=REJOIN, member_epoch=0, previous_member_epoch=0)
     rejoined = replace(copied, member_epoch=10, previous_member_epoch=0)
-    assert rejoin.records == (
+    assert tuple(rejoin.records) == (
         records.current_assignment_tombstone(G, M2),
         records.target_assignment_tombstone(G, M2),
         records.member_subscription_tombstone(G, M2),
@@ -93,7 +93,7 @@ def test_a_static_member_rejoining_with_new_topics_triggers_a_rebalance():
     assert fields(rejoin.response) == ok(REJOIN, 11, assigned=[("foo", (3, 4, 5)), ("bar", (0, 1, 2))])
     copied = replace(left, member_id=REJOIN, member_epoch=0, previous_member_epoch=0)
     resubscribed = replace(copied, subscribed_topic_names=("bar", "foo"))
-    assert rejoin.records[:8] == (
+    assert tuple(rejoin.records[:8]) == (
         records.current_assignment_tombstone(G, M2),
         records.target_assignment_tombstone(G, M2),
         records.member_subscription_tombstone(G, M2),
@@ -103,7 +103,7 @@ def test_a_static_member_rejoining_with_new_topics_triggers_a_rebalance():
         records.member_subscription(G, resubscribed),
         records.group_epoch(G, 11, metadata_hash(["foo", "bar"], IMAGE)),
     )
-    assert rejoin.records[-2:] == (records.target_assignment_epoch(G, 11, 0), records.current_assignment(
+    assert tuple(rejoin.records[-2:]) == (records.target_assignment_epoch(G, 11, 0), records.current_assignment(
         G, replace(resubscribed, member_epoch=11, previous_member_epoch=0,
                    assigned_partitions={**epochs(0, ("foo", (3, 4, 5))), **epochs(11, ("bar", (0, 1, 2)))})))
 
@@ -114,7 +114,7 @@ def test_a_static_member_leaving_for_good_bumps_the_epoch():
     static_group(ctx)
     result = ctx.heartbeat(M2, -1, instance_id=STATIC[1], subscribed_topic_names=("foo", "bar"), owned=())
     assert fields(result.response) == ok(M2, -1, interval=0)
-    assert result.records == (records.current_assignment_tombstone(G, M2), records.target_assignment_tombstone(G, M2),
+    assert tuple(result.records) == (records.current_assignment_tombstone(G, M2), records.target_assignment_tombstone(G, M2),
                               records.member_subscription_tombstone(G, M2),
                               records.group_epoch(G, 11, metadata_hash(["foo", "bar"], ctx.image)))
 
@@ -180,8 +180,8 @@ def test_a_member_whose_session_expires_is_fenced():
     ctx.assignor.prepare({M1: assignment(("foo", (0, 1, 2, 3, 4, 5)))})
     ctx.join(M1, topics=("foo",))
     ((key, result),) = ctx.sleep(45_000 + 1)
-    assert key == session_timeout_key(M1)
-    assert result.records == (records.current_assignment_tombstone(G, M1), records.target_assignment_tombstone(G, M1),
+    assert key == consumer_session_timeout_key(M1)
+    assert tuple(result.records) == (records.current_assignment_tombstone(G, M1), records.target_assignment_tombstone(G, M1),
                               records.member_subscription_tombstone(G, M1),
                               records.group_epoch(G, 2, 0))
     assert ctx.timers == {}
@@ -217,13 +217,13 @@ def test_a_member_asked_to_revoke_gets_a_deadline_cancelled_by_its_ack():
     ctx = ConsumerContext(image=image(("foo", 3)))
     revoking_pair(ctx, 12_000)
     assert ctx.rebalance_deadline(M1, 1) == 10_000 + 12_000
-    stale_key = rebalance_timeout_key(M1, 1)
+    stale_key = consumer_rebalance_timeout_key(M1, 1)
     ack = ctx.heartbeat(M1, 1, owned=[("foo", (0, 1))])
     assert fields(ack.response) == ok(M1, 2)
     assert ctx.rebalance_deadline(M1, 1) is None
     from state.consumer.heartbeat import on_timer
 
-    assert on_timer(ctx.group, stale_key, ctx.env()).records == ()
+    assert on_timer(ctx.group, stale_key, ctx.env()).records == []
 
 
 def test_a_member_that_does_not_revoke_in_time_is_fenced():
@@ -231,8 +231,8 @@ def test_a_member_that_does_not_revoke_in_time_is_fenced():
     ctx = ConsumerContext(image=image(("foo", 3)))
     revoking_pair(ctx, 10_000)
     ((key, result),) = ctx.sleep(10_000 + 1)
-    assert key == rebalance_timeout_key(M1, 1)
-    assert result.records == (records.current_assignment_tombstone(G, M1), records.target_assignment_tombstone(G, M1),
+    assert key == consumer_rebalance_timeout_key(M1, 1)
+    assert tuple(result.records) == (records.current_assignment_tombstone(G, M1), records.target_assignment_tombstone(G, M1),
                               records.member_subscription_tombstone(G, M1),
                               records.group_epoch(G, 3, metadata_hash(["foo"], ctx.image)))
     assert ctx.session_deadline(M1) is None and ctx.rebalance_deadline(M1, 1) is None
@@ -246,5 +246,5 @@ def test_a_loaded_group_restarts_sessions_and_revocation_deadlines():
                        partitions_pending_revocation=epochs(10, ("foo", (5,))), rebalance_timeout_ms=60_000)
     ctx.replay(records.member_subscription(G, revoking), records.current_assignment(G, revoking))
     assert on_loaded(ctx.group, Env(1000)) == (
-        Schedule(session_timeout_key(M1), 46_000), Schedule(session_timeout_key(M2), 46_000),
-        Schedule(rebalance_timeout_key(M2, 10), 61_000))
+        Schedule(consumer_session_timeout_key(M1), 46_000), Schedule(consumer_session_timeout_key(M2), 46_000),
+        Schedule(consumer_rebalance_timeout_key(M2, 10), 61_000))

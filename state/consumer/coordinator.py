@@ -1,0 +1,135 @@
+"""The consumer group in the core's runtime: its requests, timers and load through the one `state.context.Context`.
+
+The handlers of `state.consumer` are pure (group, request, environment) -> `CoordinatorResult`, as Kafka's
+GroupMetadataManager methods are; this module is their runtime, as Kafka's CoordinatorRuntime is: it hands them
+the group, the time, the configuration, the cluster's topics (`Context.image`) and the group's timers, then appends
+the result's records (replayed at once, the only way the group changes), answers, and applies the timer operations
+to the group's timers, which the shell calls it back at (`state.coordinator.next_deadline`). `state.coordinator`
+sends here what belongs to a consumer group.
+"""
+
+from __future__ import annotations
+
+from schemas.consumer_group import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from state.consumer import heartbeat
+from state.consumer.describe import consumer_group_describe
+from state.consumer.group import ConsumerGroup
+from state.context import Context, CoordinatorResult
+from state.errors import Errors
+from state.group import ClassicGroup
+from state.records import HeartbeatOwed, group_tombstone
+from state.timers import (
+    CONSUMER_SESSION_TIMEOUT_PREFIX,
+    OFFSETS_EXPIRATION,
+    Schedule,
+    consumer_session_timeout_key,
+    next_retention_check,
+)
+from state.wire import simple_response
+
+
+def env(ctx: Context, now_ms: int | None = None) -> heartbeat.Env:
+    group = ctx.group
+    return heartbeat.Env(ctx.now_ms if now_ms is None else now_ms, ctx.config, ctx.image,
+                         group.timers if group is not None else {})
+
+
+def apply(ctx: Context, result: CoordinatorResult) -> None:
+    """What Kafka's runtime does with a result: its records appended (replayed), its responses sent, its timers
+    scheduled or cancelled (a timer of a group the records removed goes with it)."""
+    for record in result.records:
+        ctx.append(record)
+    for response in result.responses:
+        ctx.respond(response)
+    for op in result.timers:
+        if isinstance(op, Schedule):
+            if ctx.group is not None:
+                ctx.schedule(op.key, op.deadline_ms)
+        else:
+            ctx.cancel(op.key)
+
+
+def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:
+    """ConsumerGroupHeartbeat. A classic group without members (one that only holds offsets, or whose members all
+    left) becomes a consumer group when a member joins it: its metadata is tombstoned first, its offsets stay, as
+    Kafka's maybeDeleteEmptyClassicGroup. One with members is another protocol's group: GROUP_ID_NOT_FOUND."""
+    group = ctx.group
+    if isinstance(group, ClassicGroup):
+        if group.members or group.pending_members:
+            return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
+                                               error_message=f"Group {req.group_id} is not a consumer group."))
+        result = heartbeat.consumer_group_heartbeat(None, req, env(ctx))
+        if result.records and group.directory is not None:
+            ctx.append(group_tombstone(group.group_id))
+    else:
+        result = heartbeat.consumer_group_heartbeat(group, req, env(ctx))
+        if group is not None and req.member_id in group.heartbeat_owed:  # this one reaches the coordinator
+            ctx.append(HeartbeatOwed(req.member_id, False))
+    apply(ctx, result)
+    _start_retention(ctx)
+
+
+def handle_heard(ctx: Context, req: ConsumerGroupHeartbeatRequest, heard_ms: int) -> int | None:
+    """A heartbeat a gateway answered "nothing changed" from the group's view (`state.fast_answers`), run as if it
+    had arrived when it was heard. Applied only when it changes nothing, as answered: no record, no error, no
+    assignment, the same epoch; then its timers (the member's session restarts from `heard_ms`), and no response
+    (the member has its answer). Otherwise, where the coordinator would have answered it without an error, the
+    member was alive and its session restarts all the same, but nothing else of it is applied, since the member
+    never got what the coordinator would tell it: the member owes a heartbeat (`HeartbeatOwed`), which takes it out
+    of the view, so that its next heartbeat reaches the coordinator and gets the answer. Returns the error the
+    coordinator decided, None where it would have answered otherwise with no error."""
+    group: ConsumerGroup = ctx.group  # type: ignore[assignment]
+    result = heartbeat.consumer_group_heartbeat(group, req, env(ctx, heard_ms))
+    response = result.response
+    error = response.error_code
+    unchanged = (error == Errors.NONE and not result.records and response.assignment is None
+                 and response.member_epoch == req.member_epoch)
+    session = consumer_session_timeout_key(req.member_id)
+    for op in result.timers:
+        if unchanged or (error == Errors.NONE and op.key == session):
+            if isinstance(op, Schedule):
+                ctx.schedule(op.key, op.deadline_ms)
+            else:
+                ctx.cancel(op.key)
+    if unchanged:
+        return Errors.NONE
+    if req.member_id in group.members and req.member_id not in group.heartbeat_owed:
+        ctx.append(HeartbeatOwed(req.member_id, True))
+    return error or None
+
+
+def _start_retention(ctx: Context) -> None:
+    """A new consumer group's offsets are checked for retention as a classic group's (`Context.create_group`)."""
+    group = ctx.group
+    if isinstance(group, ConsumerGroup) and OFFSETS_EXPIRATION not in group.timers:
+        ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
+
+
+def handle_describe(ctx: Context, req: ConsumerGroupDescribeRequest) -> None:
+    group = ctx.group
+    if isinstance(group, ClassicGroup):
+        return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
+                                           error_message=f"Group {req.group_id} is not a consumer group."))
+    ctx.respond(consumer_group_describe(group, req, ctx.config.group_consumer_assignors[0], ctx.image))
+
+
+def fire_timer(ctx: Context, group: ConsumerGroup, key: str) -> None:
+    """A consumer group's timer that came due (already dropped): it re-checks what it was armed for."""
+    expired = key.startswith(CONSUMER_SESSION_TIMEOUT_PREFIX) and key[len(CONSUMER_SESSION_TIMEOUT_PREFIX):] in \
+        group.members
+    apply(ctx, heartbeat.on_timer(group, key, env(ctx)))
+    ctx.members_expired += expired
+
+
+def on_loaded(ctx: Context, group: ConsumerGroup) -> None:
+    """Kafka's onLoaded for a consumer group: every member's session from now, the revocation deadlines of those
+    that must revoke, and the retention check."""
+    for op in heartbeat.on_loaded(group, env(ctx)):
+        ctx.schedule(op.key, op.deadline_ms)
+    ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
+
+
+def restart_sessions(ctx: Context, group: ConsumerGroup) -> None:
+    """After an outage (see `state.batch.step_group`'s `resumed`): every member's session restarts now."""
+    for member_id in sorted(group.members):
+        ctx.schedule(consumer_session_timeout_key(member_id), ctx.now_ms + ctx.config.group_consumer_session_timeout_ms)

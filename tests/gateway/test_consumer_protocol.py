@@ -1,0 +1,145 @@
+"""KIP-848 consumer groups end to end: unmodified librdkafka consumers (confluent-kafka 2.16.1) with
+`group.protocol=consumer` through the gateway, the real query behind it. The coordinator computes the assignment
+(`uniform`) and each member reconciles through its heartbeats: a member joining takes only what moves, nobody stops
+consuming, the admin client describes the group as a consumer group with its members' epochs and assignments, a
+killed member's partitions move after the session timeout (12 s here, `GATEWAY_PROPERTIES`; heartbeats every 5 s,
+Kafka's default), and a static member comes back to its partitions."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaProducer
+
+from gateway.kafka_apis import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from tests.gateway.conftest import GatewayEnv, Member, Members, balanced, consumed, produce, wait_for
+from tests.gateway.raw import Connection
+
+pytestmark = [pytest.mark.spark, pytest.mark.broker]
+
+CLIENT = "confluent-kafka"
+CONSUMER = {"group.protocol": "consumer"}
+
+
+def start(members: Members, env: GatewayEnv, topic: str, group: str, **config) -> Member:
+    return members.start(CLIENT, env.bootstrap, topic, group, **CONSUMER, **config)
+
+
+class Producing:
+    """Records into every partition of a topic, continuously, until stopped (through the gateway)."""
+
+    def __init__(self, env: GatewayEnv, topic: str, partitions: int = 6) -> None:
+        self._producer = KafkaProducer(bootstrap_servers=env.bootstrap, linger_ms=5)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(topic, partitions), daemon=True)
+        self._thread.start()
+
+    def _run(self, topic: str, partitions: int) -> None:
+        while not self._stop.is_set():
+            for p in range(partitions):
+                self._producer.send(topic, value=b"x", partition=p)
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._producer.flush()
+        self._producer.close()
+
+
+def test_three_form_consume_everything_and_a_fourth_takes_only_what_moves(gateway_env: GatewayEnv,
+                                                                          members: Members):
+    topic = gateway_env.topic()
+    group = f"cp-{topic}"
+    produce(gateway_env, topic, 20)
+    first = [start(members, gateway_env, topic, group) for _ in range(3)]
+    wait_for(lambda: balanced(first, 6) and sorted(len(m.owned) for m in first) == [2, 2, 2]
+             and sum(consumed(m) for m in first) >= 120, what="3 members own 2 partitions each, 120 consumed",
+             group=first)
+    wait_for(lambda: gateway_env.committed(group, topic) == {p: 20 for p in range(6)}, what="everything committed",
+             group=first)
+    before = [set(m.owned) for m in first]
+    revokes = [len(m.of("revoke")) for m in first]
+    consumed_before = [consumed(m) for m in first]
+    producing = Producing(gateway_env, topic)
+    try:
+        fourth = start(members, gateway_env, topic, group)
+        everyone = first + [fourth]
+        wait_for(lambda: balanced(everyone, 6) and sorted(len(m.owned) for m in everyone) == [1, 1, 2, 2],
+                 what="4 members own 6 partitions", group=everyone)
+    finally:
+        producing.stop()
+    for member, owned, n in zip(first, before, revokes):
+        revoked = {p for e in member.of("revoke")[n:] for p in e["partitions"]}
+        assert revoked == owned - member.owned, (  # only what moved was revoked: the rest was kept throughout
+            [e for e in member.events if e["event"] != "consumed"],
+            [e for e in fourth.events if e["event"] != "consumed"])
+        assert member.owned <= owned
+    # the fewest moves: what the fourth owns, and nothing else (uniform is sticky)
+    assert sum(len(owned - m.owned) for m, owned in zip(first, before)) == len(fourth.owned)
+    # the group went on consuming while the fourth joined (what each member kept, it never gave up: above)
+    assert sum(consumed(m) for m in first) > sum(consumed_before)
+    epoch = describe(gateway_env, group, everyone)
+    # the heartbeats that changed nothing were answered by the gateway from the group's view (its fast path), and
+    # reported to the coordinator in Liveness requests; the group stayed as it was (above)
+    wait_for(lambda: any(json.loads(r.value)["api"] == "Liveness" for r in gateway_env.run.read(
+        gateway_env.run.topics.requests) if r.key == group.encode()), what="a Liveness request", group=everyone)
+    assert {m.member_epoch for m in describe_v1(gateway_env, group).members} == {epoch}
+
+
+def describe(env: GatewayEnv, group: str, everyone: list[Member]) -> int:
+    """The admin client (librdkafka's, which asks ConsumerGroupDescribe first) shows a consumer group, each member
+    with what it owns; ConsumerGroupDescribe v1 itself shows the member epochs, which confluent-kafka does not."""
+    admin = AdminClient({"bootstrap.servers": env.bootstrap})
+    described = wait_for(lambda: (d := admin.describe_consumer_groups([group], request_timeout=30)[group].result())
+                         .state.name == "STABLE" and d, what="the group is Stable", group=everyone)
+    assert described.type.name == "CONSUMER" and described.partition_assignor == "uniform"
+    assert len(described.members) == 4
+    assert sorted(sorted(tp.partition for tp in m.assignment.topic_partitions) for m in described.members) == sorted(
+        sorted(m.owned) for m in everyone)
+    assert all(m.assignment.topic_partitions == m.target_assignment.topic_partitions for m in described.members)
+    g = describe_v1(env, group)
+    assert g.error_code == 0 and g.group_state == "Stable" and g.group_epoch == g.assignment_epoch >= 4
+    assert [m.member_epoch for m in g.members] == [g.group_epoch] * 4
+    assert {m.member_type for m in g.members} == {1}  # the consumer protocol's members
+    return g.group_epoch
+
+
+def describe_v1(env: GatewayEnv, group: str):
+    connection = Connection(env.bootstrap)
+    try:
+        request = ConsumerGroupDescribeRequest[1](group_ids=[group], include_authorized_operations=False)
+        (described,) = connection.call(request, 1, ConsumerGroupDescribeResponse).groups
+    finally:
+        connection.close()
+    return described
+
+
+def test_a_killed_member_s_partitions_move_after_the_session_timeout(gateway_env: GatewayEnv, members: Members):
+    topic = gateway_env.topic()
+    group = f"cp-kill-{topic}"
+    pair = [start(members, gateway_env, topic, group) for _ in range(2)]
+    wait_for(lambda: balanced(pair, 6), what="2 members own 6 partitions", group=pair)
+    survivor, victim = pair
+    kept, revokes = set(survivor.owned), len(survivor.of("revoke"))
+    victim.kill()
+    wait_for(lambda: survivor.owned == set(range(6)), what="the survivor owns everything", group=pair)
+    assert kept < survivor.owned and len(survivor.of("revoke")) == revokes  # it only gained
+
+
+def test_a_static_member_comes_back_to_its_partitions(gateway_env: GatewayEnv, members: Members):
+    topic = gateway_env.topic()
+    group = f"cp-static-{topic}"
+    other = start(members, gateway_env, topic, group, **{"group.instance.id": "other"})
+    static = start(members, gateway_env, topic, group, **{"group.instance.id": "static"})
+    wait_for(lambda: balanced([other, static], 6), what="2 static members own 6 partitions", group=[other, static])
+    held, kept = set(static.owned), set(other.owned)
+    revokes = len(other.of("revoke"))
+    static.close()  # a static member's leave (epoch -2): its partitions wait for it
+    again = start(members, gateway_env, topic, group, **{"group.instance.id": "static"})
+    wait_for(lambda: again.owned == held, what="the restarted member owns its partitions again", group=[again])
+    assert other.owned == kept and len(other.of("revoke")) == revokes
