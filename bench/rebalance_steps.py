@@ -306,12 +306,16 @@ def summarize(rounds: list[dict[str, list[dict]]], count: int) -> dict:
     medians: dict[str, dict[str, float]] = {}
     for protocol in PROTOCOLS:
         runs = [r[protocol] for r in rounds if protocol in r]
+        if not runs:
+            continue
         by_step: dict[str, list[float]] = {}
         for steps in runs:
             by_step.setdefault("join", []).append(sum(s["seconds"] for s in steps if s["step"].startswith("join")))
             for s in steps:
                 by_step.setdefault(s["step"], []).append(s["seconds"])
         medians[protocol] = {step: round(statistics.median(v), 2) for step, v in by_step.items()}
+    if set(medians) != set(PROTOCOLS):
+        return {"medians": medians, "members": count}  # a subset of the protocols: no ratios
     consumer, eager = medians["consumer"], medians["classic eager"]
     per_step = {}
     for step in ("join", "leave", "kill"):
@@ -336,7 +340,7 @@ def table(rounds: list[dict[str, list[dict]]]) -> str:
 
 
 def run(members: int, partitions: int, rounds: int, session_timeout_ms: int, produce_interval_ms: int,
-        settle_s: float, overrides: dict[str, str], log) -> dict:
+        settle_s: float, overrides: dict[str, str], log, protocols: tuple[str, ...] = tuple(PROTOCOLS)) -> dict:
     from bench.rebalance_bench import Ours, create_topic
     from streaming.query import spark_session
 
@@ -357,14 +361,14 @@ def run(members: int, partitions: int, rounds: int, session_timeout_ms: int, pro
             {"bootstrap": ours.broker.bootstrap_servers, "topic": topic, "partitions": partitions,
              "interval": produce_interval_ms / 1000})], stdin=subprocess.PIPE, text=True)
         time.sleep(3.0)  # the topic in the coordinator's metadata (refreshed every second), records flowing
-        for protocol, config in (("classic eager", PROTOCOLS["classic eager"]), ("consumer", PROTOCOLS["consumer"])):
+        for protocol, config in [(p, PROTOCOLS[p]) for p in ("classic eager", "consumer") if p in protocols]:
             log(f"warm-up {protocol}")  # the query's first batches, its workers; a consumer group's topic ids
             run_protocol(ours.bootstrap, topic, partitions, {**config, **(classic if protocol != "consumer" else {})},
                          1, 0.0, workdir, log)
         load["measuring"] = os.getloadavg()
         results: list[dict[str, list[dict]]] = []
         for r in range(rounds):
-            order = list(PROTOCOLS) if r % 2 == 0 else list(reversed(PROTOCOLS))
+            order = list(protocols) if r % 2 == 0 else list(reversed(protocols))
             results.append({})
             for protocol in order:
                 log(f"round {r + 1} {protocol}")
@@ -399,14 +403,19 @@ def main(argv: list[str] | None = None) -> None:
                         help="the producer writes one record to every partition this often")
     parser.add_argument("--settle-s", type=float, default=1.0, help="pause between steps")
     parser.add_argument("--quick", action="store_true", help="N=3, P=30, one round: a smoke test")
+    parser.add_argument("--protocols", default=",".join(PROTOCOLS),
+                        help="a comma-separated subset of: " + ", ".join(PROTOCOLS) + " (ratios need all three)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a coordinator property for the query and the gateway")
     args = parser.parse_args(argv)
     if args.quick:
         args.members, args.partitions, args.rounds = 3, 30, 1
     log = lambda message: print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)  # noqa: E731
+    protocols = tuple(p.strip() for p in args.protocols.split(","))
+    if unknown := set(protocols) - set(PROTOCOLS):
+        parser.error(f"unknown protocols: {', '.join(sorted(unknown))}")
     result = run(args.members, args.partitions, args.rounds, args.session_timeout_ms, args.produce_interval_ms,
-                 args.settle_s, job_config.parse_assignments(args.set), log)
+                 args.settle_s, job_config.parse_assignments(args.set), log, protocols)
     print(json.dumps(result, indent=2))
     print(table(result["steps"]))
     print("load average: " + " / ".join(f"{when} " + ", ".join(f"{v:.2f}" for v in avg)
@@ -414,6 +423,8 @@ def main(argv: list[str] | None = None) -> None:
     summary = result["summary"]
     for protocol, figures in summary["medians"].items():
         print(f"{protocol}: " + ", ".join(f"{step} {s:.2f} s" for step, s in figures.items()))
+    if "worst_step" not in summary:
+        return
     print(f"consumer protocol {args.members}-member join: classic eager / consumer = "
           f"{summary['join_eager_over_consumer']:.2f} (goal >= 5)")
     print(f"consumer / fastest classic per step = {summary['consumer_over_fastest_classic'][summary['worst_step']]:.2f}"
