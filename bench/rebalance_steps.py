@@ -25,7 +25,7 @@ heartbeat its interval to be answered, and an answer waits for a micro-batch). P
 the load average, and the ratio lines
 `consumer protocol 10-member join: classic eager / consumer = X (goal >= 5)` and
 `consumer / fastest classic per step = Y (goal <= 2)` (Y: the worst of join, leave and kill; medians over
-`--rounds`). `--quick` is N=3, P=30, one round: a smoke test of about a minute or two.
+`--rounds`; the protocols run in `--protocols`' order, reversed every other round). `--quick` is N=3, P=30, one round: a smoke test of about a minute or two.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ PROTOCOLS = {
     "classic cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
     "consumer": {"group.protocol": "consumer"},
 }
-STEP_TIMEOUT_S = 180.0
 COUNT_EVERY_S = 0.25
 
 
@@ -189,8 +188,10 @@ class Member:
 class Group:
     """The members of one group and the events they report."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, config: dict, count: int, log_dir: Path) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, config: dict, count: int, log_dir: Path,
+                 step_timeout_s: float) -> None:
         self.events: queue.Queue = queue.Queue()
+        self.step_timeout_s = step_timeout_s
         self.partitions = partitions
         name = f"steps-{uuid.uuid4().hex[:8]}"
         self.members = [Member(i, {"bootstrap": bootstrap, "topic": topic, "group": name, "config": config,
@@ -243,7 +244,11 @@ class Group:
                 ended.append(at)
             return bool(ended)
 
-        self.drain(done, STEP_TIMEOUT_S, name)
+        try:
+            self.drain(done, self.step_timeout_s, name)
+        except TimeoutError:
+            return {"step": name, "seconds": None, "owned_s": None, "stayed": len(before & set(self.present)),
+                    "records": None, "longest_stop_s": None}
         owned, end = ended[0]
         self.drain(lambda: time.time() >= end + 2 * COUNT_EVERY_S, 5.0, name)  # the counts reported late
         stayed = before & set(self.present)
@@ -270,8 +275,10 @@ class Group:
 
 
 def run_protocol(bootstrap: str, topic: str, partitions: int, config: dict, count: int, settle_s: float,
-                 log_dir: Path, log) -> list[dict]:
-    group = Group(bootstrap, topic, partitions, config, count, log_dir)
+                 log_dir: Path, log, step_timeout_s: float = 180.0) -> list[dict]:
+    """The steps on a new group; a step that does not end within `step_timeout_s` ends the protocol's steps
+    (its seconds are None)."""
+    group = Group(bootstrap, topic, partitions, config, count, log_dir, step_timeout_s)
     steps: list[dict] = []
     try:
         for m in group.members:
@@ -280,6 +287,8 @@ def run_protocol(bootstrap: str, topic: str, partitions: int, config: dict, coun
                 m.send("subscribe")
             steps.append(group.step(f"join {m.index + 1}", join))
             log(f"  {steps[-1]}")
+            if steps[-1]["seconds"] is None:
+                return steps
             time.sleep(settle_s)
         if count >= 3:
             newest, oldest = group.present[-1], group.present[0]
@@ -289,6 +298,8 @@ def run_protocol(bootstrap: str, topic: str, partitions: int, config: dict, coun
                 newest.send("close")
             steps.append(group.step("leave", leave))
             log(f"  {steps[-1]}")
+            if steps[-1]["seconds"] is None:
+                return steps
             time.sleep(settle_s)
 
             def kill():
@@ -310,18 +321,23 @@ def summarize(rounds: list[dict[str, list[dict]]], count: int) -> dict:
             continue
         by_step: dict[str, list[float]] = {}
         for steps in runs:
-            by_step.setdefault("join", []).append(sum(s["seconds"] for s in steps if s["step"].startswith("join")))
+            joins = [s["seconds"] for s in steps if s["step"].startswith("join")]
+            if None not in joins and len(joins) == count:
+                by_step.setdefault("join", []).append(sum(joins))
             for s in steps:
-                by_step.setdefault(s["step"], []).append(s["seconds"])
+                if s["seconds"] is not None:
+                    by_step.setdefault(s["step"], []).append(s["seconds"])
         medians[protocol] = {step: round(statistics.median(v), 2) for step, v in by_step.items()}
     if set(medians) != set(PROTOCOLS):
         return {"medians": medians, "members": count}  # a subset of the protocols: no ratios
     consumer, eager = medians["consumer"], medians["classic eager"]
     per_step = {}
     for step in ("join", "leave", "kill"):
-        if step in consumer:
-            fastest = min(medians["classic eager"][step], medians["classic cooperative"][step])
-            per_step[step] = round(consumer[step] / fastest, 2)
+        classic = [medians[p][step] for p in ("classic eager", "classic cooperative") if step in medians[p]]
+        if step in consumer and classic:
+            per_step[step] = round(consumer[step] / min(classic), 2)
+    if "join" not in consumer or "join" not in eager or not per_step:
+        return {"medians": medians, "members": count}  # a step did not end in time
     worst = max(per_step, key=per_step.get)
     return {"medians": medians, "join_eager_over_consumer": round(eager["join"] / consumer["join"], 2),
             "consumer_over_fastest_classic": per_step, "worst_step": worst, "members": count}
@@ -333,6 +349,9 @@ def table(rounds: list[dict[str, list[dict]]]) -> str:
     for r, by_protocol in enumerate(rounds, 1):
         for protocol, steps in by_protocol.items():
             for s in steps:
+                if s["seconds"] is None:
+                    lines.append(f"| {r} | {protocol} | {s['step']} | did not end in time | - | - |")
+                    continue
                 lines.append(f"| {r} | {protocol} | {s['step']} | {s['seconds']:.2f} ({s['owned_s']:.2f}) | "
                              f"{s['records']} | "
                              f"{'-' if s['longest_stop_s'] is None else s['longest_stop_s']} |")
@@ -340,7 +359,8 @@ def table(rounds: list[dict[str, list[dict]]]) -> str:
 
 
 def run(members: int, partitions: int, rounds: int, session_timeout_ms: int, produce_interval_ms: int,
-        settle_s: float, overrides: dict[str, str], log, protocols: tuple[str, ...] = tuple(PROTOCOLS)) -> dict:
+        settle_s: float, overrides: dict[str, str], log, protocols: tuple[str, ...] = tuple(PROTOCOLS),
+        step_timeout_s: float = 180.0) -> dict:
     from bench.rebalance_bench import Ours, create_topic
     from streaming.query import spark_session
 
@@ -374,7 +394,7 @@ def run(members: int, partitions: int, rounds: int, session_timeout_ms: int, pro
                 log(f"round {r + 1} {protocol}")
                 config = {**PROTOCOLS[protocol], **(classic if protocol != "consumer" else {})}
                 results[-1][protocol] = run_protocol(ours.bootstrap, topic, partitions, config, members, settle_s,
-                                                     workdir, log)
+                                                     workdir, log, step_timeout_s)
         load["end"] = os.getloadavg()
         return {"members": members, "partitions": partitions, "rounds": rounds,
                 "session_timeout_ms": session_timeout_ms, "produce_interval_ms": produce_interval_ms,
@@ -402,6 +422,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--produce-interval-ms", type=int, default=250,
                         help="the producer writes one record to every partition this often")
     parser.add_argument("--settle-s", type=float, default=1.0, help="pause between steps")
+    parser.add_argument("--step-timeout-s", type=float, default=180.0,
+                        help="a step not ended by then ends its protocol's steps (reported as not ended in time)")
     parser.add_argument("--quick", action="store_true", help="N=3, P=30, one round: a smoke test")
     parser.add_argument("--protocols", default=",".join(PROTOCOLS),
                         help="a comma-separated subset of: " + ", ".join(PROTOCOLS) + " (ratios need all three)")
@@ -415,7 +437,7 @@ def main(argv: list[str] | None = None) -> None:
     if unknown := set(protocols) - set(PROTOCOLS):
         parser.error(f"unknown protocols: {', '.join(sorted(unknown))}")
     result = run(args.members, args.partitions, args.rounds, args.session_timeout_ms, args.produce_interval_ms,
-                 args.settle_s, job_config.parse_assignments(args.set), log, protocols)
+                 args.settle_s, job_config.parse_assignments(args.set), log, protocols, args.step_timeout_s)
     print(json.dumps(result, indent=2))
     print(table(result["steps"]))
     print("load average: " + " / ".join(f"{when} " + ", ".join(f"{v:.2f}" for v in avg)
@@ -424,6 +446,7 @@ def main(argv: list[str] | None = None) -> None:
     for protocol, figures in summary["medians"].items():
         print(f"{protocol}: " + ", ".join(f"{step} {s:.2f} s" for step, s in figures.items()))
     if "worst_step" not in summary:
+        print("no ratio lines: not every protocol ran, or a step did not end in time")
         return
     print(f"consumer protocol {args.members}-member join: classic eager / consumer = "
           f"{summary['join_eager_over_consumer']:.2f} (goal >= 5)")
