@@ -11,7 +11,7 @@ sends here what belongs to a consumer group.
 from __future__ import annotations
 
 from schemas.consumer_group import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
-from schemas.messages import GroupMetadataKey, Request
+from schemas.messages import GroupMetadataKey, HeartbeatRequest, Request
 from state import membership
 from state.consumer import classic_members, heartbeat
 from state.consumer import replay as consumer_replay
@@ -140,6 +140,15 @@ def handle_classic(ctx: Context, req: Request, new_member_id: str | None) -> Non
     else:
         result = classic_members.classic_leave(group, req, env(ctx))  # type: ignore[arg-type]
     apply(ctx, result)
+
+
+def handle_classic_heard(ctx: Context, req: HeartbeatRequest, heard_ms: int) -> int:
+    """A classic member's Heartbeat a gateway answered from its classic group's view, which has since become this
+    consumer group: decided inside it as of when it was heard (its session restarts from then); returns the error
+    decided, the answer itself is not sent."""
+    result = classic_members.classic_heartbeat(ctx.group, req, env(ctx, heard_ms))  # type: ignore[arg-type]
+    apply(ctx, CoordinatorResult(result.records, [], result.timers))
+    return result.response.error_code  # type: ignore[union-attr]
 
 
 def handle_heard(ctx: Context, req: ConsumerGroupHeartbeatRequest, heard_ms: int) -> int | None:

@@ -338,3 +338,19 @@ def test_the_last_member_leaving_leaves_a_consumer_group():
     ctx.consumer_join("B")
     ctx.consumer_heartbeat("B", -1)
     assert isinstance(ctx.group, ConsumerGroup) and not ctx.group.members
+
+
+def test_a_classic_heartbeat_answered_from_the_view_before_the_upgrade_is_decided_inside_the_consumer_group():
+    """A gateway answered the classic member from its classic group's view; by the time its Liveness report
+    arrives the group is a consumer group: the heartbeat is the classic member's (its session from when it was
+    heard, REBALANCE_IN_PROGRESS decided: a misprediction), not a consumer-protocol heartbeat."""
+    ctx = context()
+    classic = upgraded(ctx)
+    heard = ctx.now_ms
+    ctx.now_ms += 1_000
+    assert ctx.step({"api": "Liveness", "request_id": ctx.request_id(), "group_id": "g", "members": [
+        {"member_id": classic, "generation_id": 1, "heard_ms": heard, "answered": 0}]}, valid=False) == []
+    (answer,) = ctx.last.fast_answers
+    assert (answer.answered, answer.decided, answer.mispredicted) == (0, Errors.REBALANCE_IN_PROGRESS, True)
+    assert ctx.group.timers[consumer_session_timeout_key(classic)] == heard + CLASSIC_SESSION
+    assert ctx.group.members[classic].member_epoch == 1 and not ctx.group.heartbeat_owed
