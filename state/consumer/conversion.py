@@ -54,8 +54,8 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
     createConsumerGroupRecords): group epoch and assignment epoch = the generation; every member STABLE at the
     generation, its target and assigned partitions its last classic assignment, its classic metadata (session
     timeout, protocols) kept. In Kafka's order: subscriptions, group epoch, targets, assignment epoch, current
-    assignments. A member whose embedded protocol cannot be decoded makes the upgrade impossible
-    (GROUP_ID_NOT_FOUND, Kafka's message)."""
+    assignments. A member whose embedded protocol cannot be decoded, or whose assignment carries user data (the
+    reference's section 9), makes the upgrade impossible (GROUP_ID_NOT_FOUND)."""
     group_id = group.group_id
     generation = group.generation
     members: list[ConsumerGroupMember] = []
@@ -63,7 +63,12 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
         for member_id in sorted(group.members):
             m = group.members[member_id]
             subscription = decode_subscription(base64.b64decode(m.metadata(group.protocol_name)))
-            assigned = _ids(decode_assignment(base64.b64decode(m.assignment)).assigned_partitions, image)
+            classic_assignment = decode_assignment(base64.b64decode(m.assignment))
+            if classic_assignment.user_data:
+                # a client-side assignor's state (the sticky assignors' generation): the server cannot carry it
+                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {group_id} "
+                                       "to consumer group because an assignment carries user data.")
+            assigned = _ids(classic_assignment.assigned_partitions, image)
             members.append(ConsumerGroupMember(
                 member_id, instance_id=m.group_instance_id, rack_id=subscription.rack_id, member_epoch=generation,
                 previous_member_epoch=generation, state=MemberState.STABLE, rebalance_timeout_ms=m.rebalance_timeout_ms,

@@ -12,7 +12,13 @@ from __future__ import annotations
 import base64
 import json
 
-from assignors.consumer_protocol import Subscription, decode_assignment, encode_subscription
+from assignors.consumer_protocol import (
+    Assignment,
+    Subscription,
+    decode_assignment,
+    encode_assignment,
+    encode_subscription,
+)
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import MemberState
@@ -88,6 +94,10 @@ def test_a_consumer_member_joining_a_stable_classic_group_converts_it_with_its_m
     assert group.timers[consumer_session_timeout_key(classic)] == ctx.now_ms + CLASSIC_SESSION
     assert group.timers[consumer_session_timeout_key("B")] == ctx.now_ms + CONSUMER_SESSION
     assert not any(key.startswith(HEARTBEAT_PREFIX) for key in group.timers)
+    # ConsumerGroupDescribe v1 tells the classic member from the consumer one (Kafka's MemberType)
+    (described,) = ctx.step({"api": "ConsumerGroupDescribe", "api_version": 1, "request_id": ctx.request_id(),
+                             "group_id": "g"})
+    assert {m["member_id"]: m["member_type"] for m in described["members"]} == {classic: 0, "B": 1}
 
 
 def test_a_classic_group_rebalancing_is_converted_and_its_parked_join_told_to_rejoin():
@@ -127,6 +137,18 @@ def test_no_upgrade_when_a_member_s_embedded_protocol_is_malformed():
     response = ctx.consumer_join("B")
     assert response["error_code"] == Errors.GROUP_ID_NOT_FOUND and "malformed" in response["error_message"]
     assert isinstance(ctx.group, ClassicGroup) and ctx.last.records == []
+
+
+def test_no_upgrade_when_an_assignment_carries_user_data():
+    """An assignment with user data (a client-side assignor's own state) cannot be carried: GROUP_ID_NOT_FOUND."""
+    ctx = context()
+    member = ctx.new_member()
+    ctx.join(member)
+    (joined,) = ctx.sleep(ctx.config.group_initial_rebalance_delay_ms)
+    with_data = base64.b64encode(encode_assignment(Assignment((("t", (0,)),), user_data=b"gen"))).decode()
+    ctx.sync(member, joined["generation_id"], {member: with_data})
+    assert ctx.consumer_join("B")["error_code"] == Errors.GROUP_ID_NOT_FOUND
+    assert isinstance(ctx.group, ClassicGroup)
 
 
 def test_a_failing_heartbeat_converts_nothing():
@@ -241,6 +263,19 @@ def test_classic_sync_and_heartbeat_errors():
     assert ctx.heartbeat("B", 2)[0]["error_code"] == Errors.UNKNOWN_MEMBER_ID
     assert ctx.heartbeat(classic, 5)[0]["error_code"] == Errors.ILLEGAL_GENERATION
     assert ctx.heartbeat(classic, 1, instance="other")[0]["error_code"] == Errors.UNKNOWN_MEMBER_ID
+
+
+def test_a_classic_member_commits_with_its_generation_at_any_version():
+    """ConsumerGroupTest.testValidateOffsetCommit for a member of the classic protocol: any OffsetCommit version,
+    ILLEGAL_GENERATION (not STALE_MEMBER_EPOCH) when its generation is not its member epoch."""
+    ctx = context()
+    classic = upgraded(ctx)
+    (ok,) = ctx.commit({("t", 0): 5}, member_id=classic, generation=1, version=8)
+    assert ok["topics"][0]["partitions"][0]["error_code"] == Errors.NONE and ctx.committed() == {("t", 0): 5}
+    (stale,) = ctx.commit({("t", 0): 6}, member_id=classic, generation=2, version=8)
+    assert stale["topics"][0]["partitions"][0]["error_code"] == Errors.ILLEGAL_GENERATION
+    (consumer,) = ctx.commit({("t", 1): 6}, member_id="B", generation=2, version=8)
+    assert consumer["topics"][0]["partitions"][0]["error_code"] == Errors.UNSUPPORTED_VERSION
 
 
 def test_a_classic_member_that_does_not_rejoin_in_time_is_fenced():
