@@ -89,7 +89,7 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
     else:
         existing = group.static_member(req.group_instance_id)
         member = existing if existing is not None and existing.member_id == member_id else _static_member(
-            group, member_id, 0, req.group_instance_id, None, True, out, changed)
+            group, member_id, 0, req.group_instance_id, None, True, out, changed, classic=True)
     try:
         subscription = decode_subscription(base64.b64decode(req.protocols[0].metadata))
     except (ConsumerProtocolError, ValueError, struct.error):

@@ -392,7 +392,9 @@ def _dynamic_member(group: ConsumerGroup, member_id: str, epoch: int, owned: Par
 
 def _static_member(group: ConsumerGroup, member_id: str, epoch: int, instance_id: str, owned: Partitions | None,
                    joining: bool, out: list[Record],
-                   changed: dict[str, ConsumerGroupMember | None]) -> ConsumerGroupMember:
+                   changed: dict[str, ConsumerGroupMember | None], classic: bool = False) -> ConsumerGroupMember:
+    """`classic`: the member joins with the classic protocol, so it replaces a member of its instance id that has
+    not left (Kafka does, when either of them uses the classic protocol)."""
     existing = group.static_member(instance_id)
     if not joining:
         member = _throw_if_static_member_is_unknown(existing, instance_id)
@@ -401,7 +403,7 @@ def _static_member(group: ConsumerGroup, member_id: str, epoch: int, instance_id
         return member
     if existing is None:
         return group.members.get(member_id) or ConsumerGroupMember(member_id)
-    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not (classic or existing.uses_classic_protocol):
         raise CoordinatorError(Errors.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                f"{instance_id} cannot join the group because the instance id is owned by "
                                f"{existing.member_id} member.")

@@ -389,3 +389,19 @@ def test_a_classic_heartbeat_answered_from_the_view_before_the_upgrade_is_decide
     assert (answer.answered, answer.decided, answer.mispredicted) == (0, Errors.REBALANCE_IN_PROGRESS, True)
     assert ctx.group.timers[consumer_session_timeout_key(classic)] == heard + CLASSIC_SESSION
     assert ctx.group.members[classic].member_epoch == 1 and not ctx.group.heartbeat_owed
+
+
+def test_a_restarted_static_classic_member_replaces_its_instance():
+    """testJoiningConsumerGroupReplacingExistingStaticMember: a static classic member joining under a new member id
+    with the instance id of a member that has not left takes its place, its partitions with it."""
+    ctx = context()
+    ctx.consumer_join("B")
+    (first,) = ctx.join("", instance="i")
+    assert first["error_code"] == Errors.NONE and first["member_id"]  # a static member gets its id at once
+    held = ctx.group.members[first["member_id"]].assigned()
+    (again,) = ctx.join("", instance="i")
+    assert again["error_code"] == Errors.NONE and again["member_id"] != first["member_id"]
+    assert set(ctx.group.members) == {"B", again["member_id"]}
+    assert ctx.group.members[again["member_id"]].assigned() == held
+    assert ctx.sync(first["member_id"], first["generation_id"], instance="i")[0]["error_code"] == (
+        Errors.FENCED_INSTANCE_ID)
