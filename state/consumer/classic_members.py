@@ -61,7 +61,8 @@ MEMBER_ID_REQUIRED_VERSION = 4
 
 def classic_join(group: ConsumerGroup, req: JoinGroupRequest, env: Env,
                  new_member_id: str | None = None) -> CoordinatorResult:
-    """`new_member_id`: the id a gateway's member-id round gave the member (`state.member_id_round`)."""
+    """`new_member_id`: the id a gateway's member-id round gave the member (`state.member_id_round`), which the
+    round's answer names instead of one of ours."""
     try:
         return _join(group, req, env, new_member_id)
     except CoordinatorError as exc:
@@ -77,8 +78,8 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
         f"{group.group_id}\x00{req.request_id}\x00{env.now_ms}")
     _throw_if_group_is_full(group, member_id, config)
     _throw_if_protocols_are_not_supported(group, req)
-    if unknown and new_member_id is None and req.group_instance_id is None \
-            and req.version >= MEMBER_ID_REQUIRED_VERSION:
+    if unknown and req.group_instance_id is None and req.version >= MEMBER_ID_REQUIRED_VERSION:
+        # a consumer group keeps no pending member: the id (a gateway's, when it answered the round) is only told
         return _result(response=join_response(req, Errors.MEMBER_ID_REQUIRED, member_id=member_id))
 
     out: list[Record] = []

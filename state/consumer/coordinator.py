@@ -74,7 +74,8 @@ def _load_classic_group(ctx: Context, record: Record) -> None:
 def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:
     """ConsumerGroupHeartbeat. A classic group without members (one that only holds offsets, or whose members all
     left) becomes a consumer group when a member joins it: its metadata is tombstoned first, its offsets stay, as
-    Kafka's maybeDeleteEmptyClassicGroup. One with members is another protocol's group: GROUP_ID_NOT_FOUND."""
+    Kafka's maybeDeleteEmptyClassicGroup. One with members is converted with them when the migration policy allows
+    it (`_upgrade`); otherwise it is another protocol's group: GROUP_ID_NOT_FOUND."""
     group = ctx.group
     if isinstance(group, ClassicGroup):
         if group.members and req.member_epoch == 0 and validate_online_upgrade(group, ctx.config):

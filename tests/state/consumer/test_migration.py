@@ -31,6 +31,7 @@ from state.timers import (
     consumer_session_timeout_key,
     consumer_sync_timeout_key,
 )
+from state.member_id_round import PENDING_MEMBER, pending_member_id
 from tests.state.consumer.support import topic_id
 from tests.state.context import GroupContext, assignment, subscription
 
@@ -236,6 +237,20 @@ def test_a_new_classic_member_gets_a_member_id_then_joins():
     assert ctx.group.members[first["member_id"]].uses_classic_protocol
     assert ctx.group.timers[consumer_sync_timeout_key(first["member_id"])] == ctx.now_ms + 30_000
     assert ctx.group.timers[consumer_session_timeout_key(first["member_id"])] == ctx.now_ms + CLASSIC_SESSION
+
+
+def test_a_member_id_round_a_gateway_answered_keeps_nothing_in_a_consumer_group():
+    """The round's `PendingMember` (state.member_id_round) names the gateway's id; a consumer group keeps no pending
+    member (Kafka: MEMBER_ID_REQUIRED and nothing else), and the member joins with that id."""
+    ctx = context()
+    ctx.consumer_join("B")
+    request = {**ctx.join_request(client_id="cli"), "api": PENDING_MEMBER}
+    (response,) = ctx.step(request, valid=False)
+    member_id = pending_member_id("g", "cli", request["request_id"])
+    assert (response["error_code"], response["member_id"]) == (Errors.MEMBER_ID_REQUIRED, member_id)
+    assert ctx.last.records == [] and set(ctx.group.members) == {"B"}
+    (join,) = ctx.join(member_id, client_id="cli")
+    assert join["error_code"] == Errors.NONE and member_id in ctx.group.members
 
 
 def test_a_classic_join_is_refused_when_the_group_is_full_or_the_protocol_is_not_supported():
