@@ -266,7 +266,7 @@ def _cancel_member_timers(member_id: str, env: Env) -> list[TimerOperation]:
               if key in env.timers)]
 
 
-def _cancel_rebalance_timers(member_id: str, env: Env, keep: str | None = None) -> list[TimerOperationeration]:
+def _cancel_rebalance_timers(member_id: str, env: Env, keep: str | None = None) -> list[TimerOperation]:
     return [Cancel(key) for key in sorted(env.timers)
             if key.startswith(CONSUMER_REBALANCE_TIMEOUT_PREFIX) and key != keep
             and parse_consumer_rebalance_timeout_key(key)[0] == member_id]
@@ -285,7 +285,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
     member_id = request.member_id or kafka_uuid(f"{group_id}\x00{request.request_id}\x00{env.now_ms}")
     owned = _owned(request)
     out: list[Record] = []
-    timers: list[TimerOperationeration] = []
+    timers: list[TimerOperation] = []
     changed: dict[str, ConsumerGroupMember | None] = {}
     if request.instance_id is None:
         member = _dynamic_member(group, member_id, request.member_epoch, owned, joining)
@@ -463,7 +463,7 @@ class _RegexStatus(enum.Enum):
 
 def _maybe_update_regular_expressions(group: ConsumerGroup, member: ConsumerGroupMember,
                                       updated: ConsumerGroupMember, out: list[Record],
-                                      env: Env) -> tuple[_RegexStatus, list[TimerOperationeration]]:
+                                      env: Env) -> tuple[_RegexStatus, list[TimerOperation]]:
     """Kafka's maybeUpdateRegularExpressions: a regular expression new to the group is compiled (an invalid one is
     INVALID_REGULAR_EXPRESSION) and resolved soon; one the group has resolved already counts at once; the last
     subscriber of one tombstones it. The group's expressions are resolved again (a timer due now, as Kafka's
@@ -605,7 +605,7 @@ def _subscribed(group: ConsumerGroup, member: ConsumerGroupMember, target: Parti
 
 def _maybe_reconcile(group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target: Partitions,
                      subscription_changed: bool, owned: Partitions | None, out: list[Record],
-                     timers: list[TimerOperationeration], env: Env) -> ConsumerGroupMember:
+                     timers: list[TimerOperation], env: Env) -> ConsumerGroupMember:
     """Kafka's maybeReconcile: a current-assignment record when the member moves; the revocation deadline armed
     when it must revoke partitions (with the epoch it must leave), cancelled otherwise."""
     subscribed, inconsistent = _subscribed(group, member, target, env)
@@ -656,10 +656,10 @@ def session_timeout_ms(member: ConsumerGroupMember, env: Env) -> int:
     return env.config.group_consumer_session_timeout_ms if classic is None else classic.session_timeout_ms
 
 
-def on_loaded(group: ConsumerGroup, env: Env) -> tuple[TimerOperationeration, ...]:
+def on_loaded(group: ConsumerGroup, env: Env) -> tuple[TimerOperation, ...]:
     """The timers a loaded group starts with (Kafka's onLoaded; timers are not in the records): every member's
     session from now, and the revocation deadline of every member that must revoke partitions."""
-    timers: list[TimerOperationeration] = []
+    timers: list[TimerOperation] = []
     for member_id in sorted(group.members):
         member = group.members[member_id]
         timers.append(Schedule(consumer_session_timeout_key(member_id), env.now_ms + session_timeout_ms(member, env)))
