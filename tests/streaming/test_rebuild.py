@@ -27,7 +27,8 @@ def offset_key(group_id: str, topic: str, partition: int) -> bytes:
 pytestmark = pytest.mark.broker
 
 
-def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker, caplog):
+def job_topics(broker: str) -> tuple[dict, dict]:
+    """The job's properties on fresh topics, created, and the client settings to reach them."""
     suffix = uuid.uuid4().hex[:8]
     props = job_config.load(None, {"bootstrap.servers": broker, "topic.requests": f"req-{suffix}",
                                    "topic.responses": f"resp-{suffix}", "topic.records": f"rec-{suffix}",
@@ -35,6 +36,11 @@ def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(br
                                    "topic.views": f"views-{suffix}"})
     client = {"bootstrap_servers": broker}
     ensure_topics(client, props)
+    return props, client
+
+
+def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker, caplog):
+    props, client = job_topics(broker)
 
     live = GroupContext(group_id="live")
     leader, _ = live.stable_group(2)
@@ -73,13 +79,7 @@ def test_rebuild_brings_back_a_consumer_group_with_its_epochs_assignments_and_of
     from state.consumer.stored import snapshot
     from tests.state.consumer.test_step import consumer_context
 
-    suffix = uuid.uuid4().hex[:8]
-    props = job_config.load(None, {"bootstrap.servers": broker, "topic.requests": f"req-{suffix}",
-                                   "topic.responses": f"resp-{suffix}", "topic.records": f"rec-{suffix}",
-                                   "topic.dead.letters": f"dlq-{suffix}", "topic.timers": f"timers-{suffix}",
-                                   "topic.views": f"views-{suffix}"})
-    client = {"bootstrap_servers": broker}
-    ensure_topics(client, props)
+    props, client = job_topics(broker)
     source = consumer_context()
     source.consumer_join("A")
     source.commit({("t", 2): 11}, member_id="A", generation=1, version=9)
