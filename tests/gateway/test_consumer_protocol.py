@@ -3,8 +3,9 @@
 (`uniform`) and each member reconciles through its heartbeats: a member joining takes only what moves, nobody stops
 consuming, the admin client describes the group as a consumer group with its members' epochs and assignments, a
 killed member's partitions move after the session timeout (12 s here, `GATEWAY_PROPERTIES`; heartbeats every 5 s,
-Kafka's default), a static member comes back to its partitions, and a regex subscription picks up a topic created
-later."""
+Kafka's default), a static member comes back to its partitions, a regex subscription picks up a topic created
+later, and a classic kafka-python consumer shares a group with a consumer-protocol one (the group converted both
+ways, `group.consumer.migration.policy=bidirectional`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,16 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaProducer
 
 from gateway.kafka_apis import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
-from tests.gateway.conftest import GatewayEnv, Member, Members, balanced, consumed, produce, wait_for
+from tests.gateway.conftest import (
+    KAFKA_PYTHON,
+    GatewayEnv,
+    Member,
+    Members,
+    balanced,
+    consumed,
+    produce,
+    wait_for,
+)
 from tests.gateway.raw import Connection
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -181,3 +191,31 @@ def test_a_static_member_comes_back_to_its_partitions(gateway_env: GatewayEnv, m
     wait_for(lambda: again.owned == held, what="the restarted member owns its partitions again", group=[again])
     assert other.owned == kept and len(other.of("revoke")) == revokes
 
+
+def test_a_classic_and_a_consumer_protocol_member_share_a_group_which_goes_back_to_classic(
+        gateway_env: GatewayEnv, members: Members):
+    """Kafka's online migration: a consumer-protocol member joining a classic group converts it, the classic
+    kafka-python member is served inside the consumer group (told to rejoin, its JoinGroup/SyncGroup answered from
+    the consumer group's assignment), both consume; when the consumer-protocol member leaves, the group is classic
+    again and the kafka-python member takes everything back through an ordinary classic rebalance."""
+    topic = gateway_env.topic()
+    group = f"cp-migrate-{topic}"
+    producing = Producing(gateway_env, topic)
+    try:
+        classic = members.start("kafka-python", gateway_env.bootstrap, topic, group, **KAFKA_PYTHON.fast)
+        wait_for(lambda: classic.owned == set(range(6)), what="the classic member owns everything", group=[classic])
+        modern = start(members, gateway_env, topic, group)
+        both = [classic, modern]
+        wait_for(lambda: balanced(both, 6), what="the two members share the 6 partitions", group=both)
+        described = describe_v1(gateway_env, group)  # a consumer group now, with one member of each protocol
+        assert described.error_code == 0
+        assert sorted(m.member_type for m in described.members) == [0, 1]
+        counts = [consumed(m) for m in both]
+        wait_for(lambda: all(consumed(m) > n for m, n in zip(both, counts)), what="both consume", group=both)
+        modern.close()  # its leave (epoch -1): the last consumer-protocol member is gone
+        count = consumed(classic)
+        wait_for(lambda: classic.owned == set(range(6)) and consumed(classic) > count,
+                 what="the classic member owns and consumes everything again", group=both)
+        assert describe_v1(gateway_env, group).error_code == 69  # GROUP_ID_NOT_FOUND: a classic group again
+    finally:
+        producing.stop()

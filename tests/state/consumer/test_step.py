@@ -119,9 +119,9 @@ def test_a_classic_group_without_members_becomes_a_consumer_group_and_keeps_its_
     assert isinstance(ctx.group, ConsumerGroup) and ctx.committed() == {("t", 0): 42}
 
 
-def test_a_classic_group_with_members_is_not_a_consumer_group():
+def test_a_classic_group_with_members_of_another_protocol_type_is_not_a_consumer_group():
     ctx = consumer_context()
-    ctx.stable_group(1)
+    ctx.stable_group(1, protocol_type="connect")
     response = ctx.consumer_join("A")
     assert response["error_code"] == Errors.GROUP_ID_NOT_FOUND
 
