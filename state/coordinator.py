@@ -19,7 +19,6 @@ from state.errors import (
     INVALID_GROUP_ID,
     NON_EMPTY_GROUP,
     NONE,
-    UNKNOWN_MEMBER_ID,
     CoordinatorError,
 )
 from state.group import ClassicGroup, GroupState
@@ -89,13 +88,13 @@ _MEMBERSHIP = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"})
 def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id: str | None) -> None:
     """A consumer group without members is replaced by the classic group a JoinGroup creates (its records are
     tombstoned first, its offsets stay: Kafka's maybeDeleteEmptyConsumerGroup; the new member gets `new_member_id`
-    as in `run`). Otherwise the group belongs to the other protocol: a JoinGroup is refused as one of another
-    protocol, the other requests name no member of it."""
+    as in `run`). Otherwise the consumer group serves the classic member (`state.consumer.classic_members`)."""
     group: ConsumerGroup = ctx.group  # type: ignore[assignment]
     if req.api == "JoinGroup" and not group.members:
         offsets.delete_group_metadata(ctx, group)
         return membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
-    ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL if req.api == "JoinGroup" else UNKNOWN_MEMBER_ID))
+    consumer.handle_classic(ctx, req, new_member_id)
+    sync_directory(ctx)
 
 
 _GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})

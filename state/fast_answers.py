@@ -132,17 +132,25 @@ def handle_liveness(ctx: Context, body: dict) -> list[str]:
         liveness = msgspec.convert(body, Liveness)
     except msgspec.ValidationError as exc:
         raise BadRequest(f"Liveness: {exc}") from None
-    if isinstance(ctx.group, ConsumerGroup):
-        for heard in liveness.members:
-            _consumer_liveness(ctx, liveness, heard)
-        return []
     for heard in liveness.members:
+        group = ctx.group
+        if isinstance(group, ConsumerGroup) and not _classic_member(group, heard.member_id):
+            _consumer_liveness(ctx, liveness, heard)
+            continue
         req = HeartbeatRequest(request_id=liveness.request_id, api_version=4, principal=heard.principal,
                                group_id=liveness.group_id, generation_id=heard.generation_id,
                                member_id=heard.member_id, group_instance_id=heard.group_instance_id)
-        decided = heartbeat(ctx, req, min(heard.heard_ms, ctx.now_ms))
+        heard_ms = min(heard.heard_ms, ctx.now_ms)
+        # a classic member's heartbeat heard before its group became a consumer group is served inside it
+        decided = (consumer.handle_classic_heard(ctx, req, heard_ms) if isinstance(group, ConsumerGroup)
+                   else heartbeat(ctx, req, heard_ms))
         ctx.fast_answers.append(FastAnswer("Heartbeat", heard.member_id, heard.answered, decided))
     return []
+
+
+def _classic_member(group: ConsumerGroup, member_id: str) -> bool:
+    member = group.members.get(member_id)
+    return member is not None and member.uses_classic_protocol
 
 
 def _consumer_liveness(ctx: Context, liveness: Liveness, heard: HeardMember) -> None:

@@ -222,6 +222,7 @@ def member_subscription(group_id: str, member: ConsumerGroupMember) -> Record:
         subscribed_topic_regex=member.subscribed_topic_regex,
         rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor_name,
+        classic_member_metadata=member.classic_member_metadata,
     ))
 
 

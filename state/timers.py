@@ -44,6 +44,12 @@ CONSUMER_SESSION_TIMEOUT_PREFIX = "consumer-session-timeout:"
 CONSUMER_REBALANCE_TIMEOUT_PREFIX = "consumer-rebalance-timeout:"
 """+ epoch:member id: the deadline for a consumer group member to revoke partitions (Kafka's
 groupRebalanceTimeoutKey)."""
+CONSUMER_JOIN_TIMEOUT_PREFIX = "consumer-join-timeout:"
+"""+ member id: a classic member of a consumer group told to rejoin must do so within its rebalance timeout
+(Kafka's consumerGroupJoinKey), else it is fenced."""
+CONSUMER_SYNC_TIMEOUT_PREFIX = "consumer-sync-timeout:"
+"""+ member id: a classic member of a consumer group must send its SyncGroup within its rebalance timeout of its
+JoinGroup (Kafka's consumerGroupSyncKey), else it is fenced."""
 CONSUMER_REGEX_REFRESH = "consumer-regex-refresh"
 """A consumer group's regular expressions are resolved again (Kafka runs that on an executor under `<group>-regex`;
 here it is a timer due at once)."""
@@ -74,6 +80,14 @@ def next_retention_check(now_ms: int, config: CoordinatorConfig) -> int:
 
 def consumer_session_timeout_key(member_id: str) -> str:
     return CONSUMER_SESSION_TIMEOUT_PREFIX + member_id
+
+
+def consumer_join_timeout_key(member_id: str) -> str:
+    return CONSUMER_JOIN_TIMEOUT_PREFIX + member_id
+
+
+def consumer_sync_timeout_key(member_id: str) -> str:
+    return CONSUMER_SYNC_TIMEOUT_PREFIX + member_id
 
 
 def consumer_rebalance_timeout_key(member_id: str, member_epoch: int) -> str:

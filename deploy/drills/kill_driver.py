@@ -2,7 +2,7 @@
 
     python -m deploy.drills.kill_driver [--kills 3] [--points random,mid-rebalance,mid-commit] [--groups 4]
         [--members 3] [--session-timeout-ms 60000] [--seed 7] [--bootstrap-servers HOST:PORT] [--workdir DIR]
-        [--standby]
+        [--standby] [--consumer-group-members 3]
 
 A fleet of simulated consumers (deploy/drills/fleet.py) joins, syncs, heartbeats and commits through the job. At
 each kill point the job's whole process group gets SIGKILL and is started again on the same checkpoint right away,
@@ -15,6 +15,11 @@ At the end the clients stop, every request must get its answer, and OffsetFetch 
 commit. Checks: no committed offset lost, generations never go back, every request answered, duplicates only
 byte-identical, and sessions not expired by the outage itself (members heartbeat throughout; Kafka restarts their
 session timers when a coordinator loads the group).
+
+With `--consumer-group-members N`, a KIP-848 consumer group runs beside the fleet through the whole drill: N
+unmodified librdkafka consumers (`group.protocol=consumer`) through a gateway in front of the job's topics
+(deploy/drills/consumer_group.py); they must keep their partitions and go on consuming across every kill, their
+commits acknowledged again after it, and no partition owned by two of them at once.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from deploy.drills.consumer_group import ConsumerGroupLoad
 from deploy.drills.fleet import Fleet
 from deploy.drills.harness import Checkpoint, Environment, JobProcess, log
 from deploy.drills.verdict import Verdict
@@ -52,13 +58,17 @@ def wait_for_kill_point(point: str, fleet: Fleet, checkpoint: Checkpoint, rng: r
 
 
 def run(points: list[str], groups: int, members: int, session_timeout_ms: int, seed: int, workdir: Path,
-        bootstrap: str | None = None, start_timeout_s: float = 300.0, standby: bool = False) -> Verdict:
+        bootstrap: str | None = None, start_timeout_s: float = 300.0, standby: bool = False,
+        consumer_group_members: int = 0) -> Verdict:
     rng = random.Random(seed)
-    env = Environment(workdir, bootstrap)
+    # The consumer group's assignor sees a topic created for it within a second (the default is 5 s).
+    env = Environment(workdir, bootstrap,
+                      props={"topic.metadata.refresh.interval.ms": "1000"} if consumer_group_members else None)
     # With a standby, a second driver on the same checkpoint waits, warm, until the active one's lease lapses
     # (streaming/recovery/lease.py); after each kill it takes over, and the killed one comes back as the standby.
     spare = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf) if standby else None
     fleet = None
+    consumers = None
     try:
         env.job.start()
         env.job.wait_running(start_timeout_s)
@@ -71,6 +81,14 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
                       commit_interval_ms=1000, seed=seed)
         if not fleet.run_until(fleet.all_stable, start_timeout_s):
             log("warning: not every member became Stable before the first kill")
+        if consumer_group_members:
+            consumers = ConsumerGroupLoad(env.bootstrap, env.props, env.workdir, consumer_group_members)
+            if fleet.run_until(consumers.balanced, start_timeout_s):
+                consumers.mark_formed()
+                fleet.run_for(2)  # the members consume and commit before the first kill
+            else:
+                log("warning: the consumer group did not form before the first kill")
+        killed: list[float] = []
         checkpoint = Checkpoint(env.checkpoint)
         recover: list[float] = []
         expired_before = 0
@@ -79,6 +97,7 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
         for i, point in enumerate(points):
             moment = wait_for_kill_point(point, fleet, checkpoint, rng, timeout_s=60)
             killed_at = time.monotonic()
+            killed.append(killed_at)
             env.job.kill()
             then = "the standby takes over" if spare else "restarting"
             log(f"kill {i + 1}/{len(points)} ({point}): {moment}; {then}")
@@ -108,11 +127,20 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
             log("warning: some requests still unanswered after the quiet period")
         committed = fleet.fetch_committed(120)
         verdict = Verdict.from_fleet("kill -9 the driver: " + ", ".join(points), fleet, committed)
+        if consumers is not None:
+            last = killed[-1] if killed else 0.0
+            # the members' commits after the last kill go through the driver now running
+            fleet.run_until(lambda: all(any(t > last for t in c.committed) for c in consumers.logs), 60)
+            group_checks, group_notes = consumers.checks(killed)
+            verdict.checks.update(group_checks)
+            verdict.notes += group_notes
         verdict.time_to_recover_s = recover
         verdict.sessions_expired_by_outage = expired_by_outage
         verdict.notes = notes + verdict.notes
         return verdict
     finally:
+        if consumers is not None:
+            consumers.close()  # while a driver still answers their leave
         if fleet is not None:
             fleet.wire.close()
         if spare is not None:
@@ -132,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--standby", action="store_true",
                         help="run a standby driver on the same checkpoint, which takes over at each kill")
+    parser.add_argument("--consumer-group-members", type=int, default=0,
+                        help="also run a KIP-848 consumer group of this many librdkafka consumers through a gateway")
     parser.add_argument("--json", action="store_true", help="also print the verdict as one JSON line")
     args = parser.parse_args(argv)
     cycle = [p.strip() for p in args.points.split(",") if p.strip()]
@@ -140,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     points = [cycle[i % len(cycle)] for i in range(args.kills)]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="drill-kill-driver-"))
     verdict = run(points, args.groups, args.members, args.session_timeout_ms, args.seed, workdir,
-                  args.bootstrap_servers, standby=args.standby)
+                  args.bootstrap_servers, standby=args.standby,
+                  consumer_group_members=args.consumer_group_members)
     print(verdict.table())
     if args.json:
         print(verdict.to_json())

@@ -11,13 +11,17 @@ sends here what belongs to a consumer group.
 from __future__ import annotations
 
 from schemas.consumer_group import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
-from state.consumer import heartbeat
+from schemas.messages import GroupMetadataKey, HeartbeatRequest, Request
+from state import membership
+from state.consumer import classic_members, heartbeat
+from state.consumer import replay as consumer_replay
+from state.consumer.conversion import upgrade_records, validate_online_upgrade
 from state.consumer.describe import consumer_group_describe
 from state.consumer.group import ConsumerGroup
 from state.context import Context, CoordinatorResult
-from state.errors import Errors
+from state.errors import CoordinatorError, Errors
 from state.group import ClassicGroup
-from state.records import HeartbeatOwed, group_tombstone
+from state.records import GroupLoaded, HeartbeatOwed, Record, group_tombstone
 from state.timers import (
     CONSUMER_SESSION_TIMEOUT_PREFIX,
     OFFSETS_EXPIRATION,
@@ -25,7 +29,7 @@ from state.timers import (
     consumer_session_timeout_key,
     next_retention_check,
 )
-from state.wire import simple_response
+from state.wire import parked_join_response, simple_response, sync_response
 
 
 def env(ctx: Context, now_ms: int | None = None) -> heartbeat.Env:
@@ -36,9 +40,16 @@ def env(ctx: Context, now_ms: int | None = None) -> heartbeat.Env:
 
 def apply(ctx: Context, result: CoordinatorResult) -> None:
     """What Kafka's runtime does with a result: its records appended (replayed), its responses sent, its timers
-    scheduled or cancelled (a timer of a group the records removed goes with it)."""
+    scheduled or cancelled (a timer of a group the records removed goes with it). A classic group metadata record
+    among them is a downgrade (`state.consumer.conversion`): the classic group is loaded from it, its members'
+    sessions start, and it prepares a rebalance, as Kafka's convertToClassicGroup."""
+    downgraded = False
     for record in result.records:
-        ctx.append(record)
+        if isinstance(record, Record) and isinstance(record.key, GroupMetadataKey) and record.value is not None:
+            _load_classic_group(ctx, record)
+            downgraded = True
+        else:
+            ctx.append(record)
     for response in result.responses:
         ctx.respond(response)
     for op in result.timers:
@@ -47,14 +58,28 @@ def apply(ctx: Context, result: CoordinatorResult) -> None:
                 ctx.schedule(op.key, op.deadline_ms)
         else:
             ctx.cancel(op.key)
+    if downgraded:
+        membership.prepare_rebalance(ctx, ctx.group)  # type: ignore[arg-type]
+
+
+def _load_classic_group(ctx: Context, record: Record) -> None:
+    if ctx.group is None:
+        ctx.create_group()
+    ctx.append(record)
+    ctx.append(GroupLoaded(ctx.group.persisted))  # type: ignore[union-attr]
+    for member in ctx.group.members.values():  # type: ignore[union-attr]
+        membership.reschedule_heartbeat(ctx, member)
 
 
 def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:
     """ConsumerGroupHeartbeat. A classic group without members (one that only holds offsets, or whose members all
     left) becomes a consumer group when a member joins it: its metadata is tombstoned first, its offsets stay, as
-    Kafka's maybeDeleteEmptyClassicGroup. One with members is another protocol's group: GROUP_ID_NOT_FOUND."""
+    Kafka's maybeDeleteEmptyClassicGroup. One with members is converted with them when the migration policy allows
+    it (`_upgrade`); otherwise it is another protocol's group: GROUP_ID_NOT_FOUND."""
     group = ctx.group
     if isinstance(group, ClassicGroup):
+        if group.members and req.member_epoch == 0 and validate_online_upgrade(group, ctx.config):
+            return _upgrade(ctx, group, req)
         if group.members or group.pending_members:
             return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
                                                error_message=f"Group {req.group_id} is not a consumer group."))
@@ -67,6 +92,64 @@ def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:
             ctx.append(HeartbeatOwed(req.member_id, False))
     apply(ctx, result)
     _start_retention(ctx)
+
+
+def _upgrade(ctx: Context, group: ClassicGroup, req: ConsumerGroupHeartbeatRequest) -> None:
+    """A consumer-protocol member joins a classic group with members (Kafka's convertToConsumerGroup): requests
+    the classic group holds are answered REBALANCE_IN_PROGRESS, its timers end, it is tombstoned and replaced by
+    the consumer group of its members (`conversion.upgrade_records`), each with a session of its own timeout,
+    then the heartbeat runs on it. As in Kafka, nothing is converted when the heartbeat fails: it is tried first on
+    the converted group rebuilt from the records alone."""
+    try:
+        upgrade = upgrade_records(group, ctx.image)
+    except CoordinatorError as exc:
+        return ctx.respond(simple_response(req, exc.code, error_message=exc.message))
+    converted: ConsumerGroup | None = None
+    for record in upgrade:
+        converted = consumer_replay.replay(converted, record)
+    trial = heartbeat.consumer_group_heartbeat(converted, req, env(ctx))
+    if trial.response.error_code != Errors.NONE:  # type: ignore[union-attr]
+        return apply(ctx, trial)
+    for member in group.members.values():
+        if member.join is not None:
+            ctx.respond(parked_join_response(group.group_id, member.join.request_id, Errors.REBALANCE_IN_PROGRESS,
+                                             member_id=member.member_id))
+        if member.sync is not None:
+            ctx.respond(sync_response(group.group_id, member.sync.request_id, Errors.REBALANCE_IN_PROGRESS))
+    for key in sorted(group.timers):
+        if key != OFFSETS_EXPIRATION:
+            ctx.cancel(key)
+    ctx.append(group_tombstone(group.group_id))
+    for record in upgrade:
+        ctx.append(record)
+    for member_id, member in sorted(ctx.group.members.items()):  # type: ignore[union-attr]
+        ctx.schedule(consumer_session_timeout_key(member_id), ctx.now_ms + heartbeat.session_timeout_ms(member, env(ctx)))
+    apply(ctx, heartbeat.consumer_group_heartbeat(ctx.group, req, env(ctx)))  # type: ignore[arg-type]
+    _start_retention(ctx)
+
+
+def handle_classic(ctx: Context, req: Request, new_member_id: str | None) -> None:
+    """JoinGroup, SyncGroup, Heartbeat or LeaveGroup of a classic member to a consumer group with members."""
+    group: ConsumerGroup = ctx.group  # type: ignore[assignment]
+    api = req.api
+    if api == "JoinGroup":
+        result = classic_members.classic_join(group, req, env(ctx), new_member_id)  # type: ignore[arg-type]
+    elif api == "SyncGroup":
+        result = classic_members.classic_sync(group, req, env(ctx))  # type: ignore[arg-type]
+    elif api == "Heartbeat":
+        result = classic_members.classic_heartbeat(group, req, env(ctx))  # type: ignore[arg-type]
+    else:
+        result = classic_members.classic_leave(group, req, env(ctx))  # type: ignore[arg-type]
+    apply(ctx, result)
+
+
+def handle_classic_heard(ctx: Context, req: HeartbeatRequest, heard_ms: int) -> int:
+    """A classic member's Heartbeat a gateway answered from its classic group's view, which has since become this
+    consumer group: decided inside it as of when it was heard (its session restarts from then); returns the error
+    decided, the answer itself is not sent."""
+    result = classic_members.classic_heartbeat(ctx.group, req, env(ctx, heard_ms))  # type: ignore[arg-type]
+    apply(ctx, CoordinatorResult(result.records, [], result.timers))
+    return result.response.error_code  # type: ignore[union-attr]
 
 
 def handle_heard(ctx: Context, req: ConsumerGroupHeartbeatRequest, heard_ms: int) -> int | None:
@@ -132,4 +215,5 @@ def on_loaded(ctx: Context, group: ConsumerGroup) -> None:
 def restart_sessions(ctx: Context, group: ConsumerGroup) -> None:
     """After an outage (see `state.batch.step_group`'s `resumed`): every member's session restarts now."""
     for member_id in sorted(group.members):
-        ctx.schedule(consumer_session_timeout_key(member_id), ctx.now_ms + ctx.config.group_consumer_session_timeout_ms)
+        ctx.schedule(consumer_session_timeout_key(member_id),
+                     ctx.now_ms + heartbeat.session_timeout_ms(group.members[member_id], env(ctx)))

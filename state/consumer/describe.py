@@ -20,6 +20,7 @@ from state.consumer.member import ConsumerGroupMember, Partitions
 from state.consumer.topics import MetadataImage
 from state.errors import Errors
 
+CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
 """ConsumerGroupDescribe v1's MemberType: 1 for a member of the consumer protocol (0 classic, -1 unknown)."""
 
@@ -59,7 +60,7 @@ def _member(member: ConsumerGroupMember, target: Partitions, image: MetadataImag
         subscribed_topic_regex=member.subscribed_topic_regex,
         assignment=_assignment(member.assigned(), image),
         target_assignment=_assignment(target, image),
-        member_type=CONSUMER_MEMBER_TYPE,
+        member_type=CLASSIC_MEMBER_TYPE if member.uses_classic_protocol else CONSUMER_MEMBER_TYPE,
     )
 
 

@@ -45,7 +45,8 @@ from schemas.consumer_group import (
 from schemas.messages import API_VERSIONS
 from state import records
 from state.config import CoordinatorConfig
-from state.consumer.group import ConsumerGroup, subscription_type
+from state.consumer.conversion import downgrade_record, validate_online_downgrade
+from state.consumer.group import ConsumerGroup, delete_records, subscription_type
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions, partitions_of, same_partitions
 from state.consumer.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
 from state.consumer.regex import InvalidRegularExpression, compile_regex, matching_topics
@@ -61,14 +62,18 @@ from state.context import CoordinatorResult
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.timers import (
+    CONSUMER_JOIN_TIMEOUT_PREFIX,
     CONSUMER_REBALANCE_TIMEOUT_PREFIX,
     CONSUMER_REGEX_REFRESH,
+    CONSUMER_SYNC_TIMEOUT_PREFIX,
     CONSUMER_SESSION_TIMEOUT_PREFIX,
     Cancel,
     Schedule,
     TimerOperation,
+    consumer_join_timeout_key,
     consumer_rebalance_timeout_key,
     consumer_session_timeout_key,
+    consumer_sync_timeout_key,
     parse_consumer_rebalance_timeout_key,
 )
 
@@ -213,6 +218,14 @@ def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], 
     leaving = list(members)
     if not leaving:
         return _result(response=response)
+    if len(leaving) == 1 and validate_online_downgrade(group, leaving[0].member_id, env.config):
+        # The last member of the consumer protocol leaves members of the classic protocol only: the group goes
+        # back to a classic group (Kafka's convertToClassicGroup), whose runtime prepares a rebalance.
+        timers: list[TimerOperation] = []
+        for member_id in sorted(group.members):
+            timers += _cancel_member_timers(member_id, env)
+        return _result((*delete_records(group), downgrade_record(group, leaving[0].member_id, env.image, env.now_ms)),
+                       response, timers)
     out: list[Record] = []
     for member in leaving:
         out += _remove_member(group.group_id, member.member_id)
@@ -224,7 +237,7 @@ def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], 
     topics = _topic_counts(names, regex_counts, resolved)
     metadata = metadata_hash(topics, env.image) if env.image.known else group.metadata_hash
     out.append(records.group_epoch(group.group_id, group.group_epoch + 1, metadata))
-    timers: list[TimerOperationeration] = []
+    timers = []
     for member in leaving:
         timers += _cancel_member_timers(member.member_id, env)
     return _result(tuple(out), response, tuple(timers))
@@ -247,11 +260,13 @@ def _last_subscribers(group: ConsumerGroup, leaving: list[ConsumerGroupMember]) 
     return sorted(regex for regex, n in counts.items() if group.subscribed_regexes[regex] == n)
 
 
-def _cancel_member_timers(member_id: str, env: Env) -> list[TimerOperationeration]:
-    return [Cancel(consumer_session_timeout_key(member_id)), *_cancel_rebalance_timers(member_id, env)]
+def _cancel_member_timers(member_id: str, env: Env) -> list[TimerOperation]:
+    return [Cancel(consumer_session_timeout_key(member_id)), *_cancel_rebalance_timers(member_id, env),
+            *(Cancel(key) for key in (consumer_join_timeout_key(member_id), consumer_sync_timeout_key(member_id))
+              if key in env.timers)]
 
 
-def _cancel_rebalance_timers(member_id: str, env: Env, keep: str | None = None) -> list[TimerOperationeration]:
+def _cancel_rebalance_timers(member_id: str, env: Env, keep: str | None = None) -> list[TimerOperation]:
     return [Cancel(key) for key in sorted(env.timers)
             if key.startswith(CONSUMER_REBALANCE_TIMEOUT_PREFIX) and key != keep
             and parse_consumer_rebalance_timeout_key(key)[0] == member_id]
@@ -270,7 +285,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
     member_id = request.member_id or kafka_uuid(f"{group_id}\x00{request.request_id}\x00{env.now_ms}")
     owned = _owned(request)
     out: list[Record] = []
-    timers: list[TimerOperationeration] = []
+    timers: list[TimerOperation] = []
     changed: dict[str, ConsumerGroupMember | None] = {}
     if request.instance_id is None:
         member = _dynamic_member(group, member_id, request.member_epoch, owned, joining)
@@ -293,6 +308,30 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
         client_id=request.client_id,
         client_host=request.client_host,
     )
+    updated = update_and_reconcile(group, member, updated, owned, changed, out, timers, env)
+    timers.append(Schedule(consumer_session_timeout_key(member_id), env.now_ms + env.config.group_consumer_session_timeout_ms))
+
+    full_request = (request.rebalance_timeout_ms != -1 and request.topic_partitions is not None
+                    and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None))
+    assignment = None
+    if joining or full_request or not same_partitions(member.assigned_partitions, updated.assigned_partitions):
+        assignment = response_assignment(partitions_of(updated.assigned_partitions))
+    response = ConsumerGroupHeartbeatResponse(
+        request_id=request.request_id, group_id=group_id, error_code=Errors.NONE, member_id=updated.member_id,
+        member_epoch=updated.member_epoch, heartbeat_interval_ms=env.config.group_consumer_heartbeat_interval_ms,
+        assignment=assignment)
+    return _result(tuple(out), response, tuple(timers))
+
+
+def update_and_reconcile(group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                         owned: Partitions | None, changed: dict[str, ConsumerGroupMember | None],
+                         out: list[Record], timers: list[TimerOperation], env: Env) -> ConsumerGroupMember:
+    """Steps 1-3 of a heartbeat for a member whose declared state is `updated` (`member` as the group has it):
+    the subscription record and group epoch, a new target when the group epoch is ahead, and the reconciliation.
+    A classic member's JoinGroup inside a consumer group goes through the same steps (`state.consumer.migration`).
+    Returns the member as reconciled."""
+    group_id = group.group_id
+    member_id = updated.member_id
     changed[member_id] = updated
 
     # 1. The member's subscription, the regular expressions, the group epoch.
@@ -314,20 +353,8 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
         target = group.target_of(updated.member_id, updated.instance_id)
         target_epoch = group.assignment_epoch
 
-    # 3. Reconciliation, and the member's session.
-    updated = _maybe_reconcile(group, updated, target_epoch, target, subscription_changed, owned, out, timers, env)
-    timers.append(Schedule(consumer_session_timeout_key(member_id), env.now_ms + env.config.group_consumer_session_timeout_ms))
-
-    full_request = (request.rebalance_timeout_ms != -1 and request.topic_partitions is not None
-                    and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None))
-    assignment = None
-    if joining or full_request or not same_partitions(member.assigned_partitions, updated.assigned_partitions):
-        assignment = response_assignment(partitions_of(updated.assigned_partitions))
-    response = ConsumerGroupHeartbeatResponse(
-        request_id=request.request_id, group_id=group_id, error_code=Errors.NONE, member_id=updated.member_id,
-        member_epoch=updated.member_epoch, heartbeat_interval_ms=env.config.group_consumer_heartbeat_interval_ms,
-        assignment=assignment)
-    return _result(tuple(out), response, tuple(timers))
+    # 3. Reconciliation.
+    return _maybe_reconcile(group, updated, target_epoch, target, subscription_changed, owned, out, timers, env)
 
 
 def response_assignment(partitions: Partitions) -> ConsumerGroupHeartbeatResponseAssignment:
@@ -365,7 +392,9 @@ def _dynamic_member(group: ConsumerGroup, member_id: str, epoch: int, owned: Par
 
 def _static_member(group: ConsumerGroup, member_id: str, epoch: int, instance_id: str, owned: Partitions | None,
                    joining: bool, out: list[Record],
-                   changed: dict[str, ConsumerGroupMember | None]) -> ConsumerGroupMember:
+                   changed: dict[str, ConsumerGroupMember | None], classic: bool = False) -> ConsumerGroupMember:
+    """`classic`: the member joins with the classic protocol, so it replaces a member of its instance id that has
+    not left (Kafka does, when either of them uses the classic protocol)."""
     existing = group.static_member(instance_id)
     if not joining:
         member = _throw_if_static_member_is_unknown(existing, instance_id)
@@ -374,7 +403,7 @@ def _static_member(group: ConsumerGroup, member_id: str, epoch: int, instance_id
         return member
     if existing is None:
         return group.members.get(member_id) or ConsumerGroupMember(member_id)
-    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not (classic or existing.uses_classic_protocol):
         raise CoordinatorError(Errors.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                f"{instance_id} cannot join the group because the instance id is owned by "
                                f"{existing.member_id} member.")
@@ -434,7 +463,7 @@ class _RegexStatus(enum.Enum):
 
 def _maybe_update_regular_expressions(group: ConsumerGroup, member: ConsumerGroupMember,
                                       updated: ConsumerGroupMember, out: list[Record],
-                                      env: Env) -> tuple[_RegexStatus, list[TimerOperationeration]]:
+                                      env: Env) -> tuple[_RegexStatus, list[TimerOperation]]:
     """Kafka's maybeUpdateRegularExpressions: a regular expression new to the group is compiled (an invalid one is
     INVALID_REGULAR_EXPRESSION) and resolved soon; one the group has resolved already counts at once; the last
     subscriber of one tombstones it. The group's expressions are resolved again (a timer due now, as Kafka's
@@ -576,7 +605,7 @@ def _subscribed(group: ConsumerGroup, member: ConsumerGroupMember, target: Parti
 
 def _maybe_reconcile(group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target: Partitions,
                      subscription_changed: bool, owned: Partitions | None, out: list[Record],
-                     timers: list[TimerOperationeration], env: Env) -> ConsumerGroupMember:
+                     timers: list[TimerOperation], env: Env) -> ConsumerGroupMember:
     """Kafka's maybeReconcile: a current-assignment record when the member moves; the revocation deadline armed
     when it must revoke partitions (with the epoch it must leave), cancelled otherwise."""
     subscribed, inconsistent = _subscribed(group, member, target, env)
@@ -609,6 +638,9 @@ def on_timer(group: ConsumerGroup | None, key: str, env: Env) -> CoordinatorResu
     if key.startswith(CONSUMER_SESSION_TIMEOUT_PREFIX):
         member = group.members.get(key[len(CONSUMER_SESSION_TIMEOUT_PREFIX):])
         return _result() if member is None else fence_members(group, [member], None, env)
+    if key.startswith((CONSUMER_JOIN_TIMEOUT_PREFIX, CONSUMER_SYNC_TIMEOUT_PREFIX)):
+        member = group.members.get(key.partition(":")[2])
+        return _result() if member is None else fence_members(group, [member], None, env)
     if key.startswith(CONSUMER_REBALANCE_TIMEOUT_PREFIX):
         member_id, epoch = parse_consumer_rebalance_timeout_key(key)
         member = group.members.get(member_id)
@@ -618,14 +650,19 @@ def on_timer(group: ConsumerGroup | None, key: str, env: Env) -> CoordinatorResu
     return _result()
 
 
-def on_loaded(group: ConsumerGroup, env: Env) -> tuple[TimerOperationeration, ...]:
+def session_timeout_ms(member: ConsumerGroupMember, env: Env) -> int:
+    """A classic member's own session timeout (from its JoinGroup); `group.consumer.session.timeout.ms` else."""
+    classic = member.classic_member_metadata
+    return env.config.group_consumer_session_timeout_ms if classic is None else classic.session_timeout_ms
+
+
+def on_loaded(group: ConsumerGroup, env: Env) -> tuple[TimerOperation, ...]:
     """The timers a loaded group starts with (Kafka's onLoaded; timers are not in the records): every member's
     session from now, and the revocation deadline of every member that must revoke partitions."""
-    timers: list[TimerOperationeration] = []
+    timers: list[TimerOperation] = []
     for member_id in sorted(group.members):
         member = group.members[member_id]
-        timers.append(Schedule(consumer_session_timeout_key(member_id),
-                               env.now_ms + env.config.group_consumer_session_timeout_ms))
+        timers.append(Schedule(consumer_session_timeout_key(member_id), env.now_ms + session_timeout_ms(member, env)))
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             timers.append(Schedule(consumer_rebalance_timeout_key(member_id, member.member_epoch),
                                    env.now_ms + member.rebalance_timeout_ms))

@@ -13,6 +13,8 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from schemas.consumer_group import ClassicMemberMetadata
+
 PartitionEpochs = Mapping[str, Mapping[int, int]]
 """topic id -> partition -> the epoch it was assigned to the member at."""
 Partitions = Mapping[str, frozenset[int]]
@@ -56,6 +58,13 @@ class ConsumerGroupMember:
     server_assignor_name: str | None = None
     assigned_partitions: PartitionEpochs = field(default_factory=dict)
     partitions_pending_revocation: PartitionEpochs = field(default_factory=dict)
+    classic_member_metadata: ClassicMemberMetadata | None = None
+    """Set for a member of the classic protocol (JoinGroup/SyncGroup/Heartbeat) served inside a consumer group:
+    its session timeout and the protocols its JoinGroup offered (`state.consumer.migration`)."""
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
 
     @property
     def regex(self) -> str | None:

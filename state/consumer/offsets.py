@@ -5,8 +5,9 @@ with the error; they change nothing.
 Commits, as Kafka 4.3 (KIP-1251) checks them:
 - an epoch below 0 on a group without members is an admin's (or a consumer without group management): accepted;
 - a TxnOffsetCommit without member (epoch -1, member id "", no instance id) is accepted;
-- an unknown member id is UNKNOWN_MEMBER_ID; a member of the consumer protocol must commit with OffsetCommit v9+
-  (UNSUPPORTED_VERSION);
+- an unknown member id is UNKNOWN_MEMBER_ID; a member of the classic protocol (`state.consumer.classic_members`)
+  commits with any version and its generation, which must be its member epoch (ILLEGAL_GENERATION); a member of the
+  consumer protocol must commit with OffsetCommit v9+ (UNSUPPORTED_VERSION);
 - the member's epoch commits every partition; a newer epoch is STALE_MEMBER_EPOCH; an older one commits a
   partition only if the member still holds it (assigned or being revoked) from that epoch or earlier, else
   STALE_MEMBER_EPOCH for that partition (the member's heartbeat bumped its epoch before it could commit).
@@ -41,6 +42,9 @@ def validate_offset_commit(group: ConsumerGroup, *, member_id: str, instance_id:
     if member is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                f"Member {member_id} is not a member of group {group.group_id}.")
+    if member.uses_classic_protocol:
+        _throw_if_generation_is_not_the_epoch(member_epoch, member.member_epoch)
+        return _accept
     if not transactional and api_version < FIRST_CONSUMER_PROTOCOL_COMMIT_VERSION:
         raise CoordinatorError(Errors.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by members "
                                "using the modern group protocol")
@@ -68,6 +72,16 @@ def validate_offset_fetch(group: ConsumerGroup, *, member_id: str | None, member
     if member is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                f"Member {member_id} is not a member of group {group.group_id}.")
-    if member_epoch != member.member_epoch:
+    if member.uses_classic_protocol:
+        _throw_if_generation_is_not_the_epoch(member_epoch, member.member_epoch)
+    elif member_epoch != member.member_epoch:
         raise CoordinatorError(Errors.STALE_MEMBER_EPOCH, f"The received member epoch {member_epoch} does not "
                                f"match the expected member epoch {member.member_epoch}.")
+
+
+def _throw_if_generation_is_not_the_epoch(generation_id: int, member_epoch: int) -> None:
+    """A classic member in a consumer group commits and fetches with its generation, which is its member epoch
+    (any OffsetCommit version; a mismatch is ILLEGAL_GENERATION, Kafka's validateMemberEpoch)."""
+    if generation_id != member_epoch:
+        raise CoordinatorError(Errors.ILLEGAL_GENERATION, f"The received generation id {generation_id} does not "
+                               f"match the expected member epoch {member_epoch}.")

@@ -105,6 +105,7 @@ def _replay_subscription(group: ConsumerGroup, member_id: str, value: object) ->
         subscribed_topic_regex=value.subscribed_topic_regex,  # type: ignore[attr-defined]
         rebalance_timeout_ms=value.rebalance_timeout_ms,  # type: ignore[attr-defined]
         server_assignor_name=value.server_assignor,  # type: ignore[attr-defined]
+        classic_member_metadata=value.classic_member_metadata,  # type: ignore[attr-defined]
     ))
 
 

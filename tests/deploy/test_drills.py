@@ -20,8 +20,11 @@ def _assert_correct(verdict) -> None:
 
 
 def test_kill_minus_nine_mid_commit_loses_nothing(broker, tmp_path):
+    """Also a KIP-848 consumer group (3 librdkafka consumers through a gateway): across the restart from the
+    checkpoint it keeps its members and their partitions, goes on consuming and committing, and no partition is
+    owned by two members at once (`_assert_correct` checks those lines of the verdict)."""
     verdict = kill_driver.run(["mid-commit"], groups=1, members=2, session_timeout_ms=30000, seed=11,
-                              workdir=tmp_path, bootstrap=broker)
+                              workdir=tmp_path, bootstrap=broker, consumer_group_members=3)
     _assert_correct(verdict)
     assert verdict.requests_sent > 0 and verdict.answered == verdict.requests_sent
     assert verdict.sessions_expired_by_outage == 0, verdict.table()
@@ -40,8 +43,9 @@ def test_broker_restarted_empty_is_reported_as_data_loss(tmp_path):
 
 
 def test_a_standby_driver_takes_over_when_the_active_one_is_killed(broker, tmp_path):
+    """The classic fleet and a KIP-848 consumer group, as in the restart above, across the standby's takeover."""
     verdict = kill_driver.run(["mid-rebalance"], groups=1, members=2, session_timeout_ms=30000, seed=5,
-                              workdir=tmp_path, bootstrap=broker, standby=True)
+                              workdir=tmp_path, bootstrap=broker, standby=True, consumer_group_members=3)
     _assert_correct(verdict)
     assert verdict.requests_sent > 0 and verdict.answered == verdict.requests_sent
     assert verdict.sessions_expired_by_outage == 0, verdict.table()

@@ -74,9 +74,9 @@ class GatewayEnv:
         """The query's topic settings, as a gateway in front of it takes them."""
         return {k: v for k, v in self.run.props.items() if k.startswith("topic.")}
 
-    def topic(self, partitions: int = 6) -> str:
-        """A fresh topic, created on the broker directly."""
-        name = f"data-{uuid.uuid4().hex[:8]}"
+    def topic(self, partitions: int = 6, name: str | None = None) -> str:
+        """A fresh topic (`name`, or a new one), created on the broker directly."""
+        name = name or f"data-{uuid.uuid4().hex[:8]}"
         admin = KafkaAdminClient(bootstrap_servers=self.broker)
         try:
             admin.create_topics([NewTopic(name, partitions, 1)])

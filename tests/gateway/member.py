@@ -6,7 +6,8 @@
 poll that returned records, or after every record) and prints JSON lines:
 
 - `{"event": "owned", "partitions": [...]}` whenever the set of partitions it owns changes;
-- `{"event": "assign" | "revoke" | "lost", "partitions": [...]}` from its rebalance callbacks;
+- `{"event": "assign" | "revoke" | "lost", "partitions": [...]}` from its rebalance callbacks (a confluent-kafka
+  assign also names its `topics`);
 - `{"event": "consumed", "count": N, "offsets": {"p": next offset}}` after each poll's commits;
 - `{"event": "commit_failed", "error": ...}` when a commit of one record was refused (a rebalance), or a
   confluent-kafka poll's commit failed (KIP-848 members see STALE_MEMBER_EPOCH, or a timeout, and go on);
@@ -96,7 +97,8 @@ def _confluent(spec: dict) -> tuple[Callable, Callable, Callable]:
                          "enable.auto.commit": False, "auto.offset.reset": "earliest", **spec["config"]})
 
     def on_assign(c, partitions):
-        _emit(event="assign", partitions=sorted(p.partition for p in partitions))
+        _emit(event="assign", partitions=sorted(p.partition for p in partitions),
+              topics=sorted({p.topic for p in partitions}))
 
     def on_revoke(c, partitions):
         _emit(event="revoke", partitions=sorted(p.partition for p in partitions))

@@ -3,20 +3,32 @@
 (`uniform`) and each member reconciles through its heartbeats: a member joining takes only what moves, nobody stops
 consuming, the admin client describes the group as a consumer group with its members' epochs and assignments, a
 killed member's partitions move after the session timeout (12 s here, `GATEWAY_PROPERTIES`; heartbeats every 5 s,
-Kafka's default), and a static member comes back to its partitions."""
+Kafka's default), a static member comes back to its partitions, a regex subscription picks up a topic created
+later, and a classic kafka-python consumer shares a group with a consumer-protocol one (the group converted both
+ways, `group.consumer.migration.policy=bidirectional`)."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaProducer
 
 from gateway.kafka_apis import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
-from tests.gateway.conftest import GatewayEnv, Member, Members, balanced, consumed, produce, wait_for
+from tests.gateway.conftest import (
+    KAFKA_PYTHON,
+    GatewayEnv,
+    Member,
+    Members,
+    balanced,
+    consumed,
+    produce,
+    wait_for,
+)
 from tests.gateway.raw import Connection
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -119,16 +131,51 @@ def describe_v1(env: GatewayEnv, group: str):
     return described
 
 
+class RegexSubscriber:
+    """A member subscribed with a regular expression (KIP-848's SubscribedTopicRegex) to `<prefix>-.*`, and a topic
+    of that prefix created once the coordinator resolved the expression (its record written). Kafka resolves a
+    group's expressions again when topics were created, at most every 10 s (REGEX_BATCH_REFRESH_MIN_INTERVAL_MS),
+    and the member hears of the new target at its next heartbeat (every 5 s): it runs beside a test that waits out
+    a session timeout anyway, rather than adding those seconds to the suite."""
+
+    def __init__(self, env: GatewayEnv, members: Members) -> None:
+        prefix = f"rx{uuid.uuid4().hex[:6]}"
+        self.env, self.group = env, f"cp-regex-{prefix}"
+        self.first = env.topic(2, f"{prefix}-a")
+        self.member = start(members, env, f"^{prefix}-.*", self.group)
+        self.later = f"{prefix}-b"
+
+    def resolved(self) -> bool:
+        return any(r.key is not None and json.loads(r.key).get("version") == 16 and self.group in r.key.decode()
+                   for r in self.env.run.read(self.env.run.topics.records))
+
+    def create_later_topic(self) -> None:
+        wait_for(self.resolved, what="the expression resolved", group=[self.member])
+        self.env.topic(3, self.later)
+        produce(self.env, self.later, 5, partitions=3)
+
+    def check_picked_up(self) -> None:
+        wait_for(lambda: self.env.committed(self.group, self.later) == {0: 5, 1: 5, 2: 5},
+                 what=f"{self.later} consumed", group=[self.member])
+        assigned = {t for e in self.member.of("assign") for t in e["topics"]}
+        assert assigned == {self.first, self.later} and not self.member.of("revoke") and not self.member.of("lost")
+
+
 def test_a_killed_member_s_partitions_move_after_the_session_timeout(gateway_env: GatewayEnv, members: Members):
+    """A SIGKILLed member's partitions go to the survivor after the session timeout; meanwhile, in another group,
+    a regex subscription picks up a topic created later (`RegexSubscriber`)."""
+    regex = RegexSubscriber(gateway_env, members)
     topic = gateway_env.topic()
     group = f"cp-kill-{topic}"
     pair = [start(members, gateway_env, topic, group) for _ in range(2)]
+    regex.create_later_topic()
     wait_for(lambda: balanced(pair, 6), what="2 members own 6 partitions", group=pair)
     survivor, victim = pair
     kept, revokes = set(survivor.owned), len(survivor.of("revoke"))
     victim.kill()
     wait_for(lambda: survivor.owned == set(range(6)), what="the survivor owns everything", group=pair)
     assert kept < survivor.owned and len(survivor.of("revoke")) == revokes  # it only gained
+    regex.check_picked_up()
 
 
 def test_a_static_member_comes_back_to_its_partitions(gateway_env: GatewayEnv, members: Members):
@@ -143,3 +190,32 @@ def test_a_static_member_comes_back_to_its_partitions(gateway_env: GatewayEnv, m
     again = start(members, gateway_env, topic, group, **{"group.instance.id": "static"})
     wait_for(lambda: again.owned == held, what="the restarted member owns its partitions again", group=[again])
     assert other.owned == kept and len(other.of("revoke")) == revokes
+
+
+def test_a_classic_and_a_consumer_protocol_member_share_a_group_which_goes_back_to_classic(
+        gateway_env: GatewayEnv, members: Members):
+    """Kafka's online migration: a consumer-protocol member joining a classic group converts it, the classic
+    kafka-python member is served inside the consumer group (told to rejoin, its JoinGroup/SyncGroup answered from
+    the consumer group's assignment), both consume; when the consumer-protocol member leaves, the group is classic
+    again and the kafka-python member takes everything back through an ordinary classic rebalance."""
+    topic = gateway_env.topic()
+    group = f"cp-migrate-{topic}"
+    producing = Producing(gateway_env, topic)
+    try:
+        classic = members.start("kafka-python", gateway_env.bootstrap, topic, group, **KAFKA_PYTHON.fast)
+        wait_for(lambda: classic.owned == set(range(6)), what="the classic member owns everything", group=[classic])
+        modern = start(members, gateway_env, topic, group)
+        both = [classic, modern]
+        wait_for(lambda: balanced(both, 6), what="the two members share the 6 partitions", group=both)
+        described = describe_v1(gateway_env, group)  # a consumer group now, with one member of each protocol
+        assert described.error_code == 0
+        assert sorted(m.member_type for m in described.members) == [0, 1]
+        counts = [consumed(m) for m in both]
+        wait_for(lambda: all(consumed(m) > n for m, n in zip(both, counts)), what="both consume", group=both)
+        modern.close()  # its leave (epoch -1): the last consumer-protocol member is gone
+        count = consumed(classic)
+        wait_for(lambda: classic.owned == set(range(6)) and consumed(classic) > count,
+                 what="the classic member owns and consumes everything again", group=both)
+        assert describe_v1(gateway_env, group).error_code == 69  # GROUP_ID_NOT_FOUND: a classic group again
+    finally:
+        producing.stop()

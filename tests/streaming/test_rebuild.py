@@ -27,7 +27,8 @@ def offset_key(group_id: str, topic: str, partition: int) -> bytes:
 pytestmark = pytest.mark.broker
 
 
-def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker, caplog):
+def job_topics(broker: str) -> tuple[dict, dict]:
+    """The job's properties on fresh topics, created, and the client settings to reach them."""
     suffix = uuid.uuid4().hex[:8]
     props = job_config.load(None, {"bootstrap.servers": broker, "topic.requests": f"req-{suffix}",
                                    "topic.responses": f"resp-{suffix}", "topic.records": f"rec-{suffix}",
@@ -35,6 +36,11 @@ def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(br
                                    "topic.views": f"views-{suffix}"})
     client = {"bootstrap_servers": broker}
     ensure_topics(client, props)
+    return props, client
+
+
+def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker, caplog):
+    props, client = job_topics(broker)
 
     live = GroupContext(group_id="live")
     leader, _ = live.stable_group(2)
@@ -64,3 +70,34 @@ def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(br
     group = decode_state(step.stored(None))
     assert group.state == GroupState.STABLE and set(group.members) == set(live.group.members)
     assert group.offsets[("t", 0)].offset == 7
+
+
+def test_rebuild_brings_back_a_consumer_group_with_its_epochs_assignments_and_offsets(broker):
+    """KIP-848's records (group epoch, target assignment, members' subscriptions and current assignments) through
+    the records topic, read back as compaction leaves them: the loaded group is the one written."""
+    from state.consumer.group import ConsumerGroup
+    from state.consumer.stored import snapshot
+    from tests.state.consumer.test_step import consumer_context
+
+    props, client = job_topics(broker)
+    source = consumer_context()
+    source.consumer_join("A")
+    source.commit({("t", 2): 11}, member_id="A", generation=1, version=9)
+    source.consumer_join("B")
+    source.consumer_heartbeat("A", 1)  # told to revoke half: the group is Reconciling
+    source.consumer_join("C")
+    source.consumer_heartbeat("C", -1)  # left: tombstones (the new target comes with the next heartbeat)
+    prod = producer(broker)
+    for key, value in source.records:
+        prod.send(props["topic.records"], key=key, value=value)
+    prod.flush()
+
+    starting = json.loads(rebuild(client, props["topic.records"], props["topic.requests"]))[props["topic.requests"]]
+    (load,) = [r.value for r in read_topic(broker, props["topic.requests"]) if r.offset >= starting[str(r.partition)]]
+    step = step_group("g", None, [load], source.now_ms + 1_000, CoordinatorConfig(), topics=source.topics)
+    assert step.dead_letters == []
+    group = decode_state(step.stored(None))
+    assert isinstance(group, ConsumerGroup) and set(group.members) == {"A", "B"}
+    assert [r.encode() for r in snapshot(group)] == [r.encode() for r in snapshot(source.group)]
+    assert group.state == source.group.state and group.offsets[("t", 2)].offset == 11
+    assert group.members["A"].partitions_pending_revocation  # still revoking, as when the checkpoint was lost

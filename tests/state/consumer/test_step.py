@@ -16,7 +16,7 @@ from state.group import ClassicGroup
 from state.directory import GroupDirectory
 from state.fast_answers import consumer_heartbeat_from_view
 from state.offline import answer, list_groups
-from state.timers import OFFSETS_EXPIRATION, consumer_session_timeout_key
+from state.timers import OFFSETS_EXPIRATION, consumer_rebalance_timeout_key, consumer_session_timeout_key
 from state.views import decode_view, encode_view, view_of
 from tests.state.consumer.support import topic_id
 from tests.state.context import GroupContext
@@ -119,9 +119,9 @@ def test_a_classic_group_without_members_becomes_a_consumer_group_and_keeps_its_
     assert isinstance(ctx.group, ConsumerGroup) and ctx.committed() == {("t", 0): 42}
 
 
-def test_a_classic_group_with_members_is_not_a_consumer_group():
+def test_a_classic_group_with_members_of_another_protocol_type_is_not_a_consumer_group():
     ctx = consumer_context()
-    ctx.stable_group(1)
+    ctx.stable_group(1, protocol_type="connect")
     response = ctx.consumer_join("A")
     assert response["error_code"] == Errors.GROUP_ID_NOT_FOUND
 
@@ -352,3 +352,78 @@ def test_members_that_are_still_reconciling_are_not_in_the_view():
     ctx.consumer_join("B")
     assert ctx.group.group_epoch == 2 and set(view(ctx).members) == set()
     assert consumer_heartbeat_from_view(view(ctx), heartbeat_request("A", 1)) is None
+
+
+# -- the rebuild from the records topic (streaming.recovery.rebuild): compacted, one LoadGroup per group -------------
+
+def compacted(records: list[tuple[bytes, bytes | None]]) -> list[dict]:
+    """The records as the rebuild hands them to a LoadGroup: the last value per key (what compaction leaves),
+    tombstones dropped, in key order (`streaming.recovery.rebuild.load_requests`), not in the order written."""
+    latest = dict(records)
+    return [{"key": k.decode(), "value": v.decode()} for k, v in sorted(latest.items()) if v is not None]
+
+
+def rebuilt(source: GroupContext, after_ms: int) -> GroupContext:
+    ctx = GroupContext(now_ms=source.now_ms + after_ms, check_replay=False)  # a load writes no records
+    ctx.topics = source.topics  # the driver publishes the cluster's topics at every start
+    assert ctx.step({"api": LOAD_GROUP, "request_id": "rebuild:g", "group_id": "g",
+                     "records": compacted(source.records)}, valid=False) == []
+    assert ctx.last.dead_letters == []
+    return ctx
+
+
+def members_of(group: ConsumerGroup) -> dict:
+    return {m.member_id: (m.member_epoch, m.previous_member_epoch, m.state, m.assigned_partitions,
+                          m.partitions_pending_revocation, m.subscribed_topic_names, m.instance_id)
+            for m in group.members.values()}
+
+
+def test_a_rebuild_loads_a_reconciling_consumer_group_as_it_was_and_it_carries_on():
+    """As Kafka's onLoaded: group epoch, target assignment and its epoch, every member's epochs, assignment and
+    partitions pending revocation, offsets; fresh sessions, and the revocation deadline of a member that revokes.
+    A member that left (its records tombstoned) does not come back."""
+    source = consumer_context()
+    source.consumer_join("A")
+    source.commit({("t", 0): 5, ("t", 4): 9}, member_id="A", generation=1, version=9)
+    source.consumer_join("C", instance_id="static-c")
+    source.consumer_heartbeat("C", -1)  # leaves: its records are tombstones, compacted away
+    source.consumer_join("B")
+    revoking = source.consumer_heartbeat("A", source.group.members["A"].member_epoch)  # told to revoke
+    before = source.group
+    assert before.members["A"].partitions_pending_revocation and before.state.value == "Reconciling"
+
+    ctx = rebuilt(source, after_ms=600_000)  # long after every session would have run out
+    group = ctx.group
+    assert isinstance(group, ConsumerGroup) and set(group.members) == {"A", "B"}
+    assert (group.group_epoch, group.assignment_epoch, group.state) == (
+        before.group_epoch, before.assignment_epoch, before.state)
+    assert group.target_assignment == before.target_assignment
+    assert members_of(group) == members_of(before)
+    assert group.partition_epochs == before.partition_epochs
+    assert ctx.committed() == {("t", 0): 5, ("t", 4): 9}
+    assert group.timers[consumer_session_timeout_key("B")] == ctx.now_ms + SESSION
+    assert consumer_rebalance_timeout_key("A", before.members["A"].member_epoch) in group.timers
+
+    # The members carry on: A acknowledges the revocation, B gets what A released; C is not known.
+    keeps = assigned(revoking)
+    acked = ctx.consumer_heartbeat("A", before.members["A"].member_epoch,
+                                   topic_partitions=[{"topic_id": T, "partitions": sorted(keeps)}])
+    assert acked["error_code"] == Errors.NONE and acked["member_epoch"] == before.group_epoch
+    gets = ctx.consumer_heartbeat("B", before.group_epoch)
+    assert assigned(gets) == set(range(6)) - keeps and ctx.group.state.value == "Stable"
+    assert ctx.consumer_heartbeat("C", 3)["error_code"] == Errors.UNKNOWN_MEMBER_ID
+    assert commit_codes(ctx, "A", before.group_epoch, [0]) == {Errors.NONE}
+
+
+def test_a_rebuild_loads_a_group_that_changed_protocol_as_the_last_protocol_left_it():
+    """A classic group's offsets, then a consumer group, then a classic group again: compaction leaves the live
+    records of the last one (the conversions tombstone the other kind's), whatever order the keys sort in."""
+    source = consumer_context()
+    source.commit({("t", 1): 3})
+    source.consumer_join("A")
+    source.consumer_heartbeat("A", -1)
+    source.stable_group(2)
+    before = source.group
+    group = rebuilt(source, after_ms=60_000).group
+    assert isinstance(group, ClassicGroup) and set(group.members) == set(before.members)
+    assert group.generation == before.generation and group.offsets[("t", 1)].offset == 3
