@@ -18,7 +18,9 @@ Prints one JSON document (seconds per round, medians), the load average, and las
 `formation: ours/tansu = Z (range R, cooperative-sticky C), fourth joining: ours/tansu = range R4, cooperative-sticky C4`
 where each ratio is of the medians over the rounds, and Z of the medians over both strategies' rounds (with
 `--compare-gateway-arg FLAG`, the same query is also measured through a second gateway with FLAG, a line each).
-Run with `python -m bench.rebalance_bench [--rounds R] [--set key=value]`.
+Run with `python -m bench.rebalance_bench [--rounds R] [--set key=value]`. `python -m bench.rebalance_bench steps
+[--quick]` is the step-by-step mode of `bench.rebalance_steps` (librdkafka members joining one by one, one leaving,
+one killed; the classic protocol, eager and cooperative, beside the consumer protocol; issue 26).
 """
 
 from __future__ import annotations
@@ -122,11 +124,11 @@ class Members:
                 process.kill()
 
 
-def create_topic(bootstrap: str) -> str:
+def create_topic(bootstrap: str, partitions: int = PARTITIONS) -> str:
     topic = f"rebalance-{uuid.uuid4().hex[:8]}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+        admin.create_topics([NewTopic(topic, partitions, 1)])
     finally:
         admin.close()
     return topic
@@ -242,6 +244,10 @@ def ratio_line(ratios: dict, name: str = "ours") -> str:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["steps"]:  # the step-by-step mode: classic and consumer protocol, N members, P partitions
+        from bench import rebalance_steps
+        rebalance_steps.main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
