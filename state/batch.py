@@ -343,10 +343,10 @@ coordinator): a view is written at every rebalance."""
 def _fetch_position(group: ClassicGroup | ConsumerGroup | None,
                     position: tuple[int, int] | None) -> tuple[int, int] | None:
     """`position` where the group's view may carry its offsets for a gateway to answer an OffsetFetch from: a
-    Stable classic group none of whose offsets the retention check could remove (a timer's change would not show
-    in the requests topic, which is what the gateway checks the view against), with at most VIEW_OFFSETS_MAX of
-    them. A consumer group's view carries none."""
-    if (position is None or not isinstance(group, ClassicGroup) or group.state != GroupState.STABLE
+    Stable classic group, or a consumer group, none of whose offsets the retention check could remove (a timer's
+    change would not show in the requests topic, which is what the gateway checks the view against), with at most
+    VIEW_OFFSETS_MAX of them."""
+    if (position is None or group is None or (isinstance(group, ClassicGroup) and group.state != GroupState.STABLE)
             or offsets_can_expire(group) or len(group.offsets) > VIEW_OFFSETS_MAX):
         return None
     return position
