@@ -307,12 +307,17 @@ class ClientConnection:
         bodies = control_requests(api, version, doc, self.principal, extra)
         if fast_path is not None:
             for body in bodies:
-                fast_path.before_request(body["group_id"])
-        if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
-            named = await self.gateway.member_id_round.answer(version, bodies[0])
-            if named is not None:
-                return named
-        answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s) for body in bodies))
+                fast_path.before_request(body["group_id"], api.name)
+        try:
+            if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
+                named = await self.gateway.member_id_round.answer(version, bodies[0])
+                if named is not None:
+                    return named
+            answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s) for body in bodies))
+        finally:
+            if fast_path is not None:
+                for body in bodies:
+                    fast_path.after_request(body["group_id"], api.name)
         return api.merge(doc, list(answers), version)
 
     # -- SASL ------------------------------------------------------------------------------------------------

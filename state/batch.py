@@ -274,6 +274,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         clock = now_ms
     dead_letters = []
     fired_at = None
+    reconciling = False
     for index, raw in enumerate(requests):
         if request_times_ms is not None:
             clock = min(max(request_times_ms[index], clock), now_ms)
@@ -286,6 +287,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
             continue
         try:
             req = decode_request(raw)
+            reconciling = reconciling or req.api == "ConsumerGroupHeartbeat"
             if req.group_id != group_id:
                 raise BadRequest(f"group_id {req.group_id!r} routed to group {group_id!r}",
                                  body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
@@ -315,8 +317,11 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     only_offsets = group is decoded and _only_offsets(ctx.result.records)
     # The group's view (state.views) changes only through a record other than an offset's, or when the group is
     # loaded, created or deleted: then it is published (at times as it was, after a record of a rebalance that left
-    # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release).
-    publish_view = (not only_offsets or resumed) and (group is not None or decoded is not None)
+    # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release). A
+    # step with a ConsumerGroupHeartbeat the coordinator answered publishes it too, changed or not: its position is
+    # then past that heartbeat (a member acknowledging its partitions), so the member's OffsetFetch that follows
+    # can be answered from it (docs/gateway.md); a heartbeat that changes nothing is answered by the gateway.
+    publish_view = (not only_offsets or resumed or reconciling) and (group is not None or decoded is not None)
     return GroupStep(
         metadata=encode_metadata(group, persisted_current and only_offsets),
         offsets=encode_offsets(group) if offsets_changed else None,

@@ -123,13 +123,15 @@ def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], An
 def fetch_from_view(view: PublishedView | None, req: OffsetFetchRequest,
                     log_end: int | None) -> OffsetFetchResponse | None:
     """The answer to an OffsetFetch from the view's offsets, where they are the group's now: the view carries them
-    as of the last request it applied (`position`), and nothing was written to the group's requests-topic
-    partition after that request (`log_end`, that partition's end noted after the OffsetFetch arrived, is just past
-    it). A commit acknowledged before the fetch arrived, by any member through any gateway, lies in between and
-    sends the fetch to the coordinator. A consumer group's view also checks the member and epoch the fetch names
+    as of the last request it applied (`position`), and every request written to the group's requests-topic
+    partition before the OffsetFetch arrived is at or before that request (`log_end`, that partition's end noted
+    after the fetch arrived, is at most just past it; a view read later may be past it). A commit acknowledged
+    before the fetch arrived, by any member through any gateway, lies past an older view's position and sends the
+    fetch to the coordinator. A consumer group's view also checks the member and epoch the fetch names
     (OffsetFetch v9+) with the coordinator's rule, over its members as of that request. None: ask the
     coordinator."""
-    if view is None or view.offsets is None or view.position is None or log_end != view.position.offset + 1:
+    if (view is None or view.offsets is None or view.position is None or log_end is None
+            or log_end > view.position.offset + 1):
         return None
     if isinstance(view, PublishedConsumerGroup):
         if view.committers is None:

@@ -14,7 +14,7 @@ from state.fast_answers import commit_from_view
 from state.offsets import fetch_from_view
 from state.views import PublishedConsumerGroup, decode_view, encode_view, view_of
 from state.wire import decode_request
-from tests.state.consumer.test_step import assigned, consumer_context, two_members
+from tests.state.consumer.test_step import T, assigned, consumer_context, two_members
 from tests.state.context import GroupContext
 
 MAX_METADATA = 4096
@@ -185,3 +185,23 @@ class TestFetchesFromTheView:
         assert {m: (c.member_epoch, c.uses_classic_protocol) for m, c in view.committers.items()} == {
             "A": (2, False), "B": (2, False), "C": (3, False)}
 
+
+    def test_a_heartbeat_the_coordinator_answers_publishes_the_view_so_the_fetch_that_follows_is_answered(self):
+        """librdkafka fetches its offsets as soon as a heartbeat's answer gives it partitions, and acknowledges them
+        in its next heartbeat: a view published only when the group changed would be behind that heartbeat."""
+        ctx = consumer_context()
+        ctx.consumer_join("A")
+        ctx.commit({("t", 0): 5}, member_id="A", generation=1, version=9)
+        ctx.consumer_heartbeat("A", 1, topic_partitions=[{"topic_id": T, "partitions": list(range(6))}])
+        assert ctx.last.records == [] and ctx.last.publish_view  # it changed nothing
+        assert published(ctx).position.offset == ctx.requests_topic_end - 1
+        assert from_view(ctx, published(ctx), fetch("A", 1))["topics"][0]["partitions"][0]["committed_offset"] == 5
+
+    def test_a_view_read_after_the_fetch_arrived_and_past_its_end_answers_it(self):
+        """What the fetch must see is every request written before it arrived: a later view has them too."""
+        ctx = self.committed_then_joined()
+        end_when_it_arrived = ctx.requests_topic_end
+        ctx.consumer_heartbeat("A", 1)
+        body = fetch("A", 1)
+        answer = fetch_from_view(published(ctx), decode_request(json.dumps(body).encode()), end_when_it_arrived)
+        assert answer is not None and answer.topics[0].partitions[0].committed_offset == 5
