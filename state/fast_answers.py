@@ -75,14 +75,21 @@ def consumer_heartbeat_from_view(view: PublishedView | None,
         return None
     member = view.members.get(req.member_id)
     if (member is None or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
-            or (req.instance_id is not None and req.instance_id != member.instance_id) or req.rack_id is not None
-            or req.rebalance_timeout_ms != -1 or req.subscribed_topic_names is not None
-            or req.subscribed_topic_regex is not None or req.server_assignor is not None
-            or req.topic_partitions is not None):
+            or (req.instance_id is not None and req.instance_id != member.instance_id)
+            or not declares_nothing_new(req)):
         return None
     return ConsumerGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
                                           member_id=req.member_id, member_epoch=req.member_epoch,
                                           heartbeat_interval_ms=view.heartbeat_interval_ms)
+
+
+def declares_nothing_new(req: ConsumerGroupHeartbeatRequest) -> bool:
+    """A member's regular heartbeat, as librdkafka sends it between changes: at an epoch (no join, no leave), every
+    other field null or -1 (no subscription, assignor, rack, rebalance timeout or owned partitions). Only the
+    coordinator's state can make its answer other than "nothing changed"."""
+    return (req.member_epoch > 0 and req.rack_id is None and req.rebalance_timeout_ms == -1
+            and req.subscribed_topic_names is None and req.subscribed_topic_regex is None
+            and req.server_assignor is None and req.topic_partitions is None)
 
 
 def commit_from_view(view: PublishedView | None, req: OffsetCommitRequest,
