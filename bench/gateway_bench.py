@@ -556,8 +556,9 @@ def summary_line(fast: dict) -> str:
         f"{three['gateway']['seconds_to_commit_all']} s through the gateway, {three['tansu']['seconds_to_commit_all']} "
         f"s on tansu's coordinator (ratio {three['ratio']}); with the group's forming "
         f"{three['gateway']['seconds']} s and {three['tansu']['seconds']} s (ratio {three['ratio_with_forming']}); "
-        f"with KIP-848's consumer protocol through the gateway {three['gateway_consumer_protocol']['seconds_to_commit_all']}"
-        f" s (ratio to tansu's classic {three['consumer_protocol_ratio']}), commit call p50 "
+        f"with KIP-848's consumer protocol through the gateway "
+        f"{three['gateway_consumer_protocol']['seconds_to_commit_all']} s (ratio to tansu's classic "
+        f"{three['consumer_protocol_ratio']}), commit call p50 "
         f"{three['gateway_consumer_protocol']['commit_call']['p50_ms']} ms (classic "
         f"{three['gateway']['commit_call']['p50_ms']} ms, tansu {three['tansu']['commit_call']['p50_ms']} ms); "
         f"uptime {_uptime()}",
