@@ -42,6 +42,7 @@ from state.consumer.member import ConsumerGroupMember, MemberState, Partitions
 from state.consumer.topics import kafka_uuid
 from state.errors import CoordinatorError, Errors
 from state.records import Record
+from state.rules import authorize_member
 from state.timers import (
     Cancel,
     Schedule,
@@ -85,12 +86,16 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
     out: list[Record] = []
     timers: list[TimerOperation] = []
     changed: dict[str, ConsumerGroupMember | None] = {}
-    if req.group_instance_id is None:
-        member = group.members.get(member_id) or ConsumerGroupMember(member_id)
+    existing = (group.members.get(member_id) if req.group_instance_id is None
+                else group.static_member(req.group_instance_id))
+    if existing is not None and existing.member_id == member_id:
+        authorize_member(existing, member_id, req.principal)  # a member joins again as itself
+        member = existing
+    elif req.group_instance_id is None:
+        member = ConsumerGroupMember(member_id)
     else:
-        existing = group.static_member(req.group_instance_id)
-        member = existing if existing is not None and existing.member_id == member_id else _static_member(
-            group, member_id, 0, req.group_instance_id, None, True, out, changed, classic=True)
+        member = _static_member(group, member_id, 0, req.group_instance_id, None, True, out, changed, req.principal,
+                                classic=True)
     try:
         subscription = decode_subscription(base64.b64decode(req.protocols[0].metadata))
     except (ConsumerProtocolError, ValueError, struct.error):
@@ -104,6 +109,7 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
         subscribed_topic_names=tuple(sorted(set(subscription.topics))),
         client_id=req.client_id,
         client_host=req.client_host,
+        principal=req.principal if req.principal is not None else member.principal,
         classic_member_metadata=ClassicMemberMetadata(
             session_timeout_ms=req.session_timeout_ms,
             supported_protocols=tuple(ClassicProtocol(name=p.name, metadata=p.metadata) for p in req.protocols)),
@@ -142,8 +148,10 @@ def _ids(partitions: tuple[tuple[str, tuple[int, ...]], ...], env: Env) -> Parti
 
 # -- SyncGroup and Heartbeat ---------------------------------------------------------------------------------------
 
-def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
-    """Kafka's validateConsumerGroupMember and throwIfMemberDoesNotUseClassicProtocol."""
+def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None,
+                    principal: str | None) -> ConsumerGroupMember:
+    """Kafka's validateConsumerGroupMember, our principal binding (`state.rules.authorize`) and
+    throwIfMemberDoesNotUseClassicProtocol."""
     if instance_id is None:
         member = group.members.get(member_id)
         if member is None:
@@ -157,6 +165,7 @@ def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | Non
         if member.member_id != member_id:
             raise CoordinatorError(Errors.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                    f"{instance_id} was fenced by member {member.member_id}.")
+    authorize_member(member, member.member_id, principal)
     if not member.uses_classic_protocol:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic "
                                "protocol.")
@@ -177,7 +186,7 @@ def _join_timeout(member: ConsumerGroupMember, env: Env) -> list[TimerOperation]
 
 def classic_sync(group: ConsumerGroup, req: SyncGroupRequest, env: Env) -> CoordinatorResult:
     try:
-        member = _classic_member(group, req.member_id, req.group_instance_id)
+        member = _classic_member(group, req.member_id, req.group_instance_id, req.principal)
         _throw_if_generation_id_unmatched(member, req.generation_id)
         protocol_name = member.classic_member_metadata.supported_protocols[0].name  # type: ignore[union-attr]
         if req.protocol_type is not None and req.protocol_type != CONSUMER_PROTOCOL_TYPE:
@@ -198,7 +207,7 @@ def classic_sync(group: ConsumerGroup, req: SyncGroupRequest, env: Env) -> Coord
 
 def classic_heartbeat(group: ConsumerGroup, req: HeartbeatRequest, env: Env) -> CoordinatorResult:
     try:
-        member = _classic_member(group, req.member_id, req.group_instance_id)
+        member = _classic_member(group, req.member_id, req.group_instance_id, req.principal)
         _throw_if_generation_id_unmatched(member, req.generation_id)
     except CoordinatorError as exc:
         return _result(response=simple_response(req, exc.code))
@@ -233,12 +242,13 @@ def classic_leave(group: ConsumerGroup, req: LeaveGroupRequest, env: Env) -> Coo
         member_id, instance_id = entry.member_id, entry.group_instance_id
         try:
             if instance_id is None:
-                member = _classic_member(group, member_id, None)
+                member = _classic_member(group, member_id, None, req.principal)
             else:
                 member = group.static_member(instance_id)
                 if member is None:
                     raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-                _classic_member(group, member.member_id if member_id == "" else member_id, instance_id)
+                _classic_member(group, member.member_id if member_id == "" else member_id, instance_id,
+                                req.principal)
             if member not in leaving:
                 leaving.append(member)
             results.append(MemberResponse(member.member_id, instance_id, Errors.NONE))

@@ -72,7 +72,7 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
             members.append(ConsumerGroupMember(
                 member_id, instance_id=m.group_instance_id, rack_id=subscription.rack_id, member_epoch=generation,
                 previous_member_epoch=generation, state=MemberState.STABLE, rebalance_timeout_ms=m.rebalance_timeout_ms,
-                client_id=m.client_id, client_host=m.client_host,
+                client_id=m.client_id, client_host=m.client_host, principal=m.principal,
                 subscribed_topic_names=tuple(sorted(set(subscription.topics))),
                 assigned_partitions={t: dict.fromkeys(p, generation) for t, p in assigned.items()},
                 classic_member_metadata=ClassicMemberMetadata(session_timeout_ms=m.session_timeout_ms, supported_protocols=tuple(
@@ -128,7 +128,8 @@ def downgrade_record(group: ConsumerGroup, leaving: str, image: MetadataImage, n
             member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
             client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
             session_timeout=m.classic_member_metadata.session_timeout_ms,  # type: ignore[union-attr]
-            subscription=metadata, assignment=base64.b64encode(assignment).decode()))
+            subscription=metadata, assignment=base64.b64encode(assignment).decode(),
+            principal=msgspec.UNSET if m.principal is None else m.principal))
     value = GroupMetadataValue(protocol_type=CONSUMER_PROTOCOL_TYPE, generation=group.group_epoch, protocol=protocol,
                                leader=staying[0].member_id, current_state_timestamp=now_ms, members=tuple(members))
     return Record(GroupMetadataKey(group.group_id), GroupMetadataRecord(
