@@ -6,8 +6,11 @@ records; `state.consumer.coordinator` applies them (and does what Kafka's runtim
 requests answered, timers moved, a rebalance prepared).
 
 Partitions cross between the two by topic name (the classic protocol's) and topic id (the consumer protocol's)
-through the cluster's metadata image; a topic the image does not know is left out, as Kafka's
-`toTopicPartitionMap` does.
+through the cluster's metadata image. Kafka's image always holds every topic of the cluster, so its
+`toTopicPartitionMap` can leave out a topic the image lacks: the topic is gone. Ours is the driver's last
+`TopicMetadata` (`streaming.kafka_io.topic_watch`), absent just after a rebuild from the records topic and up to a
+refresh interval behind the cluster, so an upgrade waits until the image names every topic the classic members
+hold (`upgrade_records`).
 """
 
 from __future__ import annotations
@@ -55,7 +58,9 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
     generation, its target and assigned partitions its last classic assignment, its classic metadata (session
     timeout, protocols) kept. In Kafka's order: subscriptions, group epoch, targets, assignment epoch, current
     assignments. A member whose embedded protocol cannot be decoded, or whose assignment carries user data (the
-    reference's section 9), makes the upgrade impossible (GROUP_ID_NOT_FOUND)."""
+    reference's section 9), makes the upgrade impossible (GROUP_ID_NOT_FOUND). A member holding a topic the image
+    does not name defers it (COORDINATOR_LOAD_IN_PROGRESS, which clients retry): converting then would take that
+    topic's partitions from their owner, unrevoked, and give them to another member."""
     group_id = group.group_id
     generation = group.generation
     members: list[ConsumerGroupMember] = []
@@ -68,6 +73,7 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
                 # a client-side assignor's state (the sticky assignors' generation): the server cannot carry it
                 raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {group_id} "
                                        "to consumer group because an assignment carries user data.")
+            _throw_if_topics_are_unknown(group_id, classic_assignment.assigned_partitions, image)
             assigned = _ids(classic_assignment.assigned_partitions, image)
             members.append(ConsumerGroupMember(
                 member_id, instance_id=m.group_instance_id, rack_id=subscription.rack_id, member_epoch=generation,
@@ -87,6 +93,14 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
         records.target_assignment_epoch(group_id, generation, 0),
         *(records.current_assignment(group_id, m) for m in members),
     ]
+
+
+def _throw_if_topics_are_unknown(group_id: str, partitions: tuple[tuple[str, tuple[int, ...]], ...],
+                                 image: MetadataImage) -> None:
+    unknown = sorted({name for name, parts in partitions if parts and name not in image.by_name})
+    if unknown:
+        raise CoordinatorError(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"Cannot upgrade the classic group {group_id} "
+                               f"to consumer group yet: the cluster's topics do not include {', '.join(unknown)}.")
 
 
 def _ids(partitions: tuple[tuple[str, tuple[int, ...]], ...], image: MetadataImage) -> Partitions:

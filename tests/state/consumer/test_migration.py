@@ -420,3 +420,22 @@ def test_a_restarted_static_classic_member_replaces_its_instance():
     assert ctx.group.members[again["member_id"]].assigned() == held
     assert ctx.sync(first["member_id"], first["generation_id"], instance="i")[0]["error_code"] == (
         Errors.FENCED_INSTANCE_ID)
+
+
+def test_an_upgrade_waits_for_the_topics_the_classic_members_hold():
+    """Kafka's image always holds the cluster's topics; ours may not yet (just after a rebuild from the records
+    topic, or a topic created since the driver's last refresh). The member would be converted without its
+    partitions, which another member would then be given: the heartbeat is answered COORDINATOR_LOAD_IN_PROGRESS
+    (retried) and nothing is converted until the image names them."""
+    ctx = GroupContext(now_ms=1_000)  # no topic metadata yet
+    (classic,) = ctx.stable_group(1)
+    response = ctx.consumer_join("B")
+    assert response["error_code"] == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    assert response["error_message"] == ("Cannot upgrade the classic group g to consumer group yet: the cluster's "
+                                         "topics do not include t.")
+    assert isinstance(ctx.group, ClassicGroup) and ctx.last.records == []
+    ctx.publish_topics(1, (topic_id("other"), "other", 1))  # an image without t
+    assert ctx.consumer_join("B")["error_code"] == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    ctx.publish_topics(2, (T, "t", 6))
+    assert ctx.consumer_join("B")["error_code"] == Errors.NONE
+    assert ctx.group.members[classic].assigned() == {T: frozenset({0})}
