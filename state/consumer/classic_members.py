@@ -28,10 +28,16 @@ from schemas.messages import (
     MemberResponse,
     SyncGroupRequest,
 )
-from state.consumer.conversion import CONSUMER_PROTOCOL_TYPE, assignment_bytes
-from state.consumer.group import ConsumerGroup
+from state.consumer.conversion import (
+    CONSUMER_PROTOCOL_TYPE,
+    assignment_bytes,
+    downgrade_record,
+    validate_online_downgrade_with_replaced_member,
+)
+from state.consumer.group import ConsumerGroup, delete_records
 from state.consumer.heartbeat import (
     Env,
+    _cancel_member_timers,
     _result,
     _static_member,
     _throw_if_group_is_full,
@@ -39,6 +45,8 @@ from state.consumer.heartbeat import (
     update_and_reconcile,
 )
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions
+from state.consumer.replay import replay
+from state.consumer.stored import snapshot
 from state.consumer.topics import kafka_uuid
 from state.errors import CoordinatorError, Errors
 from state.records import Record
@@ -86,6 +94,7 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
     out: list[Record] = []
     timers: list[TimerOperation] = []
     changed: dict[str, ConsumerGroupMember | None] = {}
+    replaced = None if req.group_instance_id is None else group.static_member(req.group_instance_id)
     existing = (group.members.get(member_id) if req.group_instance_id is None
                 else group.static_member(req.group_instance_id))
     if existing is not None and existing.member_id == member_id:
@@ -116,13 +125,33 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
     )
     owned = _ids(subscription.owned_partitions, env)
     updated = update_and_reconcile(group, member, updated, owned, changed, out, timers, env)
+    response = join_response(req, Errors.NONE, member_id=member_id, generation_id=updated.member_epoch,
+                             protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=req.protocols[0].name)
+    if (replaced is not None and replaced.member_id != member_id
+            and validate_online_downgrade_with_replaced_member(group, replaced.member_id, config)):
+        return _downgrade(group, out, replaced.member_id, response, env)
     rebalance_timeout = req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else req.session_timeout_ms
     timers += [Cancel(consumer_join_timeout_key(member_id)),
                Schedule(consumer_session_timeout_key(member_id), env.now_ms + req.session_timeout_ms),
                Schedule(consumer_sync_timeout_key(member_id), env.now_ms + rebalance_timeout)]
-    return _result(out, join_response(req, Errors.NONE, member_id=member_id, generation_id=updated.member_epoch,
-                                      protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=req.protocols[0].name),
-                   timers)
+    return _result(out, response, timers)
+
+
+def _downgrade(group: ConsumerGroup, written: list[Record], replaced: str, response: object,
+               env: Env) -> CoordinatorResult:
+    """The joining static member replaced the group's last member of the consumer protocol: the group goes back to
+    a classic group of the same members, the joining one holding what the replaced one held (Kafka's
+    convertToClassicGroup with a joining member). After the join's records, the tombstones of the group they leave
+    and the classic group's metadata record; every member's consumer timers end. No rebalance: the classic group is
+    Stable and the member syncs with the generation it was answered (`state.consumer.coordinator`)."""
+    joined = None
+    for record in (*snapshot(group), *written):
+        joined = replay(joined, record)
+    timers: list[TimerOperation] = []
+    for member_id in sorted({*group.members, *joined.members}):  # type: ignore[union-attr]
+        timers += _cancel_member_timers(member_id, env)
+    return _result((*written, *delete_records(joined), downgrade_record(  # type: ignore[arg-type]
+        joined, None, env.image, env.now_ms)), response, timers)  # type: ignore[arg-type]
 
 
 def _throw_if_protocols_are_not_supported(group: ConsumerGroup, req: JoinGroupRequest) -> None:

@@ -126,9 +126,18 @@ def validate_online_downgrade(group: ConsumerGroup, leaving: str, config: Coordi
             and len(group.members) - 1 <= config.group_max_size)
 
 
-def downgrade_record(group: ConsumerGroup, leaving: str, image: MetadataImage, now_ms: int) -> Record:
-    """The classic group's metadata record for what stays of the group once `leaving` is gone (Kafka's
-    fromConsumerGroup): Stable at generation = the group epoch, protocol type `consumer`, the protocol the members
+def validate_online_downgrade_with_replaced_member(group: ConsumerGroup, replaced: str,
+                                                   config: CoordinatorConfig) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMemberId: a static member of the classic protocol takes the place
+    of `replaced`, and every other member uses the classic protocol too; the policy allows it, and the group (as
+    many members as before) fits in a classic group."""
+    return (all(m.uses_classic_protocol for m_id, m in group.members.items() if m_id != replaced)
+            and config.migration_allows("downgrade") and len(group.members) <= config.group_max_size)
+
+
+def downgrade_record(group: ConsumerGroup, leaving: str | None, image: MetadataImage, now_ms: int) -> Record:
+    """The classic group's metadata record for what stays of the group once `leaving` is gone (None: every member
+    stays, one of them having just replaced a static member) (Kafka's fromConsumerGroup): Stable at generation = the group epoch, protocol type `consumer`, the protocol the members
     vote for, each member's assignment its target serialized with the consumer protocol at the version its
     subscription was written with. Written after the consumer group's tombstones (`delete_records`)."""
     staying = [group.members[m] for m in sorted(group.members) if m != leaving]
