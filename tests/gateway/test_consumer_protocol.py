@@ -4,8 +4,8 @@
 consuming, the admin client describes the group as a consumer group with its members' epochs and assignments, a
 killed member's partitions move after the session timeout (12 s here, `GATEWAY_PROPERTIES`; heartbeats every 5 s,
 Kafka's default), a static member comes back to its partitions, a regex subscription picks up a topic created
-later, and a classic kafka-python consumer shares a group with a consumer-protocol one (the group converted both
-ways, `group.consumer.migration.policy=bidirectional`)."""
+later, a classic kafka-python consumer shares a group with a consumer-protocol one (the group converted both
+ways, `group.consumer.migration.policy=bidirectional`), and a member refuses another principal's requests."""
 
 from __future__ import annotations
 
@@ -18,7 +18,14 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaProducer
 
-from gateway.kafka_apis import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from gateway.kafka_apis import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from gateway.process import start_gateway
+from state.errors import Errors
 from tests.gateway.conftest import (
     KAFKA_PYTHON,
     GatewayEnv,
@@ -29,7 +36,7 @@ from tests.gateway.conftest import (
     produce,
     wait_for,
 )
-from tests.gateway.raw import Connection
+from tests.gateway.raw import Connection, login
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
@@ -159,6 +166,35 @@ class RegexSubscriber:
                  what=f"{self.later} consumed", group=[self.member])
         assigned = {t for e in self.member.of("assign") for t in e["topics"]}
         assert assigned == {self.first, self.later} and not self.member.of("revoke") and not self.member.of("lost")
+
+
+def test_a_member_acts_only_for_the_principal_that_joined_it(gateway_env: GatewayEnv, members: Members, tmp_path):
+    """Mallory knows alice's member id and epoch: her heartbeat (which the gateway would answer from the view for
+    alice) and her leave are refused (30), and alice's member stays as it was."""
+    users = tmp_path / "users.properties"
+    users.write_text("alice=alice-secret\nmallory=mallory-secret\n")
+    secured = start_gateway(gateway_env.broker, gateway_env.topics, args=["--sasl-users", str(users)],
+                            log_path=tmp_path / "sasl-gateway.log")
+    try:
+        topic = gateway_env.topic()
+        group = f"cp-principal-{topic}"
+        alice = members.start(CLIENT, secured.bootstrap_servers, topic, group, **CONSUMER, **{
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
+            "sasl.password": "alice-secret"})
+        (member,) = wait_for(lambda: describe_v1(gateway_env, group).members, what="alice's member joined",
+                             group=[alice])
+        mallory = login(secured.bootstrap_servers, "mallory", "mallory-secret")
+        try:
+            for epoch in (member.member_epoch, -1):
+                answer = mallory.call(ConsumerGroupHeartbeatRequest[1](
+                    group_id=group, member_id=member.member_id, member_epoch=epoch), 1, ConsumerGroupHeartbeatResponse)
+                assert answer.error_code == Errors.GROUP_AUTHORIZATION_FAILED
+        finally:
+            mallory.close()
+        (after,) = describe_v1(gateway_env, group).members
+        assert (after.member_id, after.member_epoch) == (member.member_id, member.member_epoch)
+    finally:
+        secured.stop()
 
 
 def test_a_killed_member_s_partitions_move_after_the_session_timeout(gateway_env: GatewayEnv, members: Members):
