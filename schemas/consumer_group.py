@@ -167,6 +167,7 @@ class ConsumerViewMember(Message, frozen=True):
     member_id: str
     instance_id: str | None
     member_epoch: Int32
+    principal: Annotated[str | None, Extension("the principal the member is bound to (None: none)")] = None
 
 
 class ConsumerGroupView(Struct, frozen=True, kw_only=True):
@@ -296,6 +297,8 @@ class ConsumerGroupMemberMetadataValue(Struct, frozen=True, kw_only=True):
     server_assignor: str | None
     classic_member_metadata: Annotated[ClassicMemberMetadata | None, Meta(
         description="tagged in Kafka; set for a member of the classic protocol in a consumer group")] = None
+    principal: Annotated[str | UnsetType, Extension(
+        "the principal that joined the member (absent when none)")] = UNSET
 
 
 class ConsumerGroupTargetAssignmentMetadataValue(Struct, frozen=True, kw_only=True):

@@ -42,7 +42,7 @@ def view_of(group, config: CoordinatorConfig,
         return ConsumerGroupView(
             group_epoch=group.group_epoch, heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
             session_timeout_ms=config.group_consumer_session_timeout_ms,
-            members=tuple(ConsumerViewMember(m.member_id, m.instance_id, m.member_epoch)
+            members=tuple(ConsumerViewMember(m.member_id, m.instance_id, m.member_epoch, m.principal)
                           for member_id, m in sorted(group.members.items())
                           if answerable and m.is_reconciled_to(group.assignment_epoch)
                           and member_id not in group.heartbeat_owed))

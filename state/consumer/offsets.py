@@ -5,13 +5,15 @@ with the error; they change nothing.
 Commits, as Kafka 4.3 (KIP-1251) checks them:
 - an epoch below 0 on a group without members is an admin's (or a consumer without group management): accepted;
 - a TxnOffsetCommit without member (epoch -1, member id "", no instance id) is accepted;
-- an unknown member id is UNKNOWN_MEMBER_ID; a member of the classic protocol (`state.consumer.classic_members`)
+- an unknown member id is UNKNOWN_MEMBER_ID, another principal's member GROUP_AUTHORIZATION_FAILED (our binding,
+  `state.rules.authorize`); a member of the classic protocol (`state.consumer.classic_members`)
   commits with any version and its generation, which must be its member epoch (ILLEGAL_GENERATION); a member of the
   consumer protocol must commit with OffsetCommit v9+ (UNSUPPORTED_VERSION);
 - the member's epoch commits every partition; a newer epoch is STALE_MEMBER_EPOCH; an older one commits a
   partition only if the member still holds it (assigned or being revoked) from that epoch or earlier, else
   STALE_MEMBER_EPOCH for that partition (the member's heartbeat bumped its epoch before it could commit).
-Fetches: without member id and with a negative epoch, accepted; else the member must exist and the epoch be its.
+Fetches: without member id and with a negative epoch, accepted; else the member must exist, belong to the
+principal, and the epoch be its.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Callable
 
 from state.consumer.group import ConsumerGroup
 from state.errors import CoordinatorError, Errors
+from state.rules import authorize_member
 
 PartitionValidator = Callable[[str, int], Errors]
 """(topic id, partition) -> NONE, or the error of that partition."""
@@ -32,7 +35,8 @@ def _accept(topic_id: str, partition: int) -> Errors:
 
 
 def validate_offset_commit(group: ConsumerGroup, *, member_id: str, instance_id: str | None, member_epoch: int,
-                           api_version: int, transactional: bool = False) -> PartitionValidator:
+                           api_version: int, transactional: bool = False,
+                           principal: str | None = None) -> PartitionValidator:
     """The per-partition check of an accepted commit; CoordinatorError for a refused one."""
     if member_epoch < 0 and not group.members:
         return _accept
@@ -42,6 +46,7 @@ def validate_offset_commit(group: ConsumerGroup, *, member_id: str, instance_id:
     if member is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                f"Member {member_id} is not a member of group {group.group_id}.")
+    authorize_member(member, member_id, principal)
     if member.uses_classic_protocol:
         _throw_if_generation_is_not_the_epoch(member_epoch, member.member_epoch)
         return _accept
@@ -64,7 +69,8 @@ def validate_offset_commit(group: ConsumerGroup, *, member_id: str, instance_id:
     return held_since
 
 
-def validate_offset_fetch(group: ConsumerGroup, *, member_id: str | None, member_epoch: int) -> None:
+def validate_offset_fetch(group: ConsumerGroup, *, member_id: str | None, member_epoch: int,
+                          principal: str | None = None) -> None:
     """CoordinatorError when the fetch names a member it may not fetch for."""
     if member_id is None and member_epoch < 0:
         return
@@ -72,6 +78,7 @@ def validate_offset_fetch(group: ConsumerGroup, *, member_id: str | None, member
     if member is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                f"Member {member_id} is not a member of group {group.group_id}.")
+    authorize_member(member, member.member_id, principal)
     if member.uses_classic_protocol:
         _throw_if_generation_is_not_the_epoch(member_epoch, member.member_epoch)
     elif member_epoch != member.member_epoch:
