@@ -47,10 +47,6 @@ class CoordinatorConfig:
     group_consumer_migration_policy: str = "bidirectional"
     group_consumer_regex_refresh_interval_ms: int = 600_000
     """Regular expressions are resolved again at least this often (Kafka 4.2+), besides when topics are created."""
-    coordinator_reconciliation_heartbeat_interval_ms: int = 0
-    """Our extension (Kafka has no such key): the heartbeat interval told to a consumer-protocol member whose
-    reconciliation is unfinished, where shorter than `group.consumer.heartbeat.interval.ms`, so that it picks up
-    released partitions sooner (`state.consumer.interval`). <= 0 disables."""
 
     def __post_init__(self) -> None:
         """Kafka refuses the same inconsistent values at broker start (GroupCoordinatorConfig's `require`s)."""

@@ -322,8 +322,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
         assignment = response_assignment(partitions_of(updated.assigned_partitions))
     response = ConsumerGroupHeartbeatResponse(
         request_id=request.request_id, group_id=group_id, error_code=Errors.NONE, member_id=updated.member_id,
-        member_epoch=updated.member_epoch, heartbeat_interval_ms=heartbeat_interval_ms(
-            env.config, env.waited_ms, reconciling=updated.state is not MemberState.STABLE),
+        member_epoch=updated.member_epoch, heartbeat_interval_ms=heartbeat_interval_ms(env.config, env.waited_ms),
         assignment=assignment)
     return _result(tuple(out), response, tuple(timers))
 

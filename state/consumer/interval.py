@@ -23,13 +23,9 @@ WAITS_PER_INTERVAL = 4
 """How many of the last wait the interval told leaves room for."""
 
 
-def heartbeat_interval_ms(config: CoordinatorConfig, waited_ms: int, reconciling: bool = False) -> int:
-    """The interval to tell a member whose heartbeat waited `waited_ms` for its batch. A member still `reconciling`
-    (partitions to revoke, or partitions it waits for their owners to release) gets its partitions only at a
-    heartbeat, so it is told `coordinator.reconciliation.heartbeat.interval.ms` where that is shorter."""
+def heartbeat_interval_ms(config: CoordinatorConfig, waited_ms: int) -> int:
+    """The interval to tell a member whose heartbeat waited `waited_ms` for its batch."""
     configured = config.group_consumer_heartbeat_interval_ms
-    if reconciling and config.coordinator_reconciliation_heartbeat_interval_ms > 0:
-        configured = min(configured, config.coordinator_reconciliation_heartbeat_interval_ms)
     lengthened = -(-WAITS_PER_INTERVAL * max(waited_ms, 0) // 1000) * 1000
     limit = max(configured, min(config.group_consumer_max_heartbeat_interval_ms,
                                 config.group_consumer_session_timeout_ms // 3))

@@ -75,29 +75,3 @@ def test_the_view_published_with_a_long_wait_tells_the_longer_interval_as_the_co
     assert ctx.last.publish_view
     answered = consumer_heartbeat_from_view(decode_view(ctx.last.view), heartbeat_request("A", 2))
     assert answered.heartbeat_interval_ms == 6_000
-
-
-# -- a shorter interval while a member's reconciliation is unfinished (`coordinator.reconciliation.heartbeat...`) --
-
-RECONCILING_1S = CoordinatorConfig(coordinator_reconciliation_heartbeat_interval_ms=1_000)
-
-
-def test_a_member_still_reconciling_is_told_the_reconciliation_interval_and_it_grows_with_the_wait_too():
-    assert heartbeat_interval_ms(RECONCILING_1S, 0, reconciling=True) == 1_000
-    assert heartbeat_interval_ms(RECONCILING_1S, 0, reconciling=False) == 5_000
-    assert heartbeat_interval_ms(RECONCILING_1S, 600, reconciling=True) == 3_000
-    assert heartbeat_interval_ms(CoordinatorConfig(), 0, reconciling=True) == 5_000  # off by default
-
-
-def test_a_joining_member_waiting_for_partitions_heartbeats_sooner_and_is_back_to_the_configured_once_it_has_them():
-    ctx = consumer_context()
-    ctx.config = RECONCILING_1S
-    ctx.consumer_join("A")
-    joined = ctx.consumer_join("B")  # everything is A's: B waits for A to release its share
-    assert joined["heartbeat_interval_ms"] == 1_000
-    revoke = ctx.consumer_heartbeat("A", 1)
-    assert revoke["heartbeat_interval_ms"] == 1_000  # A must revoke
-    keeps = revoke["assignment"]["topic_partitions"]
-    assert ctx.consumer_heartbeat("A", 1, topic_partitions=keeps)["heartbeat_interval_ms"] == 5_000
-    gets = ctx.consumer_heartbeat("B", 2)
-    assert gets["assignment"] is not None and gets["heartbeat_interval_ms"] == 5_000
