@@ -26,6 +26,13 @@ the load average, and the ratio lines
 `consumer protocol 10-member join: classic eager / consumer = X (goal >= 5)` and
 `consumer / fastest classic per step = Y (goal <= 2)` (Y: the worst of join, leave and kill; medians over
 `--rounds`; the protocols run in `--protocols`' order, reversed every other round). `--quick` is N=3, P=30, one round: a smoke test of about a minute or two.
+
+`--compare-set KEY=VALUE` (repeatable) pairs a coordinator setting against the current behaviour in the same run:
+once the protocols ran, their coordinator stops and one with these settings on top of `--set` starts (its own
+broker, query and gateway), on which the consumer protocol runs again as `consumer (compared)`; the line
+`consumer (compared) (...): N-member join, compared / consumer = X, classic eager / compared = Y` follows. For
+example a 1 s heartbeat interval (below Kafka's 5 s minimum, so with the minimum lowered):
+`--compare-set group.consumer.heartbeat.interval.ms=1000 --compare-set group.consumer.min.heartbeat.interval.ms=1000`.
 """
 
 from __future__ import annotations
