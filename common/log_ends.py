@@ -21,11 +21,22 @@ def high_watermarks(consumer: KafkaConsumer, positions: Mapping[TopicPartition, 
     """
     tps = list(positions)
     consumer.assign(tps)
-    for tp in tps:
-        consumer.seek(tp, positions[tp])
-        # kafka-python keeps the last high watermark; clear it so a stale value is never mistaken for a fresh one.
-        consumer._subscription.assignment[tp].highwater = None
     deadline = time.monotonic() + timeout_s
+    # kafka-python sends the next fetch as soon as it parses one, so the first answer parsed here may have been
+    # fetched before this call, at the same position (so not discarded), and carry an old end: the group directory
+    # once listed a group deleted a batch before. The second round's answer was fetched during the call.
+    for _ in range(2):
+        for tp in tps:
+            consumer.seek(tp, positions[tp])
+            # kafka-python keeps the last high watermark; clear it so a stale value is never mistaken for a fresh one.
+            consumer._subscription.assignment[tp].highwater = None
+        marks = _poll_marks(consumer, tps, deadline, timeout_s)
+    return marks
+
+
+def _poll_marks(consumer: KafkaConsumer, tps: list[TopicPartition], deadline: float,
+                timeout_s: float) -> dict[TopicPartition, int]:
+    """Poll until every partition in `tps` has a high watermark again."""
     while True:
         consumer.poll(timeout_ms=5, max_records=1)
         marks = {tp: consumer.highwater(tp) for tp in tps}
