@@ -3,8 +3,8 @@ heartbeats wait long for their micro-batch, the coordinator tells consumer-proto
 interval, and an unmodified librdkafka consumer (which times a heartbeat out after the interval it was told) follows
 it and keeps its partitions.
 
-Batches are made long the cheapest honest way: a query of its own whose trigger fires every 2.5 s
-(`trigger.interval.ms`), so a request waits up to 2.5 s for its batch, against a configured interval of 1 s and a
+Batches are made long the cheapest honest way: a query of its own whose trigger fires every 1.5 s
+(`trigger.interval.ms`), so a request waits up to 1.5 s for its batch, against a configured interval of 1 s and a
 15 s session (at most 5 s told: a third of it, which keeps the test short)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.broker]
 CONFIGURED_MS = 1_000
 SLOW_BATCHES = {
     **GATEWAY_PROPERTIES,
-    "trigger.interval.ms": "2500",
+    "trigger.interval.ms": "1500",
     "group.consumer.heartbeat.interval.ms": str(CONFIGURED_MS),
     "group.consumer.min.heartbeat.interval.ms": str(CONFIGURED_MS),
     "group.consumer.session.timeout.ms": "15000",
