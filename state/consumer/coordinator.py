@@ -35,7 +35,7 @@ from state.wire import parked_join_response, simple_response, sync_response
 def env(ctx: Context, now_ms: int | None = None) -> heartbeat.Env:
     group = ctx.group
     return heartbeat.Env(ctx.now_ms if now_ms is None else now_ms, ctx.config, ctx.image,
-                         group.timers if group is not None else {})
+                         group.timers if group is not None else {}, waited_ms=ctx.waited_ms)
 
 
 def apply(ctx: Context, result: CoordinatorResult, rebalance: bool = True) -> None:

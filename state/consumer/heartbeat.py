@@ -47,6 +47,7 @@ from state import records
 from state.config import CoordinatorConfig
 from state.consumer.conversion import downgrade_record, validate_online_downgrade
 from state.consumer.group import ConsumerGroup, delete_records, subscription_type
+from state.consumer.interval import heartbeat_interval_ms
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions, partitions_of, same_partitions
 from state.consumer.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
 from state.consumer.regex import InvalidRegularExpression, compile_regex, matching_topics
@@ -93,6 +94,9 @@ class Env:
     """The group's scheduled timers, key -> deadline."""
     assignors: Mapping[str, ServerAssignor] | None = None
     """By name; None: `group.consumer.assignors` from `assignors.registry`."""
+    waited_ms: int = 0
+    """How long the request waited for its batch: the heartbeat interval told grows with it
+    (`state.consumer.interval`)."""
 
     def assignor(self, name: str) -> ServerAssignor:
         if self.assignors is not None:
@@ -323,7 +327,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
         assignment = response_assignment(partitions_of(updated.assigned_partitions))
     response = ConsumerGroupHeartbeatResponse(
         request_id=request.request_id, group_id=group_id, error_code=Errors.NONE, member_id=updated.member_id,
-        member_epoch=updated.member_epoch, heartbeat_interval_ms=env.config.group_consumer_heartbeat_interval_ms,
+        member_epoch=updated.member_epoch, heartbeat_interval_ms=heartbeat_interval_ms(env.config, env.waited_ms),
         assignment=assignment)
     return _result(tuple(out), response, tuple(timers))
 
