@@ -26,6 +26,13 @@ the load average, and the ratio lines
 `consumer protocol 10-member join: classic eager / consumer = X (goal >= 5)` and
 `consumer / fastest classic per step = Y (goal <= 2)` (Y: the worst of join, leave and kill; medians over
 `--rounds`; the protocols run in `--protocols`' order, reversed every other round). `--quick` is N=3, P=30, one round: a smoke test of about a minute or two.
+
+`--compare-set KEY=VALUE` (repeatable) pairs a coordinator setting against the current behaviour in the same run:
+once the protocols ran, their coordinator stops and one with these settings on top of `--set` starts (its own
+broker, query and gateway), on which the consumer protocol runs again as `consumer (compared)`; the line
+`consumer (compared) (...): N-member join, compared / consumer = X, classic eager / compared = Y` follows. For
+example a 1 s heartbeat interval (below Kafka's 5 s minimum, so with the minimum lowered):
+`--compare-set group.consumer.heartbeat.interval.ms=1000 --compare-set group.consumer.min.heartbeat.interval.ms=1000`.
 """
 
 from __future__ import annotations
@@ -315,7 +322,7 @@ def run_protocol(bootstrap: str, topic: str, partitions: int, config: dict, coun
 def summarize(rounds: list[dict[str, list[dict]]], count: int) -> dict:
     """Medians over the rounds per protocol: each step, `join` (the N joins' sum), and the ratios."""
     medians: dict[str, dict[str, float]] = {}
-    for protocol in PROTOCOLS:
+    for protocol in (*PROTOCOLS, COMPARED):
         runs = [r[protocol] for r in rounds if protocol in r]
         if not runs:
             continue
@@ -328,8 +335,13 @@ def summarize(rounds: list[dict[str, list[dict]]], count: int) -> dict:
                 if s["seconds"] is not None:
                     by_step.setdefault(s["step"], []).append(s["seconds"])
         medians[protocol] = {step: round(statistics.median(v), 2) for step, v in by_step.items()}
-    if set(medians) != set(PROTOCOLS):
-        return {"medians": medians, "members": count}  # a subset of the protocols: no ratios
+    compared = {}
+    if "join" in medians.get(COMPARED, {}) and "join" in medians.get("consumer", {}):
+        compared["compared_over_consumer_join"] = round(medians[COMPARED]["join"] / medians["consumer"]["join"], 2)
+    if "join" in medians.get(COMPARED, {}) and "join" in medians.get("classic eager", {}):
+        compared["join_eager_over_compared"] = round(medians["classic eager"]["join"] / medians[COMPARED]["join"], 2)
+    if not set(PROTOCOLS) <= set(medians):
+        return {"medians": medians, "members": count, **compared}  # a subset of the protocols: no ratios
     consumer, eager = medians["consumer"], medians["classic eager"]
     per_step = {}
     for step in ("join", "leave", "kill"):
@@ -337,10 +349,10 @@ def summarize(rounds: list[dict[str, list[dict]]], count: int) -> dict:
         if step in consumer and classic:
             per_step[step] = round(consumer[step] / min(classic), 2)
     if "join" not in consumer or "join" not in eager or not per_step:
-        return {"medians": medians, "members": count}  # a step did not end in time
+        return {"medians": medians, "members": count, **compared}  # a step did not end in time
     worst = max(per_step, key=per_step.get)
     return {"medians": medians, "join_eager_over_consumer": round(eager["join"] / consumer["join"], 2),
-            "consumer_over_fastest_classic": per_step, "worst_step": worst, "members": count}
+            "consumer_over_fastest_classic": per_step, "worst_step": worst, "members": count, **compared}
 
 
 def table(rounds: list[dict[str, list[dict]]]) -> str:
@@ -358,10 +370,40 @@ def table(rounds: list[dict[str, list[dict]]]) -> str:
     return "\n".join(lines)
 
 
+COMPARED = "consumer (compared)"
+"""The consumer protocol on a coordinator of its own with `--compare-set`'s settings, in the same run."""
+
+
+class Coordinator:
+    """A broker, the coordinator query and a gateway (`bench.rebalance_bench.Ours`), a topic of P partitions and a
+    producer process writing to it."""
+
+    def __init__(self, spark, workdir: Path, props: dict[str, str], partitions: int, produce_interval_ms: int) -> None:
+        from bench.rebalance_bench import Ours, create_topic
+
+        self.ours = Ours(spark, workdir, props, [])
+        self.bootstrap = self.ours.bootstrap
+        self.topic = create_topic(self.ours.broker.bootstrap_servers, partitions)
+        self.writer = subprocess.Popen([sys.executable, "-m", "bench.rebalance_steps", "--producer", json.dumps(
+            {"bootstrap": self.ours.broker.bootstrap_servers, "topic": self.topic, "partitions": partitions,
+             "interval": produce_interval_ms / 1000})], stdin=subprocess.PIPE, text=True)
+        time.sleep(3.0)  # the topic in the coordinator's metadata (refreshed every second), records flowing
+
+    def stop(self) -> None:
+        self.writer.stdin.close()
+        try:
+            self.writer.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.writer.kill()
+            self.writer.wait()
+        self.ours.stop()
+
+
 def run(members: int, partitions: int, rounds: int, session_timeout_ms: int, produce_interval_ms: int,
         settle_s: float, overrides: dict[str, str], log, protocols: tuple[str, ...] = tuple(PROTOCOLS),
-        step_timeout_s: float = 180.0) -> dict:
-    from bench.rebalance_bench import Ours, create_topic
+        step_timeout_s: float = 180.0, compare: dict[str, str] | None = None) -> dict:
+    """`compare`: settings on top of `overrides` for a second coordinator, started after the first is stopped, on
+    which the consumer protocol runs again (`COMPARED`): an A/B of a coordinator setting in one run."""
     from streaming.query import spark_session
 
     load = {"start": os.getloadavg()}
@@ -372,44 +414,41 @@ def run(members: int, partitions: int, rounds: int, session_timeout_ms: int, pro
              "topic.metadata.refresh.interval.ms": "1000", **overrides}
     classic = {"session.timeout.ms": str(session_timeout_ms),
                "heartbeat.interval.ms": str(min(3000, session_timeout_ms // 3))}
-    ours = writer = None
-    try:
-        spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
-        ours = Ours(spark, workdir, props, [])
-        topic = create_topic(ours.broker.bootstrap_servers, partitions)
-        writer = subprocess.Popen([sys.executable, "-m", "bench.rebalance_steps", "--producer", json.dumps(
-            {"bootstrap": ours.broker.bootstrap_servers, "topic": topic, "partitions": partitions,
-             "interval": produce_interval_ms / 1000})], stdin=subprocess.PIPE, text=True)
-        time.sleep(3.0)  # the topic in the coordinator's metadata (refreshed every second), records flowing
-        for protocol, config in [(p, PROTOCOLS[p]) for p in ("classic eager", "consumer") if p in protocols]:
-            log(f"warm-up {protocol}")  # the query's first batches, its workers; a consumer group's topic ids
-            run_protocol(ours.bootstrap, topic, partitions, {**config, **(classic if protocol != "consumer" else {})},
-                         1, 0.0, workdir, log)
-        load["measuring"] = os.getloadavg()
-        results: list[dict[str, list[dict]]] = []
-        for r in range(rounds):
-            order = list(protocols) if r % 2 == 0 else list(reversed(protocols))
-            results.append({})
-            for protocol in order:
-                log(f"round {r + 1} {protocol}")
-                config = {**PROTOCOLS[protocol], **(classic if protocol != "consumer" else {})}
-                results[-1][protocol] = run_protocol(ours.bootstrap, topic, partitions, config, members, settle_s,
-                                                     workdir, log, step_timeout_s)
-        load["end"] = os.getloadavg()
-        return {"members": members, "partitions": partitions, "rounds": rounds,
-                "session_timeout_ms": session_timeout_ms, "produce_interval_ms": produce_interval_ms,
-                "coordinator": props, "classic_consumer": classic, "steps": results,
-                "summary": summarize(results, members), "load_average": load}
-    finally:
-        if writer is not None:
-            writer.stdin.close()
-            try:
-                writer.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                writer.kill()
-                writer.wait()
-        if ours is not None:
-            ours.stop()
+    spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
+    sessions = [(list(protocols), props)] + ([([COMPARED], {**props, **compare})] if compare else [])
+    results: list[dict[str, list[dict]]] = [{} for _ in range(rounds)]
+    for number, (names, settings) in enumerate(sessions):
+        coordinator = Coordinator(spark, workdir / f"coordinator-{number}", settings, partitions,
+                                  produce_interval_ms)
+        try:
+            for protocol in ("classic eager", "consumer", COMPARED):
+                if protocol in names:
+                    log(f"warm-up {protocol}")  # the query's first batches, its workers; a consumer group's topic ids
+                    run_protocol(coordinator.bootstrap, coordinator.topic, partitions,
+                                 {**_config(protocol), **(classic if _classic(protocol) else {})}, 1, 0.0, workdir,
+                                 log)
+            load.setdefault("measuring", os.getloadavg())
+            for r in range(rounds):
+                for protocol in (names if r % 2 == 0 else list(reversed(names))):
+                    log(f"round {r + 1} {protocol}")
+                    config = {**_config(protocol), **(classic if _classic(protocol) else {})}
+                    results[r][protocol] = run_protocol(coordinator.bootstrap, coordinator.topic, partitions, config,
+                                                        members, settle_s, workdir, log, step_timeout_s)
+        finally:
+            coordinator.stop()
+    load["end"] = os.getloadavg()
+    return {"members": members, "partitions": partitions, "rounds": rounds,
+            "session_timeout_ms": session_timeout_ms, "produce_interval_ms": produce_interval_ms,
+            "coordinator": props, "compared_coordinator": compare or {}, "classic_consumer": classic,
+            "steps": results, "summary": summarize(results, members), "load_average": load}
+
+
+def _config(protocol: str) -> dict[str, str]:
+    return PROTOCOLS["consumer" if protocol == COMPARED else protocol]
+
+
+def _classic(protocol: str) -> bool:
+    return protocol.startswith("classic")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -429,6 +468,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="a comma-separated subset of: " + ", ".join(PROTOCOLS) + " (ratios need all three)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a coordinator property for the query and the gateway")
+    parser.add_argument("--compare-set", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"run the consumer protocol again as '{COMPARED}' on a coordinator with this property "
+                             "on top of --set (started after the first one stops)")
     args = parser.parse_args(argv)
     if args.quick:
         args.members, args.partitions, args.rounds = 3, 30, 1
@@ -437,7 +479,8 @@ def main(argv: list[str] | None = None) -> None:
     if unknown := set(protocols) - set(PROTOCOLS):
         parser.error(f"unknown protocols: {', '.join(sorted(unknown))}")
     result = run(args.members, args.partitions, args.rounds, args.session_timeout_ms, args.produce_interval_ms,
-                 args.settle_s, job_config.parse_assignments(args.set), log, protocols, args.step_timeout_s)
+                 args.settle_s, job_config.parse_assignments(args.set), log, protocols, args.step_timeout_s,
+                 job_config.parse_assignments(args.compare_set))
     print(json.dumps(result, indent=2))
     print(table(result["steps"]))
     print("load average: " + " / ".join(f"{when} " + ", ".join(f"{v:.2f}" for v in avg)
@@ -445,6 +488,11 @@ def main(argv: list[str] | None = None) -> None:
     summary = result["summary"]
     for protocol, figures in summary["medians"].items():
         print(f"{protocol}: " + ", ".join(f"{step} {s:.2f} s" for step, s in figures.items()))
+    if "compared_over_consumer_join" in summary:
+        print(f"{COMPARED} ({', '.join(args.compare_set)}): {args.members}-member join, compared / consumer = "
+              f"{summary['compared_over_consumer_join']:.2f}"
+              + (f", classic eager / compared = {summary['join_eager_over_compared']:.2f} (goal >= 5)"
+                 if "join_eager_over_compared" in summary else ""))
     if "worst_step" not in summary:
         print("no ratio lines: not every protocol ran, or a step did not end in time")
         return

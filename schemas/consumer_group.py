@@ -169,15 +169,17 @@ class ConsumerViewMember(Message, frozen=True):
     member_id: str
     instance_id: str | None
     member_epoch: Int32
+    principal: Annotated[str | None, Extension("the principal the member is bound to (None: none)")] = None
 
 
 class ConsumerViewCommitter(Message, frozen=True):
-    """A member as its OffsetCommit and OffsetFetch are checked (`state.consumer.offsets`): its epoch, and whether it
-    uses the classic protocol inside the consumer group."""
+    """A member as its OffsetCommit and OffsetFetch are checked (`state.consumer.offsets`): its epoch, whether it
+    uses the classic protocol inside the consumer group, and the principal it is bound to."""
 
     member_id: str
     member_epoch: Int32
     uses_classic_protocol: bool
+    principal: Annotated[str | None, Extension("the principal the member is bound to (None: none)")] = None
 
 
 class ConsumerGroupView(Struct, frozen=True, kw_only=True):
@@ -313,6 +315,8 @@ class ConsumerGroupMemberMetadataValue(Struct, frozen=True, kw_only=True):
     server_assignor: str | None
     classic_member_metadata: Annotated[ClassicMemberMetadata | None, Meta(
         description="tagged in Kafka; set for a member of the classic protocol in a consumer group")] = None
+    principal: Annotated[str | UnsetType, Extension(
+        "the principal that joined the member (absent when none)")] = UNSET
 
 
 class ConsumerGroupTargetAssignmentMetadataValue(Struct, frozen=True, kw_only=True):

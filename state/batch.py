@@ -279,6 +279,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         if request_times_ms is not None:
             clock = min(max(request_times_ms[index], clock), now_ms)
             ctx.now_ms = clock
+            ctx.waited_ms = max(now_ms - request_times_ms[index], 0)
         if ctx.now_ms != fired_at:  # requests of one instant see the timers as they were at that instant
             coordinator.fire_timers(ctx)
             fired_at = ctx.now_ms
@@ -333,11 +334,18 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired=ctx.members_expired,
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
-        view=(views.encode_view(views.view_of(group, config, _fetch_position(group, position))) if publish_view
-              else None),
+        view=(views.encode_view(views.view_of(group, config, _fetch_position(group, position),
+                                              _longest_wait(now_ms, request_times_ms)))
+              if publish_view else None),
         publish_view=publish_view,
         fast_answers=tuple(ctx.fast_answers),
     )
+
+
+def _longest_wait(now_ms: int, request_times_ms: Sequence[int] | None) -> int:
+    """The longest any of the call's requests waited for it: its view tells the longest heartbeat interval this
+    call told (`state.consumer.interval`), so a heartbeat the gateway answers is told what the coordinator would."""
+    return max((now_ms - t for t in request_times_ms or ()), default=0)
 
 
 VIEW_OFFSETS_MAX = 1000

@@ -112,6 +112,9 @@ class Context:
     """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
     fast_answers: list = field(default_factory=list)
     """Requests a gateway answered from the group's view, checked (`state.fast_answers.FastAnswer`)."""
+    waited_ms: int = 0
+    """How long the request being handled waited for this call (the call's time minus its arrival): what the
+    heartbeat interval a consumer group tells grows with (`state.consumer.interval`)."""
     _image: MetadataImage | None = field(default=None, repr=False)
 
     @property

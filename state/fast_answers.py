@@ -69,12 +69,14 @@ def consumer_heartbeat_from_view(view: PublishedView | None,
                                  req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse | None:
     """The answer to a ConsumerGroupHeartbeat that changes nothing, where the view decides it: a member of the view
     (reconciled to the group's target) at its epoch, declaring nothing new (every field null or -1, as a regular
-    heartbeat of librdkafka's is); it is answered with its epoch, the interval and no assignment. None: ask the
-    coordinator (a join, a leave, an acknowledgement, a change of subscription, a member it must tell something)."""
+    heartbeat of librdkafka's is), of the principal the member is bound to; it is answered with its epoch, the
+    interval and no assignment. None: ask the coordinator (another principal's member, a join, a leave, an
+    acknowledgement, a change of subscription, a member it must tell something)."""
     if not isinstance(view, PublishedConsumerGroup):
         return None
     member = view.members.get(req.member_id)
-    if (member is None or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
+    if (member is None or not rules.acts_for(member, req.principal)
+            or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
             or (req.instance_id is not None and req.instance_id != member.instance_id)
             or not declares_nothing_new(req)):
         return None
@@ -114,7 +116,7 @@ def _commits_whole(committers: Mapping[str, ConsumerViewCommitter], req: OffsetC
     try:
         return commit_member(committers, req.group_id, member_id=req.member_id, instance_id=req.group_instance_id,
                              member_epoch=req.generation_id_or_member_epoch,  # type: ignore[arg-type]
-                             api_version=req.version) is None
+                             api_version=req.version, principal=req.principal) is None
     except CoordinatorError:
         return False
 

@@ -80,7 +80,7 @@ def _consumer_commit_error(ctx: Context, group: ConsumerGroup,
     try:
         check = validate_offset_commit(group, member_id=req.member_id, instance_id=req.group_instance_id,
                                        member_epoch=req.generation_id_or_member_epoch,  # type: ignore[arg-type]
-                                       api_version=req.version)
+                                       api_version=req.version, principal=req.principal)
     except CoordinatorError as exc:
         return exc.code, None
     by_name = ctx.image.by_name
@@ -98,7 +98,8 @@ def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:
     group = ctx.group
     if isinstance(group, ConsumerGroup):
         try:
-            validate_offset_fetch(group, member_id=req.member_id, member_epoch=req.member_epoch)
+            validate_offset_fetch(group, member_id=req.member_id, member_epoch=req.member_epoch,
+                                  principal=req.principal)
         except CoordinatorError as exc:
             return ctx.respond(simple_response(req, exc.code))
     ctx.respond(fetch_response(req, group.offsets if group is not None else {}))
@@ -137,7 +138,8 @@ def fetch_from_view(view: PublishedView | None, req: OffsetFetchRequest,
         if view.committers is None:
             return None
         try:  # the member and its epoch, as `handle_fetch` checks them, over the members as of `position`
-            fetch_member_error(view.committers, req.group_id, member_id=req.member_id, member_epoch=req.member_epoch)
+            fetch_member_error(view.committers, req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+                               principal=req.principal)
         except CoordinatorError:
             return None
     return fetch_response(req, view.offsets)

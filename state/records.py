@@ -223,6 +223,7 @@ def member_subscription(group_id: str, member: ConsumerGroupMember) -> Record:
         rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor_name,
         classic_member_metadata=member.classic_member_metadata,
+        principal=UNSET if member.principal is None else member.principal,  # our extension
     ))
 
 

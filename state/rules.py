@@ -32,9 +32,15 @@ PREPARING_REBALANCE = "PreparingRebalance"
 COMPLETING_REBALANCE = "CompletingRebalance"
 
 
-class BoundMember(Protocol):
+class Bound(Protocol):
+    """A member of either kind of group, live or in a view: the principal it is bound to."""
+
+    @property
+    def principal(self) -> str | None: ...
+
+
+class BoundMember(Bound, Protocol):
     group_instance_id: str | None
-    principal: str | None
 
 
 class Membership(Protocol):
@@ -51,7 +57,17 @@ def authorize(group: Membership, member_id: str, principal: str | None) -> None:
     anyone act as that member. GROUP_AUTHORIZATION_FAILED, Kafka's answer to a principal that may not act on the
     group: final for the sender, and nothing of the member changes. A request without a principal (written to the
     control topic directly, which broker ACLs reserve to gateways and trusted clients) is not checked."""
-    if principal is not None and group.members[member_id].principal != principal:
+    authorize_member(group.members[member_id], member_id, principal)
+
+
+def acts_for(member: Bound, principal: str | None) -> bool:
+    """Whether a request of `principal` may act as `member` (`authorize`)."""
+    return principal is None or member.principal == principal
+
+
+def authorize_member(member: Bound, member_id: str, principal: str | None) -> None:
+    """`authorize` for a member already looked up (a consumer group's, `state.consumer`)."""
+    if not acts_for(member, principal):
         raise CoordinatorError(GROUP_AUTHORIZATION_FAILED, f"member {member_id} belongs to another principal")
 
 

@@ -20,6 +20,7 @@ from schemas.consumer_group import ConsumerGroupView, ConsumerViewCommitter, Con
 from schemas.messages import GroupView, ViewMark, ViewMember, ViewOffset, ViewPosition
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
+from state.consumer.interval import heartbeat_interval_ms
 from state.wire import encode
 
 MARK_KEY = b"\xffmark"
@@ -29,13 +30,15 @@ _VIEW = msgspec.json.Decoder(GroupView)
 _MARK = msgspec.json.Decoder(ViewMark)
 
 
-def view_of(group, config: CoordinatorConfig,
-            position: tuple[int, int] | None = None) -> GroupView | ConsumerGroupView | None:
+def view_of(group, config: CoordinatorConfig, position: tuple[int, int] | None = None,
+            waited_ms: int = 0) -> GroupView | ConsumerGroupView | None:
     """The view of a group (None: no group). A consumer group's lists the members whose heartbeat changes nothing:
-    reconciled to a target at the group epoch, and owing the coordinator no heartbeat (`HeartbeatOwed`), and every
-    member's epoch, which its commits and fetches are checked against. A view of either kind carries the group's
-    offsets when `position` is given: the requests-topic (partition, offset) of the last request the step applied,
-    given where the group's offsets answer an OffsetFetch (`state.batch`), as of that request."""
+    reconciled to a target at the group epoch, and owing the coordinator no heartbeat (`HeartbeatOwed`), and tells
+    the heartbeat interval the coordinator tells a heartbeat that waited `waited_ms` for its batch (the longest
+    wait of the call that publishes it: `state.consumer.interval`); and every member's epoch and principal, which
+    its commits and fetches are checked against. A view of either kind carries the group's offsets when `position`
+    is given: the requests-topic (partition, offset) of the last request the step applied, given where the group's
+    offsets answer an OffsetFetch (`state.batch`), as of that request."""
     if group is None:
         return None
     offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
@@ -47,13 +50,13 @@ def view_of(group, config: CoordinatorConfig,
     if isinstance(group, ConsumerGroup):
         answerable = group.group_epoch == group.assignment_epoch
         return ConsumerGroupView(
-            group_epoch=group.group_epoch, heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            group_epoch=group.group_epoch, heartbeat_interval_ms=heartbeat_interval_ms(config, waited_ms),
             session_timeout_ms=config.group_consumer_session_timeout_ms,
-            members=tuple(ConsumerViewMember(m.member_id, m.instance_id, m.member_epoch)
+            members=tuple(ConsumerViewMember(m.member_id, m.instance_id, m.member_epoch, m.principal)
                           for member_id, m in sorted(group.members.items())
                           if answerable and m.is_reconciled_to(group.assignment_epoch)
                           and member_id not in group.heartbeat_owed),
-            committers=tuple(ConsumerViewCommitter(member_id, m.member_epoch, m.uses_classic_protocol)
+            committers=tuple(ConsumerViewCommitter(member_id, m.member_epoch, m.uses_classic_protocol, m.principal)
                              for member_id, m in sorted(group.members.items())),
             offsets=offsets, position=at)
     return GroupView(group.state.value, group.generation, group.protocol_type, group.protocol_name, group.leader,

@@ -28,10 +28,16 @@ from schemas.messages import (
     MemberResponse,
     SyncGroupRequest,
 )
-from state.consumer.conversion import CONSUMER_PROTOCOL_TYPE, assignment_bytes
-from state.consumer.group import ConsumerGroup
+from state.consumer.conversion import (
+    CONSUMER_PROTOCOL_TYPE,
+    assignment_bytes,
+    downgrade_record,
+    validate_online_downgrade_with_replaced_member,
+)
+from state.consumer.group import ConsumerGroup, delete_records
 from state.consumer.heartbeat import (
     Env,
+    _cancel_member_timers,
     _result,
     _static_member,
     _throw_if_group_is_full,
@@ -39,9 +45,12 @@ from state.consumer.heartbeat import (
     update_and_reconcile,
 )
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions
+from state.consumer.replay import replay
+from state.consumer.stored import snapshot
 from state.consumer.topics import kafka_uuid
 from state.errors import CoordinatorError, Errors
 from state.records import Record
+from state.rules import authorize_member
 from state.timers import (
     Cancel,
     Schedule,
@@ -85,12 +94,17 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
     out: list[Record] = []
     timers: list[TimerOperation] = []
     changed: dict[str, ConsumerGroupMember | None] = {}
-    if req.group_instance_id is None:
-        member = group.members.get(member_id) or ConsumerGroupMember(member_id)
+    replaced = None if req.group_instance_id is None else group.static_member(req.group_instance_id)
+    existing = (group.members.get(member_id) if req.group_instance_id is None
+                else group.static_member(req.group_instance_id))
+    if existing is not None and existing.member_id == member_id:
+        authorize_member(existing, member_id, req.principal)  # a member joins again as itself
+        member = existing
+    elif req.group_instance_id is None:
+        member = ConsumerGroupMember(member_id)
     else:
-        existing = group.static_member(req.group_instance_id)
-        member = existing if existing is not None and existing.member_id == member_id else _static_member(
-            group, member_id, 0, req.group_instance_id, None, True, out, changed, classic=True)
+        member = _static_member(group, member_id, 0, req.group_instance_id, None, True, out, changed, req.principal,
+                                classic=True)
     try:
         subscription = decode_subscription(base64.b64decode(req.protocols[0].metadata))
     except (ConsumerProtocolError, ValueError, struct.error):
@@ -104,19 +118,40 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
         subscribed_topic_names=tuple(sorted(set(subscription.topics))),
         client_id=req.client_id,
         client_host=req.client_host,
+        principal=req.principal if req.principal is not None else member.principal,
         classic_member_metadata=ClassicMemberMetadata(
             session_timeout_ms=req.session_timeout_ms,
             supported_protocols=tuple(ClassicProtocol(name=p.name, metadata=p.metadata) for p in req.protocols)),
     )
     owned = _ids(subscription.owned_partitions, env)
     updated = update_and_reconcile(group, member, updated, owned, changed, out, timers, env)
+    response = join_response(req, Errors.NONE, member_id=member_id, generation_id=updated.member_epoch,
+                             protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=req.protocols[0].name)
+    if (replaced is not None and replaced.member_id != member_id
+            and validate_online_downgrade_with_replaced_member(group, replaced.member_id, config)):
+        return _downgrade(group, out, replaced.member_id, response, env)
     rebalance_timeout = req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else req.session_timeout_ms
     timers += [Cancel(consumer_join_timeout_key(member_id)),
                Schedule(consumer_session_timeout_key(member_id), env.now_ms + req.session_timeout_ms),
                Schedule(consumer_sync_timeout_key(member_id), env.now_ms + rebalance_timeout)]
-    return _result(out, join_response(req, Errors.NONE, member_id=member_id, generation_id=updated.member_epoch,
-                                      protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=req.protocols[0].name),
-                   timers)
+    return _result(out, response, timers)
+
+
+def _downgrade(group: ConsumerGroup, written: list[Record], replaced: str, response: object,
+               env: Env) -> CoordinatorResult:
+    """The joining static member replaced the group's last member of the consumer protocol: the group goes back to
+    a classic group of the same members, the joining one holding what the replaced one held (Kafka's
+    convertToClassicGroup with a joining member). After the join's records, the tombstones of the group they leave
+    and the classic group's metadata record; every member's consumer timers end. No rebalance: the classic group is
+    Stable and the member syncs with the generation it was answered (`state.consumer.coordinator`)."""
+    joined = None
+    for record in (*snapshot(group), *written):
+        joined = replay(joined, record)
+    timers: list[TimerOperation] = []
+    for member_id in sorted({*group.members, *joined.members}):  # type: ignore[union-attr]
+        timers += _cancel_member_timers(member_id, env)
+    return _result((*written, *delete_records(joined), downgrade_record(  # type: ignore[arg-type]
+        joined, None, env.image, env.now_ms)), response, timers)  # type: ignore[arg-type]
 
 
 def _throw_if_protocols_are_not_supported(group: ConsumerGroup, req: JoinGroupRequest) -> None:
@@ -142,8 +177,10 @@ def _ids(partitions: tuple[tuple[str, tuple[int, ...]], ...], env: Env) -> Parti
 
 # -- SyncGroup and Heartbeat ---------------------------------------------------------------------------------------
 
-def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
-    """Kafka's validateConsumerGroupMember and throwIfMemberDoesNotUseClassicProtocol."""
+def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None,
+                    principal: str | None) -> ConsumerGroupMember:
+    """Kafka's validateConsumerGroupMember, our principal binding (`state.rules.authorize`) and
+    throwIfMemberDoesNotUseClassicProtocol."""
     if instance_id is None:
         member = group.members.get(member_id)
         if member is None:
@@ -157,6 +194,7 @@ def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | Non
         if member.member_id != member_id:
             raise CoordinatorError(Errors.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                    f"{instance_id} was fenced by member {member.member_id}.")
+    authorize_member(member, member.member_id, principal)
     if not member.uses_classic_protocol:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic "
                                "protocol.")
@@ -177,7 +215,7 @@ def _join_timeout(member: ConsumerGroupMember, env: Env) -> list[TimerOperation]
 
 def classic_sync(group: ConsumerGroup, req: SyncGroupRequest, env: Env) -> CoordinatorResult:
     try:
-        member = _classic_member(group, req.member_id, req.group_instance_id)
+        member = _classic_member(group, req.member_id, req.group_instance_id, req.principal)
         _throw_if_generation_id_unmatched(member, req.generation_id)
         protocol_name = member.classic_member_metadata.supported_protocols[0].name  # type: ignore[union-attr]
         if req.protocol_type is not None and req.protocol_type != CONSUMER_PROTOCOL_TYPE:
@@ -198,7 +236,7 @@ def classic_sync(group: ConsumerGroup, req: SyncGroupRequest, env: Env) -> Coord
 
 def classic_heartbeat(group: ConsumerGroup, req: HeartbeatRequest, env: Env) -> CoordinatorResult:
     try:
-        member = _classic_member(group, req.member_id, req.group_instance_id)
+        member = _classic_member(group, req.member_id, req.group_instance_id, req.principal)
         _throw_if_generation_id_unmatched(member, req.generation_id)
     except CoordinatorError as exc:
         return _result(response=simple_response(req, exc.code))
@@ -233,12 +271,13 @@ def classic_leave(group: ConsumerGroup, req: LeaveGroupRequest, env: Env) -> Coo
         member_id, instance_id = entry.member_id, entry.group_instance_id
         try:
             if instance_id is None:
-                member = _classic_member(group, member_id, None)
+                member = _classic_member(group, member_id, None, req.principal)
             else:
                 member = group.static_member(instance_id)
                 if member is None:
                     raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-                _classic_member(group, member.member_id if member_id == "" else member_id, instance_id)
+                _classic_member(group, member.member_id if member_id == "" else member_id, instance_id,
+                                req.principal)
             if member not in leaving:
                 leaving.append(member)
             results.append(MemberResponse(member.member_id, instance_id, Errors.NONE))

@@ -6,8 +6,11 @@ records; `state.consumer.coordinator` applies them (and does what Kafka's runtim
 requests answered, timers moved, a rebalance prepared).
 
 Partitions cross between the two by topic name (the classic protocol's) and topic id (the consumer protocol's)
-through the cluster's metadata image; a topic the image does not know is left out, as Kafka's
-`toTopicPartitionMap` does.
+through the cluster's metadata image. Kafka's image always holds every topic of the cluster, so its
+`toTopicPartitionMap` can leave out a topic the image lacks: the topic is gone. Ours is the driver's last
+`TopicMetadata` (`streaming.kafka_io.topic_watch`), absent just after a rebuild from the records topic and up to a
+refresh interval behind the cluster, so an upgrade waits until the image names every topic the classic members
+hold (`upgrade_records`).
 """
 
 from __future__ import annotations
@@ -55,7 +58,9 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
     generation, its target and assigned partitions its last classic assignment, its classic metadata (session
     timeout, protocols) kept. In Kafka's order: subscriptions, group epoch, targets, assignment epoch, current
     assignments. A member whose embedded protocol cannot be decoded, or whose assignment carries user data (the
-    reference's section 9), makes the upgrade impossible (GROUP_ID_NOT_FOUND)."""
+    reference's section 9), makes the upgrade impossible (GROUP_ID_NOT_FOUND). A member holding a topic the image
+    does not name defers it (COORDINATOR_LOAD_IN_PROGRESS, which clients retry): converting then would take that
+    topic's partitions from their owner, unrevoked, and give them to another member."""
     group_id = group.group_id
     generation = group.generation
     members: list[ConsumerGroupMember] = []
@@ -68,11 +73,12 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
                 # a client-side assignor's state (the sticky assignors' generation): the server cannot carry it
                 raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {group_id} "
                                        "to consumer group because an assignment carries user data.")
+            _throw_if_topics_are_unknown(group_id, classic_assignment.assigned_partitions, image)
             assigned = _ids(classic_assignment.assigned_partitions, image)
             members.append(ConsumerGroupMember(
                 member_id, instance_id=m.group_instance_id, rack_id=subscription.rack_id, member_epoch=generation,
                 previous_member_epoch=generation, state=MemberState.STABLE, rebalance_timeout_ms=m.rebalance_timeout_ms,
-                client_id=m.client_id, client_host=m.client_host,
+                client_id=m.client_id, client_host=m.client_host, principal=m.principal,
                 subscribed_topic_names=tuple(sorted(set(subscription.topics))),
                 assigned_partitions={t: dict.fromkeys(p, generation) for t, p in assigned.items()},
                 classic_member_metadata=ClassicMemberMetadata(session_timeout_ms=m.session_timeout_ms, supported_protocols=tuple(
@@ -87,6 +93,14 @@ def upgrade_records(group: ClassicGroup, image: MetadataImage) -> list[Record]:
         records.target_assignment_epoch(group_id, generation, 0),
         *(records.current_assignment(group_id, m) for m in members),
     ]
+
+
+def _throw_if_topics_are_unknown(group_id: str, partitions: tuple[tuple[str, tuple[int, ...]], ...],
+                                 image: MetadataImage) -> None:
+    unknown = sorted({name for name, parts in partitions if parts and name not in image.by_name})
+    if unknown:
+        raise CoordinatorError(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"Cannot upgrade the classic group {group_id} "
+                               f"to consumer group yet: the cluster's topics do not include {', '.join(unknown)}.")
 
 
 def _ids(partitions: tuple[tuple[str, tuple[int, ...]], ...], image: MetadataImage) -> Partitions:
@@ -112,9 +126,18 @@ def validate_online_downgrade(group: ConsumerGroup, leaving: str, config: Coordi
             and len(group.members) - 1 <= config.group_max_size)
 
 
-def downgrade_record(group: ConsumerGroup, leaving: str, image: MetadataImage, now_ms: int) -> Record:
-    """The classic group's metadata record for what stays of the group once `leaving` is gone (Kafka's
-    fromConsumerGroup): Stable at generation = the group epoch, protocol type `consumer`, the protocol the members
+def validate_online_downgrade_with_replaced_member(group: ConsumerGroup, replaced: str,
+                                                   config: CoordinatorConfig) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMemberId: a static member of the classic protocol takes the place
+    of `replaced`, and every other member uses the classic protocol too; the policy allows it, and the group (as
+    many members as before) fits in a classic group."""
+    return (all(m.uses_classic_protocol for m_id, m in group.members.items() if m_id != replaced)
+            and config.migration_allows("downgrade") and len(group.members) <= config.group_max_size)
+
+
+def downgrade_record(group: ConsumerGroup, leaving: str | None, image: MetadataImage, now_ms: int) -> Record:
+    """The classic group's metadata record for what stays of the group once `leaving` is gone (None: every member
+    stays, one of them having just replaced a static member) (Kafka's fromConsumerGroup): Stable at generation = the group epoch, protocol type `consumer`, the protocol the members
     vote for, each member's assignment its target serialized with the consumer protocol at the version its
     subscription was written with. Written after the consumer group's tombstones (`delete_records`)."""
     staying = [group.members[m] for m in sorted(group.members) if m != leaving]
@@ -128,7 +151,8 @@ def downgrade_record(group: ConsumerGroup, leaving: str, image: MetadataImage, n
             member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
             client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
             session_timeout=m.classic_member_metadata.session_timeout_ms,  # type: ignore[union-attr]
-            subscription=metadata, assignment=base64.b64encode(assignment).decode()))
+            subscription=metadata, assignment=base64.b64encode(assignment).decode(),
+            principal=msgspec.UNSET if m.principal is None else m.principal))
     value = GroupMetadataValue(protocol_type=CONSUMER_PROTOCOL_TYPE, generation=group.group_epoch, protocol=protocol,
                                leader=staying[0].member_id, current_state_timestamp=now_ms, members=tuple(members))
     return Record(GroupMetadataKey(group.group_id), GroupMetadataRecord(

@@ -35,14 +35,15 @@ from state.wire import parked_join_response, simple_response, sync_response
 def env(ctx: Context, now_ms: int | None = None) -> heartbeat.Env:
     group = ctx.group
     return heartbeat.Env(ctx.now_ms if now_ms is None else now_ms, ctx.config, ctx.image,
-                         group.timers if group is not None else {})
+                         group.timers if group is not None else {}, waited_ms=ctx.waited_ms)
 
 
-def apply(ctx: Context, result: CoordinatorResult) -> None:
+def apply(ctx: Context, result: CoordinatorResult, rebalance: bool = True) -> None:
     """What Kafka's runtime does with a result: its records appended (replayed), its responses sent, its timers
     scheduled or cancelled (a timer of a group the records removed goes with it). A classic group metadata record
     among them is a downgrade (`state.consumer.conversion`): the classic group is loaded from it, its members'
-    sessions start, and it prepares a rebalance, as Kafka's convertToClassicGroup."""
+    sessions start, and it prepares a rebalance, as Kafka's convertToClassicGroup, unless `rebalance` is False (a
+    static member's JoinGroup that replaced the last member of the consumer protocol: the group stays Stable)."""
     downgraded = False
     for record in result.records:
         if isinstance(record, Record) and isinstance(record.key, GroupMetadataKey) and record.value is not None:
@@ -58,7 +59,7 @@ def apply(ctx: Context, result: CoordinatorResult) -> None:
                 ctx.schedule(op.key, op.deadline_ms)
         else:
             ctx.cancel(op.key)
-    if downgraded:
+    if downgraded and rebalance:
         membership.prepare_rebalance(ctx, ctx.group)  # type: ignore[arg-type]
 
 
@@ -134,6 +135,7 @@ def handle_classic(ctx: Context, req: Request, new_member_id: str | None) -> Non
     api = req.api
     if api == "JoinGroup":
         result = classic_members.classic_join(group, req, env(ctx), new_member_id)  # type: ignore[arg-type]
+        return apply(ctx, result, rebalance=False)
     elif api == "SyncGroup":
         result = classic_members.classic_sync(group, req, env(ctx))  # type: ignore[arg-type]
     elif api == "Heartbeat":

@@ -47,6 +47,7 @@ from state import records
 from state.config import CoordinatorConfig
 from state.consumer.conversion import downgrade_record, validate_online_downgrade
 from state.consumer.group import ConsumerGroup, delete_records, subscription_type
+from state.consumer.interval import heartbeat_interval_ms
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions, partitions_of, same_partitions
 from state.consumer.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
 from state.consumer.regex import InvalidRegularExpression, compile_regex, matching_topics
@@ -61,6 +62,7 @@ from state.consumer.topics import (
 from state.context import CoordinatorResult
 from state.errors import CoordinatorError, Errors
 from state.records import Record
+from state.rules import authorize_member
 from state.timers import (
     CONSUMER_JOIN_TIMEOUT_PREFIX,
     CONSUMER_REBALANCE_TIMEOUT_PREFIX,
@@ -92,6 +94,9 @@ class Env:
     """The group's scheduled timers, key -> deadline."""
     assignors: Mapping[str, ServerAssignor] | None = None
     """By name; None: `group.consumer.assignors` from `assignors.registry`."""
+    waited_ms: int = 0
+    """How long the request waited for its batch: the heartbeat interval told grows with it
+    (`state.consumer.interval`)."""
 
     def assignor(self, name: str) -> ServerAssignor:
         if self.assignors is not None:
@@ -198,9 +203,12 @@ def _leave(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatRequest, 
                                               error_code=Errors.NONE, member_id=request.member_id,
                                               member_epoch=request.member_epoch)
     if request.instance_id is None:
-        return fence_members(group, [_existing_member(group, request.member_id)], response, env)
+        member = _existing_member(group, request.member_id)
+        authorize_member(member, member.member_id, request.principal)
+        return fence_members(group, [member], response, env)
     member = _throw_if_static_member_is_unknown(group.static_member(request.instance_id), request.instance_id)
     _throw_if_instance_id_is_fenced(member, request.member_id, request.instance_id)
+    authorize_member(member, member.member_id, request.principal)
     if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
         return fence_members(group, [member], response, env)
     # A static member's temporary leave: it keeps its partitions (held from epoch 0 by whoever rejoins with its
@@ -288,10 +296,10 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
     timers: list[TimerOperation] = []
     changed: dict[str, ConsumerGroupMember | None] = {}
     if request.instance_id is None:
-        member = _dynamic_member(group, member_id, request.member_epoch, owned, joining)
+        member = _dynamic_member(group, member_id, request.member_epoch, owned, joining, request.principal)
     else:
         member = _static_member(group, member_id, request.member_epoch, request.instance_id, owned, joining, out,
-                                changed)
+                                changed, request.principal)
 
     updated = replace(
         member,
@@ -307,6 +315,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
                                 else member.subscribed_topic_regex),
         client_id=request.client_id,
         client_host=request.client_host,
+        principal=request.principal if request.principal is not None else member.principal,
     )
     updated = update_and_reconcile(group, member, updated, owned, changed, out, timers, env)
     timers.append(Schedule(consumer_session_timeout_key(member_id), env.now_ms + env.config.group_consumer_session_timeout_ms))
@@ -318,7 +327,7 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
         assignment = response_assignment(partitions_of(updated.assigned_partitions))
     response = ConsumerGroupHeartbeatResponse(
         request_id=request.request_id, group_id=group_id, error_code=Errors.NONE, member_id=updated.member_id,
-        member_epoch=updated.member_epoch, heartbeat_interval_ms=env.config.group_consumer_heartbeat_interval_ms,
+        member_epoch=updated.member_epoch, heartbeat_interval_ms=heartbeat_interval_ms(env.config, env.waited_ms),
         assignment=assignment)
     return _result(tuple(out), response, tuple(timers))
 
@@ -380,29 +389,38 @@ def _throw_if_group_is_full(group: ConsumerGroup, member_id: str, config: Coordi
 
 
 def _dynamic_member(group: ConsumerGroup, member_id: str, epoch: int, owned: Partitions | None,
-                    joining: bool) -> ConsumerGroupMember:
+                    joining: bool, principal: str | None) -> ConsumerGroupMember:
     member = group.members.get(member_id)
     if member is None:
         if not joining:
             _existing_member(group, member_id)
         return ConsumerGroupMember(member_id)
+    authorize_member(member, member_id, principal)
     _throw_if_member_epoch_is_invalid(member, epoch, owned)
     return member
 
 
 def _static_member(group: ConsumerGroup, member_id: str, epoch: int, instance_id: str, owned: Partitions | None,
                    joining: bool, out: list[Record],
-                   changed: dict[str, ConsumerGroupMember | None], classic: bool = False) -> ConsumerGroupMember:
+                   changed: dict[str, ConsumerGroupMember | None], principal: str | None,
+                   classic: bool = False) -> ConsumerGroupMember:
     """`classic`: the member joins with the classic protocol, so it replaces a member of its instance id that has
-    not left (Kafka does, when either of them uses the classic protocol)."""
+    not left (Kafka does, when either of them uses the classic protocol). Taking over the instance id acts on its
+    member, which must belong to `principal` (`state.rules.authorize`), as a classic group's static member."""
     existing = group.static_member(instance_id)
     if not joining:
         member = _throw_if_static_member_is_unknown(existing, instance_id)
         _throw_if_instance_id_is_fenced(member, member_id, instance_id)
+        authorize_member(member, member_id, principal)
         _throw_if_member_epoch_is_invalid(member, epoch, owned)
         return member
     if existing is None:
-        return group.members.get(member_id) or ConsumerGroupMember(member_id)
+        member = group.members.get(member_id)
+        if member is None:
+            return ConsumerGroupMember(member_id)
+        authorize_member(member, member_id, principal)
+        return member
+    authorize_member(existing, existing.member_id, principal)
     if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not (classic or existing.uses_classic_protocol):
         raise CoordinatorError(Errors.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                f"{instance_id} cannot join the group because the instance id is owned by "

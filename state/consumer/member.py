@@ -61,6 +61,9 @@ class ConsumerGroupMember:
     classic_member_metadata: ClassicMemberMetadata | None = None
     """Set for a member of the classic protocol (JoinGroup/SyncGroup/Heartbeat) served inside a consumer group:
     its session timeout and the protocols its JoinGroup offered (`state.consumer.migration`)."""
+    principal: str | None = None
+    """The authenticated principal that joined this member (None: joined through the control topic directly); our
+    extension, as a classic member's (`state.rules.authorize`)."""
 
     @property
     def uses_classic_protocol(self) -> bool:

@@ -5,13 +5,15 @@ with the error; they change nothing.
 Commits, as Kafka 4.3 (KIP-1251) checks them:
 - an epoch below 0 on a group without members is an admin's (or a consumer without group management): accepted;
 - a TxnOffsetCommit without member (epoch -1, member id "", no instance id) is accepted;
-- an unknown member id is UNKNOWN_MEMBER_ID; a member of the classic protocol (`state.consumer.classic_members`)
+- an unknown member id is UNKNOWN_MEMBER_ID, another principal's member GROUP_AUTHORIZATION_FAILED (our binding,
+  `state.rules.authorize`); a member of the classic protocol (`state.consumer.classic_members`)
   commits with any version and its generation, which must be its member epoch (ILLEGAL_GENERATION); a member of the
   consumer protocol must commit with OffsetCommit v9+ (UNSUPPORTED_VERSION);
 - the member's epoch commits every partition; a newer epoch is STALE_MEMBER_EPOCH; an older one commits a
   partition only if the member still holds it (assigned or being revoked) from that epoch or earlier, else
   STALE_MEMBER_EPOCH for that partition (the member's heartbeat bumped its epoch before it could commit).
-Fetches: without member id and with a negative epoch, accepted; else the member must exist and the epoch be its.
+Fetches: without member id and with a negative epoch, accepted; else the member must exist, belong to the
+principal, and the epoch be its.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Callable, Mapping, Protocol, TypeVar
 
 from state.consumer.group import ConsumerGroup
 from state.errors import CoordinatorError, Errors
+from state.rules import authorize_member
 
 PartitionValidator = Callable[[str, int], Errors]
 """(topic id, partition) -> NONE, or the error of that partition."""
@@ -38,13 +41,16 @@ class Committer(Protocol):
 
     member_epoch: int
     uses_classic_protocol: bool
+    principal: str | None
 
 
 def validate_offset_commit(group: ConsumerGroup, *, member_id: str, instance_id: str | None, member_epoch: int,
-                           api_version: int, transactional: bool = False) -> PartitionValidator:
+                           api_version: int, transactional: bool = False,
+                           principal: str | None = None) -> PartitionValidator:
     """The per-partition check of an accepted commit; CoordinatorError for a refused one."""
     member = commit_member(group.members, group.group_id, member_id=member_id, instance_id=instance_id,
-                           member_epoch=member_epoch, api_version=api_version, transactional=transactional)
+                           member_epoch=member_epoch, api_version=api_version, transactional=transactional,
+                           principal=principal)
     if member is None:
         return _accept
 
@@ -59,7 +65,8 @@ def validate_offset_commit(group: ConsumerGroup, *, member_id: str, instance_id:
 
 
 def commit_member(members: Mapping[str, M], group_id: str, *, member_id: str, instance_id: str | None,
-                  member_epoch: int, api_version: int, transactional: bool = False) -> M | None:
+                  member_epoch: int, api_version: int, transactional: bool = False,
+                  principal: str | None = None) -> M | None:
     """The commit rule over the group's members (the group's own, or its view's: a gateway answers a commit this
     accepts whole, `state.fast_answers.commit_from_view`): None when every partition is accepted; the member when
     it commits with an older epoch (each partition is then checked, `validate_offset_commit`); CoordinatorError for
@@ -71,6 +78,7 @@ def commit_member(members: Mapping[str, M], group_id: str, *, member_id: str, in
     member = members.get(member_id)
     if member is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+    authorize_member(member, member_id, principal)
     if member.uses_classic_protocol:
         _throw_if_generation_is_not_the_epoch(member_epoch, member.member_epoch)
         return None
@@ -85,13 +93,15 @@ def commit_member(members: Mapping[str, M], group_id: str, *, member_id: str, in
     return member
 
 
-def validate_offset_fetch(group: ConsumerGroup, *, member_id: str | None, member_epoch: int) -> None:
+def validate_offset_fetch(group: ConsumerGroup, *, member_id: str | None, member_epoch: int,
+                          principal: str | None = None) -> None:
     """CoordinatorError when the fetch names a member it may not fetch for."""
-    fetch_member_error(group.members, group.group_id, member_id=member_id, member_epoch=member_epoch)
+    fetch_member_error(group.members, group.group_id, member_id=member_id, member_epoch=member_epoch,
+                       principal=principal)
 
 
 def fetch_member_error(members: Mapping[str, Committer], group_id: str, *, member_id: str | None,
-                       member_epoch: int) -> None:
+                       member_epoch: int, principal: str | None = None) -> None:
     """The fetch rule over the group's members (the group's own, or its view's: `state.offsets.fetch_from_view`):
     CoordinatorError when the fetch names a member it may not fetch for."""
     if member_id is None and member_epoch < 0:
@@ -99,6 +109,7 @@ def fetch_member_error(members: Mapping[str, Committer], group_id: str, *, membe
     member = members.get(member_id or "")
     if member is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+    authorize_member(member, member_id or "", principal)
     if member.uses_classic_protocol:
         _throw_if_generation_is_not_the_epoch(member_epoch, member.member_epoch)
     elif member_epoch != member.member_epoch:

@@ -106,6 +106,7 @@ def _replay_subscription(group: ConsumerGroup, member_id: str, value: object) ->
         rebalance_timeout_ms=value.rebalance_timeout_ms,  # type: ignore[attr-defined]
         server_assignor_name=value.server_assignor,  # type: ignore[attr-defined]
         classic_member_metadata=value.classic_member_metadata,  # type: ignore[attr-defined]
+        principal=None if value.principal is UNSET else value.principal,  # type: ignore[attr-defined]
     ))
 
 

@@ -48,6 +48,7 @@ class GatewayEnv:
     broker: str
     logs: Path
     _second: GatewayProcess | None = None
+    _sasl: GatewayProcess | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -59,6 +60,17 @@ class GatewayEnv:
         if self._second is None:
             self._second = start_gateway(self.broker, self.topics, log_path=self.logs / "second-gateway.log")
         return self._second
+
+    @property
+    def sasl(self) -> GatewayProcess:
+        """A gateway in front of the same query that logs clients in with SASL/PLAIN, users `alice` and `mallory`
+        (password: the name + `-secret`); started on first use and stopped with the package."""
+        if self._sasl is None:
+            users = self.logs / "users.properties"
+            users.write_text("alice=alice-secret\nmallory=mallory-secret\n")
+            self._sasl = start_gateway(self.broker, self.topics, args=["--sasl-users", str(users)],
+                                       log_path=self.logs / "sasl-gateway.log")
+        return self._sasl
 
     def committed(self, group: str, topic: str) -> dict[int, int]:
         """The group's committed offsets of `topic` by partition, as OffsetFetch through the gateway answers."""
@@ -99,8 +111,9 @@ def gateway_env(spark, broker, tmp_path_factory) -> Iterator[GatewayEnv]:
         run.close()
         if gateway is not None:
             gateway.stop()
-        if env is not None and env._second is not None:
-            env._second.stop()
+        for extra in (env._second, env._sasl) if env is not None else ():
+            if extra is not None:
+                extra.stop()
 
 
 @dataclass

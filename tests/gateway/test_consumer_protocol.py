@@ -4,8 +4,8 @@
 consuming, the admin client describes the group as a consumer group with its members' epochs and assignments, a
 killed member's partitions move after the session timeout (12 s here, `GATEWAY_PROPERTIES`; heartbeats every 5 s,
 Kafka's default), a static member comes back to its partitions, a regex subscription picks up a topic created
-later, and a classic kafka-python consumer shares a group with a consumer-protocol one (the group converted both
-ways, `group.consumer.migration.policy=bidirectional`)."""
+later, a classic kafka-python consumer shares a group with a consumer-protocol one (the group converted both
+ways, `group.consumer.migration.policy=bidirectional`), and a member refuses another principal's heartbeats."""
 
 from __future__ import annotations
 
@@ -18,7 +18,13 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaProducer
 
-from gateway.kafka_apis import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from gateway.kafka_apis import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from state.errors import Errors
 from tests.gateway.conftest import (
     KAFKA_PYTHON,
     GatewayEnv,
@@ -29,7 +35,7 @@ from tests.gateway.conftest import (
     produce,
     wait_for,
 )
-from tests.gateway.raw import Connection
+from tests.gateway.raw import Connection, login
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
@@ -159,6 +165,38 @@ class RegexSubscriber:
                  what=f"{self.later} consumed", group=[self.member])
         assigned = {t for e in self.member.of("assign") for t in e["topics"]}
         assert assigned == {self.first, self.later} and not self.member.of("revoke") and not self.member.of("lost")
+
+
+def test_a_member_acts_only_for_the_principal_that_joined_it(gateway_env: GatewayEnv):
+    """Alice's member joins through a SASL gateway; mallory, who knows its member id and epoch, is refused (30) its
+    heartbeat (which the gateway would answer from the view for alice) and its leave, while alice's own heartbeats
+    are answered. Raw heartbeats, as librdkafka sends them (a real client's SASL login through the gateway is
+    test_kafka_python's)."""
+    topic = gateway_env.topic()
+    group = f"cp-principal-{topic}"
+    member_id = str(uuid.uuid4())
+
+    def heartbeat(connection: Connection, epoch: int, **fields):
+        return connection.call(ConsumerGroupHeartbeatRequest[1](group_id=group, member_id=member_id,
+                                                                member_epoch=epoch, **fields),
+                               1, ConsumerGroupHeartbeatResponse)
+
+    alice = login(gateway_env.sasl.bootstrap_servers, "alice", "alice-secret")
+    mallory = login(gateway_env.sasl.bootstrap_servers, "mallory", "mallory-secret")
+    try:
+        answer = heartbeat(alice, 0, rebalance_timeout_ms=300_000, subscribed_topic_names=[topic],
+                           topic_partitions=[])
+        for leave in (False, True):
+            # alice's heartbeat right before, so that a slow batch cannot end its session in between (its epoch
+            # moves on once the driver's topic refresh brings the new topic)
+            answer = heartbeat(alice, answer.member_epoch)
+            assert answer.error_code == Errors.NONE and answer.member_epoch >= 1
+            refused = heartbeat(mallory, -1 if leave else answer.member_epoch)
+            assert refused.error_code == Errors.GROUP_AUTHORIZATION_FAILED
+    finally:
+        alice.close()
+        mallory.close()
+    assert [m.member_id for m in describe_v1(gateway_env, group).members] == [member_id]
 
 
 def test_a_killed_member_s_partitions_move_after_the_session_timeout(gateway_env: GatewayEnv, members: Members):

@@ -11,7 +11,6 @@ from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
 from kafka.structs import OffsetAndMetadata
 
 from state.errors import Errors
-from gateway.process import start_gateway
 from tests.gateway.conftest import KAFKA_PYTHON, GatewayEnv, Members, consumed, produce, wait_for
 from tests.gateway.raw import login
 
@@ -54,33 +53,27 @@ def test_admin_client_lists_describes_and_deletes_groups_and_lists_and_alters_of
         admin.close()
 
 
-def test_a_member_acts_only_for_the_principal_that_joined_it(gateway_env: GatewayEnv, members: Members, tmp_path):
-    users = tmp_path / "users.properties"
-    users.write_text("alice=alice-secret\nmallory=mallory-secret\n")
-    secured = start_gateway(gateway_env.broker, gateway_env.topics, args=["--sasl-users", str(users)],
-                            log_path=tmp_path / "sasl-gateway.log")
-    try:
-        topic = gateway_env.topic()
-        name = f"kp-principal-{topic}"
-        alice = members.start(CLIENT, secured.bootstrap_servers, topic, name, security_protocol="SASL_PLAINTEXT",
-                              sasl_mechanism="PLAIN", sasl_plain_username="alice",
-                              sasl_plain_password="alice-secret", **FAST)
-        wait_for(lambda: alice.owned == set(range(6)), what="alice's consumer owns 6 partitions", group=[alice])
-        admin = KafkaAdminClient(bootstrap_servers=gateway_env.bootstrap)
-        (member,) = admin.describe_groups([name])[name]["members"]
-        admin.close()
-        # mallory knows the member id and asks for the member to leave: refused, the member stays.
-        mallory = login(secured.bootstrap_servers, "mallory", "mallory-secret")
-        leave = mallory.call(LeaveGroupRequest[4](group_id=name, members=[
-            LeaveGroupRequest.MemberIdentity(member_id=member["member_id"], group_instance_id=None)]), 4,
-            LeaveGroupResponse)
-        mallory.close()
-        assert [m.error_code for m in leave.members] == [Errors.GROUP_AUTHORIZATION_FAILED]
-        # Answered after the LeaveGroup, so it sees its effect: none.
-        admin = KafkaAdminClient(bootstrap_servers=gateway_env.bootstrap)
-        described = admin.describe_groups([name])[name]
-        admin.close()
-        assert described["group_state"] == "Stable"
-        assert [m["member_id"] for m in described["members"]] == [member["member_id"]]
-    finally:
-        secured.stop()
+def test_a_member_acts_only_for_the_principal_that_joined_it(gateway_env: GatewayEnv, members: Members):
+    secured = gateway_env.sasl
+    topic = gateway_env.topic()
+    name = f"kp-principal-{topic}"
+    alice = members.start(CLIENT, secured.bootstrap_servers, topic, name, security_protocol="SASL_PLAINTEXT",
+                          sasl_mechanism="PLAIN", sasl_plain_username="alice",
+                          sasl_plain_password="alice-secret", **FAST)
+    wait_for(lambda: alice.owned == set(range(6)), what="alice's consumer owns 6 partitions", group=[alice])
+    admin = KafkaAdminClient(bootstrap_servers=gateway_env.bootstrap)
+    (member,) = admin.describe_groups([name])[name]["members"]
+    admin.close()
+    # mallory knows the member id and asks for the member to leave: refused, the member stays.
+    mallory = login(secured.bootstrap_servers, "mallory", "mallory-secret")
+    leave = mallory.call(LeaveGroupRequest[4](group_id=name, members=[
+        LeaveGroupRequest.MemberIdentity(member_id=member["member_id"], group_instance_id=None)]), 4,
+        LeaveGroupResponse)
+    mallory.close()
+    assert [m.error_code for m in leave.members] == [Errors.GROUP_AUTHORIZATION_FAILED]
+    # Answered after the LeaveGroup, so it sees its effect: none.
+    admin = KafkaAdminClient(bootstrap_servers=gateway_env.bootstrap)
+    described = admin.describe_groups([name])[name]
+    admin.close()
+    assert described["group_state"] == "Stable"
+    assert [m["member_id"] for m in described["members"]] == [member["member_id"]]

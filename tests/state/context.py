@@ -20,6 +20,7 @@ from state.batch import (
     StoredGroup,
     _after_outage,
     _fetch_position,
+    _longest_wait,
     decode_state,
     encode_state,
     step_group,
@@ -154,7 +155,8 @@ class GroupContext:
         view_after = view_of(self.group, self.config)
         assert result.publish_view or view_after == view_before, "the group's view changed and was not published"
         assert not result.publish_view or result.view == encode_view(
-            view_of(self.group, self.config, _fetch_position(self.group, position))), "a view that is not the group's"
+            view_of(self.group, self.config, _fetch_position(self.group, position),
+                    _longest_wait(self.now_ms, times))), "a view that is not the group's"
         if self.check_replay:
             rebuilt = load(self.group_id, self.records, self.now_ms, self.config).group
             assert durable_view(rebuilt) == durable_view(self.group), "records do not rebuild the group"

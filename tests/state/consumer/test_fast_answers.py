@@ -205,3 +205,19 @@ class TestFetchesFromTheView:
         body = fetch("A", 1)
         answer = fetch_from_view(published(ctx), decode_request(json.dumps(body).encode()), end_when_it_arrived)
         assert answer is not None and answer.topics[0].partitions[0].committed_offset == 5
+
+
+def test_only_the_principal_a_member_is_bound_to_commits_and_fetches_for_it_from_the_view():
+    """The view carries each member's principal (cp-members' binding); another principal's commit or fetch naming
+    the member is the coordinator's to refuse (GROUP_AUTHORIZATION_FAILED)."""
+    ctx = consumer_context()
+    ctx.consumer_join("A", principal="User:alice")
+    ctx.commit({("t", 0): 5}, member_id="A", generation=1, version=9, principal="User:alice")
+    ctx.consumer_join("B", principal="User:alice")
+    view = published(ctx)
+    assert commit_from_view(view, commit(ctx, "A", 1, principal="User:alice"), MAX_METADATA) is not None
+    assert commit_from_view(view, commit(ctx, "A", 1, principal="User:mallory"), MAX_METADATA) is None
+    assert from_view(ctx, view, {**fetch("A", 1), "principal": "User:alice"}) is not None
+    assert from_view(ctx, view, {**fetch("A", 1), "principal": "User:mallory"}) is None
+    (refused,) = ctx.step({**fetch("A", 1), "request_id": "f", "principal": "User:mallory"})
+    assert refused["error_code"] == Errors.GROUP_AUTHORIZATION_FAILED

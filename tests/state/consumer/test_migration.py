@@ -420,3 +420,67 @@ def test_a_restarted_static_classic_member_replaces_its_instance():
     assert ctx.group.members[again["member_id"]].assigned() == held
     assert ctx.sync(first["member_id"], first["generation_id"], instance="i")[0]["error_code"] == (
         Errors.FENCED_INSTANCE_ID)
+
+
+def test_an_upgrade_waits_for_the_topics_the_classic_members_hold():
+    """Kafka's image always holds the cluster's topics; ours may not yet (just after a rebuild from the records
+    topic, or a topic created since the driver's last refresh). The member would be converted without its
+    partitions, which another member would then be given: the heartbeat is answered COORDINATOR_LOAD_IN_PROGRESS
+    (retried) and nothing is converted until the image names them."""
+    ctx = GroupContext(now_ms=1_000)  # no topic metadata yet
+    (classic,) = ctx.stable_group(1)
+    response = ctx.consumer_join("B")
+    assert response["error_code"] == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    assert response["error_message"] == ("Cannot upgrade the classic group g to consumer group yet: the cluster's "
+                                         "topics do not include t.")
+    assert isinstance(ctx.group, ClassicGroup) and ctx.last.records == []
+    ctx.publish_topics(1, (topic_id("other"), "other", 1))  # an image without t
+    assert ctx.consumer_join("B")["error_code"] == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    ctx.publish_topics(2, (T, "t", 6))
+    assert ctx.consumer_join("B")["error_code"] == Errors.NONE
+    assert ctx.group.members[classic].assigned() == {T: frozenset({0})}
+
+
+def static_consumer_member_and_a_classic_one(ctx: GroupContext) -> str:
+    """A consumer group of consumer-protocol member A (static, instance "i") and classic member C, reconciled."""
+    assert ctx.consumer_join("A", instance_id="i")["error_code"] == Errors.NONE
+    classic = ctx.new_member()
+    (joined,) = ctx.join(classic)
+    assert joined["error_code"] == Errors.NONE and isinstance(ctx.group, ConsumerGroup)
+    return classic
+
+
+def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades_the_group():
+    """testConsumerGroupJoinWithStaticMemberReplacingLastConsumerMember (validateOnlineDowngradeWithReplacedMemberId,
+    Kafka's 2024 snapshot): the group becomes a Stable classic group of the same members at the group epoch, the
+    joining member holding the replaced one's target, with no rebalance; it syncs with the generation it was told."""
+    ctx = context()
+    classic = static_consumer_member_and_a_classic_one(ctx)
+    epoch = ctx.group.group_epoch
+    target = ctx.group.target_assignment["A"]
+    (joined,) = ctx.join("", instance="i")
+    assert joined["error_code"] == Errors.NONE and joined["generation_id"] == epoch
+    replacing = joined["member_id"]
+    group = ctx.group
+    assert isinstance(group, ClassicGroup) and group.state == GroupState.STABLE and group.generation == epoch
+    assert set(group.members) == {classic, replacing} and group.static_members == {"i": replacing}
+    # the join's records (A's removal, its copy under the new id, the join's own), the tombstones of the group
+    # they leave, then the classic group's record
+    assert keys(ctx) == [8, 7, 5, 5, 7, 8, 5, 8, 8, 8, 7, 7, 6, 5, 5, 4, 3, 2]
+    assert sorted(group.timers) == sorted([f"{HEARTBEAT_PREFIX}{classic}", f"{HEARTBEAT_PREFIX}{replacing}",
+                                           "offsets-expiration"])
+    (synced,) = ctx.sync(replacing, epoch, instance="i")
+    assert synced["error_code"] == Errors.NONE and partitions(synced["assignment"]) == set(target[T])
+
+
+def test_no_downgrade_by_a_replacing_static_member_when_the_policy_forbids_it_or_others_use_the_consumer_protocol():
+    ctx = context(CoordinatorConfig(group_consumer_migration_policy="upgrade"))
+    static_consumer_member_and_a_classic_one(ctx)
+    (joined,) = ctx.join("", instance="i")
+    assert joined["error_code"] == Errors.NONE and isinstance(ctx.group, ConsumerGroup)
+    ctx = context()
+    static_consumer_member_and_a_classic_one(ctx)
+    ctx.consumer_join("B")
+    (joined,) = ctx.join("", instance="i")
+    assert joined["error_code"] == Errors.NONE and isinstance(ctx.group, ConsumerGroup)
+    assert ctx.group.members[joined["member_id"]].uses_classic_protocol and "B" in ctx.group.members
