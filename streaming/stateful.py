@@ -147,12 +147,28 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
     else:
         out = _rejects(rows)
     computed = time.perf_counter()
-    output.send(out)
-    if flush:
-        output.flush()
+    produce(output, out, flush)
     stats.call_us = int((computed - started) * 1e6)
     stats.produce_us = int((time.perf_counter() - computed) * 1e6)
     return summary(kind, bucket, out, stats)
+
+
+def produce(output: Output, out: list[tuple], flush: bool) -> None:
+    """Hand a call's output to the producer, the views acknowledged before any response is sent.
+
+    A gateway that hears a group's answer reads the views topic to its end, and from then on answers the group's
+    heartbeats and fetches from the view it read (`gateway.fast_path`). Sent together, a response on one topic can
+    be acknowledged before the view on another: the gateway would then answer from the view before the change,
+    telling a member its old epoch. One acknowledgement's wait (about 0.3 ms) on the calls that publish a view and
+    answer something."""
+    views = [row for row in out if row[0] == "view"]
+    if views and len(views) < len(out) and any(row[0] == "response" for row in out):
+        output.send(views)
+        output.flush()
+        out = [row for row in out if row[0] != "view"]
+    output.send(out)
+    if flush:
+        output.flush()
 
 
 def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: CoordinatorConfig, resumed: bool,
