@@ -348,9 +348,13 @@ def with_fast_path(bootstrap: str, workdir: Path, samples: int, liveness_s: floa
             gateway.bootstrap_servers, bootstrap, props["topic.requests"], liveness_s)
         out["three_consumers_commit_every_record"] = three = {
             "gateway": gateway_fast.three_consumers(gateway.bootstrap_servers, bootstrap),
-            "tansu": gateway_fast.three_consumers(bootstrap, bootstrap)}
+            "tansu": gateway_fast.three_consumers(bootstrap, bootstrap),
+            "gateway_consumer_protocol": gateway_fast.three_consumers(gateway.bootstrap_servers, bootstrap,
+                                                                      group_protocol="consumer")}
         three["ratio"] = round(three["gateway"]["seconds_to_commit_all"] / three["tansu"]["seconds_to_commit_all"], 2)
         three["ratio_with_forming"] = round(three["gateway"]["seconds"] / three["tansu"]["seconds"], 2)
+        three["consumer_protocol_ratio"] = round(three["gateway_consumer_protocol"]["seconds_to_commit_all"]
+                                                 / three["tansu"]["seconds_to_commit_all"], 2)
         three["goal"] = "ratio <= 2"
     finally:
         gateway.stop()
@@ -400,19 +404,24 @@ def compare_fast_paths(bootstrap: str, workdir: Path, samples: int, rounds: int,
         out["latency"] = {name: {kind: percentiles(values) for kind, values in kinds.items()}
                           for name, kinds in times.items()}
         out["latency_ratios"] = {name: gateway_fast.ratios(times[name]) for name in gateways}
-        three: dict[str, list[dict]] = {name: [] for name in targets}
+        # Each gateway also with KIP-848's consumer protocol ("A consumer", ...), which tansu does not have.
+        runs = {**{name: (server, "classic") for name, server in targets.items()},
+                **{f"{name} consumer": (gateways[name].bootstrap_servers, "consumer") for name in gateways}}
+        three: dict[str, list[dict]] = {name: [] for name in runs}
         for r in range(rounds):
-            for name in (list(targets) if r % 2 == 0 else list(reversed(targets))):
+            for name in (list(runs) if r % 2 == 0 else list(reversed(runs))):
                 resume()
+                server, protocol = runs[name]
                 three[name].append(gateway_fast.three_consumers(
-                    targets[name], bootstrap, processes=processes,
-                    formed_hook=pause if name != "tansu" else None))
+                    server, bootstrap, processes=processes, formed_hook=pause if name != "tansu" else None,
+                    group_protocol=protocol))
         resume()
         out["load_average"]["end"] = os.getloadavg()
         out["three_consumers"] = three
         medians = {name: statistics.median(x["seconds_to_commit_all"] for x in runs) for name, runs in three.items()}
         out["three_consumers_medians"] = medians
-        out["three_consumers_ratios"] = {name: round(medians[name] / medians["tansu"], 2) for name in gateways}
+        out["three_consumers_ratios"] = {name: round(medians[name] / medians["tansu"], 2)
+                                         for name in three if name != "tansu"}
     finally:
         for gateway in gateways.values():
             gateway.stop()
@@ -423,22 +432,37 @@ def compare_fast_paths(bootstrap: str, workdir: Path, samples: int, rounds: int,
 def compare_lines(result: dict) -> str:
     """One line per gateway: the three consumers' ratio to tansu, commit-call p50s, and the latency ratios."""
     lines = []
+    tansu_runs = result["three_consumers"]["tansu"]
     for name, ratio in result["three_consumers_ratios"].items():
         runs = result["three_consumers"][name]
-        lat = result["latency"][name]
-        lines.append(
+        line = (
             f"{name}: three consumers committed in {[r['seconds_to_commit_all'] for r in runs]} s, tansu "
-            f"{[r['seconds_to_commit_all'] for r in result['three_consumers']['tansu']]} s: ratio of medians "
-            f"{ratio}; commit call p50 {[r['commit_call']['p50_ms'] for r in runs]} ms (tansu "
-            f"{[r['commit_call']['p50_ms'] for r in result['three_consumers']['tansu']]}); lone commit p50 "
-            f"{lat['commit']['p50_ms']} ms p99 {lat['commit']['p99_ms']} ms, heartbeat p50 {lat['heartbeat']['p50_ms']}"
-            f" ms; {result['latency_ratios'][name]}")
+            f"{[r['seconds_to_commit_all'] for r in tansu_runs]} s: ratio of medians {ratio}; commit call p50 "
+            f"{[r['commit_call']['p50_ms'] for r in runs]} ms p99 {[r['commit_call']['p99_ms'] for r in runs]} ms "
+            f"(tansu p50 {[r['commit_call']['p50_ms'] for r in tansu_runs]} p99 "
+            f"{[r['commit_call']['p99_ms'] for r in tansu_runs]}); first record after the records were produced "
+            f"{[min(c['first_record_s'] for c in r['consumers']) for r in runs]} s (tansu "
+            f"{[min(c['first_record_s'] for c in r['consumers']) for r in tansu_runs]}); formed in "
+            f"{[r['seconds_to_form'] for r in runs]} s (tansu {[r['seconds_to_form'] for r in tansu_runs]})")
+        if name in result["latency"]:
+            lat = result["latency"][name]
+            line += (f"; lone commit p50 {lat['commit']['p50_ms']} ms p99 {lat['commit']['p99_ms']} ms, heartbeat "
+                     f"p50 {lat['heartbeat']['p50_ms']} ms p99 {lat['heartbeat']['p99_ms']} ms; "
+                     f"{result['latency_ratios'][name]}")
+        lines.append(line)
     tansu = result["latency"]["tansu"]
     lines.append(f"tansu: commit p50 {tansu['commit']['p50_ms']} ms p99 {tansu['commit']['p99_ms']} ms, heartbeat "
                  f"p50 {tansu['heartbeat']['p50_ms']} ms")
     lines.append("load average: " + " / ".join(f"{when} " + ", ".join(f"{v:.2f}" for v in avg)
                                               for when, avg in result["load_average"].items()))
+    lines.append(f"uptime at the end: {_uptime()} (a shared machine: compare only within a run)")
     return "\n".join(lines)
+
+
+def _uptime() -> str:
+    import subprocess
+
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -531,7 +555,13 @@ def summary_line(fast: dict) -> str:
         f"three librdkafka consumers committing every record, 600 records: committed in "
         f"{three['gateway']['seconds_to_commit_all']} s through the gateway, {three['tansu']['seconds_to_commit_all']} "
         f"s on tansu's coordinator (ratio {three['ratio']}); with the group's forming "
-        f"{three['gateway']['seconds']} s and {three['tansu']['seconds']} s (ratio {three['ratio_with_forming']})",
+        f"{three['gateway']['seconds']} s and {three['tansu']['seconds']} s (ratio {three['ratio_with_forming']}); "
+        f"with KIP-848's consumer protocol through the gateway "
+        f"{three['gateway_consumer_protocol']['seconds_to_commit_all']} s (ratio to tansu's classic "
+        f"{three['consumer_protocol_ratio']}), commit call p50 "
+        f"{three['gateway_consumer_protocol']['commit_call']['p50_ms']} ms (classic "
+        f"{three['gateway']['commit_call']['p50_ms']} ms, tansu {three['tansu']['commit_call']['p50_ms']} ms); "
+        f"uptime {_uptime()}",
         f"gateway latency: commit p50/produce p50 = {ratios['commit_p50_over_produce_p50']}, commit p99/produce p99 = "
         f"{ratios['commit_p99_over_produce_p99']}, heartbeat p50/ApiVersions p50 = "
         f"{ratios['heartbeat_p50_over_api_versions_p50']}, heartbeat p99/ApiVersions p99 = "

@@ -9,11 +9,13 @@
 2. Control records per member-minute: ten unmodified consumers (five kafka-python, five librdkafka, both at their
    default heartbeat interval of 3 s and session timeout of 45 s) in one Stable group through the gateway, idle for
    `liveness_s`; every record the group writes to the requests topic in that time counts.
-3. Three librdkafka consumers that commit every record synchronously, through the gateway and straight to tansu's
-   coordinator: the seconds until the group is formed (each consumer owns partitions of a 6-partition topic), then,
-   600 records produced, the seconds until every one is committed (session timeout 6 s, heartbeat 2 s, as tansu's
-   own figures in the reference are taken; a 10 ms fetch wait on both paths). Forming is reported apart: it is
-   Kafka's delayed initial rebalance here (3 s, extended once as the other two join: KIP-134), which tansu has not.
+3. Three librdkafka consumers that commit every record synchronously, through the gateway (with the classic
+   protocol, and with KIP-848's consumer protocol, which tansu does not have) and straight to tansu's coordinator:
+   the seconds until the group is formed (each consumer owns partitions of a 6-partition topic), then, 600 records
+   produced, the seconds until every one is committed (classic: session timeout 6 s, heartbeat 2 s, as tansu's own
+   figures in the reference are taken; the consumer protocol: the coordinator's, 45 s and 5 s; a 10 ms fetch wait
+   on every path). Forming is reported apart: it is Kafka's delayed initial rebalance here (3 s, extended once as
+   the other two join: KIP-134), which tansu has not.
 """
 
 from __future__ import annotations
@@ -286,11 +288,13 @@ def _group_records(broker: str, topic: str, group: str, start_ms: int, end_ms: i
 
 
 def three_consumers(servers: str, broker: str, records_per_partition: int = 100,
-                    processes: dict[str, int] | None = None, formed_hook: Callable[[], None] | None = None) -> dict:
+                    processes: dict[str, int] | None = None, formed_hook: Callable[[], None] | None = None,
+                    group_protocol: str = "classic") -> dict:
     """Three librdkafka consumers of one group on a 6-partition topic: seconds until the group is formed (each owns
     partitions), then, the records produced, seconds until every one is committed. `processes`: named process ids
     whose CPU seconds over the committing are reported (`cpu_seconds`); `formed_hook`: called once the group is
-    formed, before the records are produced (the bench pauses the query there)."""
+    formed, before the records are produced (the bench pauses the query there). `group_protocol="consumer"`:
+    KIP-848's protocol (its session and heartbeat interval are the coordinator's: the client may not set them)."""
     from confluent_kafka import Consumer
 
     topic = create_topic(broker)
@@ -306,9 +310,10 @@ def three_consumers(servers: str, broker: str, records_per_partition: int = 100,
 
     def run(index: int) -> None:
         # A short fetch wait on both paths: tansu holds a fetch for its whole wait when there is nothing new.
+        timing = ({"group.protocol": "consumer"} if group_protocol == "consumer"
+                  else {"session.timeout.ms": 6000, "heartbeat.interval.ms": 2000})
         consumer = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-                             "heartbeat.interval.ms": 2000, "fetch.wait.max.ms": 10})
+                             "auto.offset.reset": "earliest", "fetch.wait.max.ms": 10, **timing})
         consumer.subscribe([topic])
         try:
             while not done.is_set():

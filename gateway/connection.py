@@ -286,8 +286,9 @@ class ClientConnection:
         if api.name in FAST_APIS and fast_path is not None:
             (body,) = control_requests(api, version, doc, self.principal)
             fast = fast_path.answer(api.name, body)
-            if fast is not None:
-                return await fast
+            answer = None if fast is None else await fast
+            if answer is not None:
+                return answer
         if api.name == "OffsetFetch" and fast_path is not None:
             bodies = control_requests(api, version, doc, self.principal)
             fetched = await asyncio.gather(*(fast_path.offset_fetch(body) for body in bodies))
@@ -307,12 +308,17 @@ class ClientConnection:
         bodies = control_requests(api, version, doc, self.principal, extra)
         if fast_path is not None:
             for body in bodies:
-                fast_path.before_request(body["group_id"])
-        if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
-            named = await self.gateway.member_id_round.answer(version, bodies[0])
-            if named is not None:
-                return named
-        answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s) for body in bodies))
+                fast_path.before_request(api.name, body)
+        try:
+            if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
+                named = await self.gateway.member_id_round.answer(version, bodies[0])
+                if named is not None:
+                    return named
+            answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s) for body in bodies))
+        finally:
+            if fast_path is not None:
+                for body in bodies:
+                    fast_path.after_request(api.name, body)
         return api.merge(doc, list(answers), version)
 
     # -- SASL ------------------------------------------------------------------------------------------------

@@ -15,9 +15,18 @@ every request did before.
 - OffsetCommit: appended to the requests topic (acks=all) carrying the answer given (`answered`), then answered
   once the append is acknowledged. The coordinator applies it as always and sends no answer; where it decides
   otherwise (the view was stale), it counts a misprediction. The offsets are the coordinator's decision alone.
-- OffsetFetch: answered from the offsets a Stable group's view carries, as of the last request the coordinator
-  applied for it, when the follower, woken after the fetch arrived, finds nothing written to the group's
-  requests-topic partition since that request; not written to the requests topic (it changes nothing).
+- OffsetFetch: answered from the offsets a view carries (a Stable classic group's, a consumer group's where none
+  can expire), as of the last request the coordinator applied for it, when the follower, woken after the fetch
+  arrived, finds nothing written to the group's requests-topic partition since that request; not written to the
+  requests topic (it changes nothing). While a request of the group this gateway forwarded is being applied (a
+  member acknowledging the partitions it is about to fetch for), the fetch waits for the view that follows it.
+- A consumer group's OffsetCommit: as a classic one, where the consumer group's rule accepts it whole (its member
+  at its epoch, `state.consumer.offsets.commit_member`), also while the member revokes partitions.
+- Once a KIP-848 heartbeat that declares something (a join, a leave, owned partitions) is forwarded to the
+  coordinator, the group's heartbeats are not answered from the view until the follower has read the views in a
+  round begun after the coordinator's answer (the view that step wrote, before its answer); one that arrives
+  meanwhile waits for that view. An older view would tell a member nothing changed, and it would hear of the new
+  target a heartbeat interval later.
 """
 
 from __future__ import annotations
@@ -34,13 +43,19 @@ import msgspec
 from gateway.appender import AppendFailed, Appender
 from gateway.control import Json, unanswered
 from gateway.views import ViewFollower
-from state.api import (BadRequest, Errors, PublishedGroup, PublishedView, commit_from_view, commit_response,
-                       consumer_heartbeat_from_view, decode_request, encode, fetch_from_view, heartbeat_from_view)
+from state.api import (BadRequest, Errors, PublishedView, commit_from_view, commit_response,
+                       consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
+                       heartbeat_from_view)
 
 log = logging.getLogger(__name__)
 
 REFRESH_TIMEOUT_S = 1.0
 """How long an OffsetFetch waits for the view follower's fresh round before asking the coordinator."""
+
+HOLD_WAIT_S = 2.0
+"""How long an OffsetFetch or a held heartbeat waits for the view that follows a request of its group the gateway
+forwarded."""
+HOLD_POLL_S = 0.01
 
 LIVENESS_SESSION_FRACTION = 3
 """A group's liveness interval is at most its smallest session timeout divided by this (Kafka's advice for the
@@ -94,6 +109,18 @@ class Heartbeats:
             self.flush(group_id)
 
 
+def _may_change_group(api: str, body: Json) -> bool:
+    """A KIP-848 heartbeat that declares something (a join, a leave, owned partitions, a subscription): its answer
+    may change what the group's other heartbeats are answered. (A classic JoinGroup is answered only once its join
+    phase ends: its answer cannot release a hold, docs/gateway.md.)"""
+    if api != "ConsumerGroupHeartbeat":
+        return False
+    try:
+        return not declares_nothing_new(decode_request(encode({**body, "request_id": ""})))
+    except BadRequest:
+        return False  # the coordinator refuses it
+
+
 def _at_once(answer: Json) -> Awaitable[Json]:
     """An answer the gateway gives without waiting."""
     done = asyncio.get_running_loop().create_future()
@@ -116,10 +143,14 @@ class FastPath:
         self.max_metadata_bytes = max_metadata_bytes
         self._ids = itertools.count()
         self._prefix = f"fast-{uuid.uuid4().hex[:8]}"
+        self._forwarding: dict[str, int] = {}
+        """group id -> requests that may change it, forwarded to the coordinator and not yet answered."""
+        self._held: dict[str, float] = {}
+        """group id -> when the last of them was answered: no view answers before a follower round begun later."""
 
-    def answer(self, api: str, body: Json) -> Awaitable[Json] | None:
+    def answer(self, api: str, body: Json) -> Awaitable[Json | None] | None:
         """The answer to a control request `body` (one group's, as the gateway would write it) where the group's
-        view decides it; None: ask the coordinator."""
+        view decides it; None, or an awaitable that gives None: ask the coordinator."""
         if api == "Heartbeat":
             return self._heartbeat(body)
         if api == "ConsumerGroupHeartbeat":
@@ -140,15 +171,58 @@ class FastPath:
         except (BadRequest, asyncio.TimeoutError):
             return None
         view = self.follower.view(req.group_id)
-        if ends is None or not isinstance(view, PublishedGroup) or view.position is None:
-            return None  # no view, or a consumer group's, which carries no offsets
-        answer = fetch_from_view(view, req, ends.get(view.position.partition))
+        if ends is None or view is None or view.position is None:
+            return None  # no view, or one without offsets
+        log_end = ends.get(view.position.partition)
+        answer = fetch_from_view(view, req, log_end)
+        if answer is None and self._holds(req.group_id):
+            # A request of the group this gateway forwarded (a member acknowledging its partitions, just before
+            # its fetch) is being applied: the view its step publishes may cover `log_end`. Asking the
+            # coordinator instead would wait for the batch after that one.
+            deadline = time.monotonic() + HOLD_WAIT_S
+            while self._holds(req.group_id) and time.monotonic() < deadline:
+                await asyncio.sleep(HOLD_POLL_S)
+            answer = fetch_from_view(self.follower.view(req.group_id), req, log_end)
         return None if answer is None else msgspec.to_builtins(answer)
 
-    def before_request(self, group_id: str) -> None:
+    def before_request(self, api: str, body: Json) -> None:
         """A request of the group that waits for the coordinator is about to be written: the heartbeats answered
-        before it go first."""
+        before it go first. One that may change what a heartbeat is answered holds the group's heartbeat answers
+        (`after_request`)."""
+        group_id = body["group_id"]
         self.heartbeats.flush(group_id)
+        if _may_change_group(api, body):
+            self._forwarding[group_id] = self._forwarding.get(group_id, 0) + 1
+            self._held.pop(group_id, None)
+
+    def after_request(self, api: str, body: Json) -> None:
+        """The coordinator answered a request of the group `before_request` saw (or it failed): heartbeats wait
+        for the views read in a follower round begun after now, which hold the view the step that answered it
+        wrote (written before its answers)."""
+        if not _may_change_group(api, body):
+            return
+        group_id = body["group_id"]
+        left = self._forwarding.pop(group_id, 1) - 1
+        if left:
+            self._forwarding[group_id] = left
+        self._held[group_id] = time.monotonic()
+        self.follower.wake()
+
+    def _holds(self, group_id: str) -> bool:
+        """Whether a request that may change the group was forwarded to the coordinator and the view that followed
+        its answer is not read yet: a heartbeat answered from the older view would be told nothing changed, and
+        the member would hear of the change a heartbeat interval later. Commits and fetches need no hold: the
+        coordinator checks every commit answered, after the forwarded request, and a fetch is answered only from a
+        view as of the last request written to the group's partition."""
+        if group_id in self._forwarding:
+            return True
+        held = self._held.get(group_id)
+        if held is None:
+            return False
+        if self.follower.read_as_of < held:
+            return True
+        del self._held[group_id]
+        return False
 
     def _request(self, body: Json):
         view = self.follower.view(body["group_id"])
@@ -170,9 +244,26 @@ class FastPath:
                               req.principal, error)
         return _at_once({"throttle_time_ms": 0, "error_code": error})
 
-    def _consumer_heartbeat(self, body: Json) -> Awaitable[Json] | None:
+    def _consumer_heartbeat(self, body: Json) -> Awaitable[Json | None] | None:
         """A consumer group's (KIP-848) heartbeat that changes nothing for its member: answered at once, and heard
-        in the group's Liveness request like a classic one (its member epoch as the generation)."""
+        in the group's Liveness request like a classic one (its member epoch as the generation). While the group is
+        held (`_holds`), it waits for the view that follows (at most HOLD_WAIT_S), then is answered from it or asks
+        the coordinator: forwarding it at once would cost the same batch and write a request to the group's
+        partition, which sends the group's fetches to the coordinator."""
+        if self._holds(body["group_id"]):
+            return self._after_hold(body)
+        return self._consumer_heartbeat_now(body)
+
+    async def _after_hold(self, body: Json) -> Json | None:
+        deadline = time.monotonic() + HOLD_WAIT_S
+        while self._holds(body["group_id"]):
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(HOLD_POLL_S)
+        answer = self._consumer_heartbeat_now(body)
+        return None if answer is None else await answer
+
+    def _consumer_heartbeat_now(self, body: Json) -> Awaitable[Json] | None:
         view, req = self._request(body)
         if req is None:
             return None

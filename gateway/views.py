@@ -57,6 +57,8 @@ class ViewFollower:
         """(t, E, V) of recent samples, oldest first."""
         self.complete_as_of = float("-inf")
         self.alive_as_of = float("-inf")
+        self.read_as_of = float("-inf")
+        """When the last round began: every view written before then has been read."""
         self._clients: tuple[KafkaConsumer, KafkaConsumer] | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -99,6 +101,10 @@ class ViewFollower:
             self._refreshes.append((loop, done))
         self._wake.set()
         return done
+
+    def wake(self) -> None:
+        """Begin the next round now (the fast path waits for a round begun after a forwarded request's answer)."""
+        self._wake.set()
 
     def held_view(self, group_id: str) -> PublishedView | None:
         """The group's view as read, fresh or not."""
@@ -164,6 +170,7 @@ class ViewFollower:
             self._samples.popleft()
         self._read(views, view_ends)
         self._advance()
+        self.read_as_of = now
 
     def _read(self, views: KafkaConsumer, ends: dict[int, int]) -> None:
         while any(views.position(tp) < ends[tp.partition] for tp in self._views_parts):

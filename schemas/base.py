@@ -107,3 +107,20 @@ class GroupResponse(Response, frozen=True, kw_only=True):
     group_id: str
     throttle_time_ms: Int32 = 0
     error_code: Int16
+
+
+class ViewOffset(Struct, frozen=True):
+    """One committed offset of a group, as OffsetFetch answers it."""
+
+    topic: str
+    partition: Int32
+    offset: Int64
+    leader_epoch: Int32
+    metadata: str
+
+
+class ViewPosition(Struct, frozen=True):
+    """Where the last request a step applied sits in the requests topic."""
+
+    partition: Int32
+    offset: Int64

@@ -35,6 +35,8 @@ from schemas.base import (
     Message,
     Request,
     Versions,
+    ViewOffset,
+    ViewPosition,
 )
 
 Int8 = Annotated[int, Meta(ge=-(2**7), le=2**7 - 1)]
@@ -170,10 +172,23 @@ class ConsumerViewMember(Message, frozen=True):
     principal: Annotated[str | None, Extension("the principal the member is bound to (None: none)")] = None
 
 
+class ConsumerViewCommitter(Message, frozen=True):
+    """A member as its OffsetCommit and OffsetFetch are checked (`state.consumer.offsets`): its epoch, whether it
+    uses the classic protocol inside the consumer group, and the principal it is bound to."""
+
+    member_id: str
+    member_epoch: Int32
+    uses_classic_protocol: bool
+    principal: Annotated[str | None, Extension("the principal the member is bound to (None: none)")] = None
+
+
 class ConsumerGroupView(Struct, frozen=True, kw_only=True):
-    """What a gateway answers a consumer group's heartbeats from: the members whose heartbeat changes nothing as the
-    coordinator left the group after a step (reconciled to the group's target, which is at the group epoch, and
-    owing the coordinator no heartbeat), and what it answers them with."""
+    """What a gateway answers a consumer group's heartbeats, commits and fetches from: the members whose heartbeat
+    changes nothing as the coordinator left the group after a step (reconciled to the group's target, which is at
+    the group epoch, and owing the coordinator no heartbeat), and what it answers them with; every member with its
+    epoch (`committers`: absent in a view of an older release, whose commits the gateway then does not answer);
+    and, where they can answer an OffsetFetch, the committed offsets as of the last request the step applied
+    (`position`), as a classic group's view carries them."""
 
     kind: Annotated[Literal["consumer"], Meta(description="a consumer group's view (a classic group's has none)")] = (
         "consumer")
@@ -181,6 +196,9 @@ class ConsumerGroupView(Struct, frozen=True, kw_only=True):
     heartbeat_interval_ms: Int32
     session_timeout_ms: Int32
     members: tuple[ConsumerViewMember, ...]
+    committers: tuple[ConsumerViewCommitter, ...] | UnsetType = UNSET
+    offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
+    position: ViewPosition | UnsetType = UNSET
 
 
 # -- records (the records topic: docs/records.md) ----------------------------------------------------------------

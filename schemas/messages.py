@@ -46,6 +46,8 @@ from schemas.base import (  # noqa: F401 - re-exported: the rest of the code imp
     Request,
     Response,
     Versions,
+    ViewOffset,
+    ViewPosition,
 )
 from schemas.consumer_group import (
     CONSUMER_RECORDS,
@@ -483,23 +485,6 @@ class ViewMember(Message, frozen=True):
     group_instance_id: str | None
     principal: Annotated[str | None, Extension("the principal the member is bound to (None: none)")]
     session_timeout_ms: Int32
-
-
-class ViewOffset(Struct, frozen=True):
-    """One committed offset of a group, as OffsetFetch answers it."""
-
-    topic: str
-    partition: Int32
-    offset: Int64
-    leader_epoch: Int32
-    metadata: str
-
-
-class ViewPosition(Struct, frozen=True):
-    """Where the last request a step applied sits in the requests topic."""
-
-    partition: Int32
-    offset: Int64
 
 
 class GroupView(Struct, frozen=True):

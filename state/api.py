@@ -22,6 +22,7 @@ from state.fast_answers import (
     commit_from_view,
     commit_response,
     consumer_heartbeat_from_view,
+    declares_nothing_new,
     heartbeat_from_view,
 )
 from state.group import GroupState
@@ -51,6 +52,7 @@ __all__ = [
     "commit_from_view",
     "commit_response",
     "consumer_heartbeat_from_view",
+    "declares_nothing_new",
     "decode_key",
     "decode_mark",
     "decode_request",

@@ -274,6 +274,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         clock = now_ms
     dead_letters = []
     fired_at = None
+    reconciling = False
     for index, raw in enumerate(requests):
         if request_times_ms is not None:
             clock = min(max(request_times_ms[index], clock), now_ms)
@@ -287,6 +288,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
             continue
         try:
             req = decode_request(raw)
+            reconciling = reconciling or req.api == "ConsumerGroupHeartbeat"
             if req.group_id != group_id:
                 raise BadRequest(f"group_id {req.group_id!r} routed to group {group_id!r}",
                                  body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
@@ -316,8 +318,11 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     only_offsets = group is decoded and _only_offsets(ctx.result.records)
     # The group's view (state.views) changes only through a record other than an offset's, or when the group is
     # loaded, created or deleted: then it is published (at times as it was, after a record of a rebalance that left
-    # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release).
-    publish_view = (not only_offsets or resumed) and (group is not None or decoded is not None)
+    # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release). A
+    # step with a ConsumerGroupHeartbeat the coordinator answered publishes it too, changed or not: its position is
+    # then past that heartbeat (a member acknowledging its partitions), so the member's OffsetFetch that follows
+    # can be answered from it (docs/gateway.md); a heartbeat that changes nothing is answered by the gateway.
+    publish_view = (not only_offsets or resumed or reconciling) and (group is not None or decoded is not None)
     return GroupStep(
         metadata=encode_metadata(group, persisted_current and only_offsets),
         offsets=encode_offsets(group) if offsets_changed else None,
@@ -351,10 +356,10 @@ coordinator): a view is written at every rebalance."""
 def _fetch_position(group: ClassicGroup | ConsumerGroup | None,
                     position: tuple[int, int] | None) -> tuple[int, int] | None:
     """`position` where the group's view may carry its offsets for a gateway to answer an OffsetFetch from: a
-    Stable classic group none of whose offsets the retention check could remove (a timer's change would not show
-    in the requests topic, which is what the gateway checks the view against), with at most VIEW_OFFSETS_MAX of
-    them. A consumer group's view carries none."""
-    if (position is None or not isinstance(group, ClassicGroup) or group.state != GroupState.STABLE
+    Stable classic group, or a consumer group, none of whose offsets the retention check could remove (a timer's
+    change would not show in the requests topic, which is what the gateway checks the view against), with at most
+    VIEW_OFFSETS_MAX of them."""
+    if (position is None or group is None or (isinstance(group, ClassicGroup) and group.state != GroupState.STABLE)
             or offsets_can_expire(group) or len(group.offsets) > VIEW_OFFSETS_MAX):
         return None
     return position

@@ -17,18 +17,21 @@ stores (offsets, sessions) is what it decided, never what the gateway answered.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import msgspec
 
-from schemas.consumer_group import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from schemas.consumer_group import (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+                                    ConsumerViewCommitter)
 from schemas.messages import (CommitAnswer, HeardMember, HeartbeatRequest, Liveness, OffsetCommitRequest,
                               OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
                               PartitionError)
 from state import rules
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
+from state.consumer.offsets import commit_member
 from state.context import Context
-from state.errors import NONE
+from state.errors import NONE, CoordinatorError
 from state.membership import heartbeat
 from state.views import PublishedConsumerGroup, PublishedGroup, PublishedView
 from state.wire import BadRequest, simple_response
@@ -74,26 +77,48 @@ def consumer_heartbeat_from_view(view: PublishedView | None,
     member = view.members.get(req.member_id)
     if (member is None or not rules.acts_for(member, req.principal)
             or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
-            or (req.instance_id is not None and req.instance_id != member.instance_id) or req.rack_id is not None
-            or req.rebalance_timeout_ms != -1 or req.subscribed_topic_names is not None
-            or req.subscribed_topic_regex is not None or req.server_assignor is not None
-            or req.topic_partitions is not None):
+            or (req.instance_id is not None and req.instance_id != member.instance_id)
+            or not declares_nothing_new(req)):
         return None
     return ConsumerGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
                                           member_id=req.member_id, member_epoch=req.member_epoch,
                                           heartbeat_interval_ms=view.heartbeat_interval_ms)
 
 
+def declares_nothing_new(req: ConsumerGroupHeartbeatRequest) -> bool:
+    """A member's regular heartbeat, as librdkafka sends it between changes: at an epoch (no join, no leave), every
+    other field null or -1 (no subscription, assignor, rack, rebalance timeout or owned partitions). Only the
+    coordinator's state can make its answer other than "nothing changed"."""
+    return (req.member_epoch > 0 and req.rack_id is None and req.rebalance_timeout_ms == -1
+            and req.subscribed_topic_names is None and req.subscribed_topic_regex is None
+            and req.server_assignor is None and req.topic_partitions is None)
+
+
 def commit_from_view(view: PublishedView | None, req: OffsetCommitRequest,
                      max_metadata_bytes: int) -> CommitAnswer | None:
-    """The answer to an OffsetCommit where the view accepts it (a member of the view with the view's generation in
-    Stable or PreparingRebalance, or a commit without generation to an Empty group), with the per-partition errors
-    that do not depend on the group; None: ask the coordinator."""
-    if not isinstance(view, PublishedGroup) or rules.commit_error(view, req) != NONE:
+    """The answer to an OffsetCommit where the view accepts it, with the per-partition errors that do not depend on
+    the group; None: ask the coordinator. A classic group's: a member of the view with the view's generation in
+    Stable or PreparingRebalance, or a commit without generation to an Empty group. A consumer group's: a commit
+    the consumer group's rule accepts for every partition (`state.consumer.offsets.commit_member`: its member at
+    its epoch, with v9+ for a member of the consumer protocol, or without member to a group without members); a
+    member one epoch behind, whose partitions are checked one by one (KIP-1251), is left to the coordinator."""
+    if isinstance(view, PublishedGroup):
+        if rules.commit_error(view, req) != NONE:
+            return None
+    elif view is None or view.committers is None or not _commits_whole(view.committers, req):
         return None
     return CommitAnswer(NONE, tuple(
         PartitionError(t.name, p.partition_index, code) for t in req.topics for p in t.partitions
         if (code := rules.partition_error(p.committed_metadata, max_metadata_bytes)) != NONE))
+
+
+def _commits_whole(committers: Mapping[str, ConsumerViewCommitter], req: OffsetCommitRequest) -> bool:
+    try:
+        return commit_member(committers, req.group_id, member_id=req.member_id, instance_id=req.group_instance_id,
+                             member_epoch=req.generation_id_or_member_epoch,  # type: ignore[arg-type]
+                             api_version=req.version, principal=req.principal) is None
+    except CoordinatorError:
+        return False
 
 
 def commit_response(req: OffsetCommitRequest, answer: CommitAnswer) -> OffsetCommitResponse:

@@ -22,14 +22,14 @@ from schemas.messages import (
 )
 from state import fast_answers, rules
 from state.consumer.group import ConsumerGroup, delete_records
-from state.consumer.offsets import validate_offset_commit, validate_offset_fetch
+from state.consumer.offsets import fetch_member_error, validate_offset_commit, validate_offset_fetch
 from state.context import Context
 from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE, CoordinatorError
 from state.group import ClassicGroup, GroupState, OffsetValue
 from state.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.timers import OFFSETS_EXPIRATION, next_retention_check
-from state.views import PublishedGroup, PublishedView
+from state.views import PublishedConsumerGroup, PublishedView
 from state.wire import simple_response
 
 
@@ -124,13 +124,24 @@ def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], An
 def fetch_from_view(view: PublishedView | None, req: OffsetFetchRequest,
                     log_end: int | None) -> OffsetFetchResponse | None:
     """The answer to an OffsetFetch from the view's offsets, where they are the group's now: the view carries them
-    as of the last request it applied (`position`), and nothing was written to the group's requests-topic
-    partition after that request (`log_end`, that partition's end noted after the OffsetFetch arrived, is just past
-    it). A commit acknowledged before the fetch arrived, by any member through any gateway, lies in between and
-    sends the fetch to the coordinator. None: ask the coordinator."""
-    if (not isinstance(view, PublishedGroup) or view.offsets is None or view.position is None
-            or log_end != view.position.offset + 1):
-        return None  # a consumer group's view carries no offsets
+    as of the last request it applied (`position`), and every request written to the group's requests-topic
+    partition before the OffsetFetch arrived is at or before that request (`log_end`, that partition's end noted
+    after the fetch arrived, is at most just past it; a view read later may be past it). A commit acknowledged
+    before the fetch arrived, by any member through any gateway, lies past an older view's position and sends the
+    fetch to the coordinator. A consumer group's view also checks the member and epoch the fetch names
+    (OffsetFetch v9+) with the coordinator's rule, over its members as of that request. None: ask the
+    coordinator."""
+    if (view is None or view.offsets is None or view.position is None or log_end is None
+            or log_end > view.position.offset + 1):
+        return None
+    if isinstance(view, PublishedConsumerGroup):
+        if view.committers is None:
+            return None
+        try:  # the member and its epoch, as `handle_fetch` checks them, over the members as of `position`
+            fetch_member_error(view.committers, req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+                               principal=req.principal)
+        except CoordinatorError:
+            return None
     return fetch_response(req, view.offsets)
 
 
@@ -187,7 +198,7 @@ def on_expiration_timer(ctx: Context, group: ClassicGroup | ConsumerGroup) -> No
         delete_group(ctx, group)
 
 
-def offsets_can_expire(group: ClassicGroup) -> bool:
+def offsets_can_expire(group: ClassicGroup | ConsumerGroup) -> bool:
     """Whether the retention check could remove any of the group's offsets in its present state (a view carries
     the offsets only when it cannot: timers do not reach the requests topic, `state.views.view_of`)."""
     base = _retention_base(group)

@@ -16,7 +16,7 @@ from typing import Mapping
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from schemas.consumer_group import ConsumerGroupView, ConsumerViewMember
+from schemas.consumer_group import ConsumerGroupView, ConsumerViewCommitter, ConsumerViewMember
 from schemas.messages import GroupView, ViewMark, ViewMember, ViewOffset, ViewPosition
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
@@ -35,11 +35,18 @@ def view_of(group, config: CoordinatorConfig, position: tuple[int, int] | None =
     """The view of a group (None: no group). A consumer group's lists the members whose heartbeat changes nothing:
     reconciled to a target at the group epoch, and owing the coordinator no heartbeat (`HeartbeatOwed`), and tells
     the heartbeat interval the coordinator tells a heartbeat that waited `waited_ms` for its batch (the longest
-    wait of the call that publishes it: `state.consumer.interval`). A classic
-    group's carries its offsets when `position` is given: the requests-topic (partition, offset) of the last request
-    the step applied, given where the group's offsets answer an OffsetFetch (`state.batch`), as of that request."""
+    wait of the call that publishes it: `state.consumer.interval`); and every member's epoch and principal, which
+    its commits and fetches are checked against. A view of either kind carries the group's offsets when `position`
+    is given: the requests-topic (partition, offset) of the last request the step applied, given where the group's
+    offsets answer an OffsetFetch (`state.batch`), as of that request."""
     if group is None:
         return None
+    offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
+    at: ViewPosition | UnsetType = UNSET
+    if position is not None:
+        offsets = tuple(ViewOffset(t, p, o.offset, o.leader_epoch, o.metadata)
+                        for (t, p), o in sorted(group.offsets.items()))
+        at = ViewPosition(*position)
     if isinstance(group, ConsumerGroup):
         answerable = group.group_epoch == group.assignment_epoch
         return ConsumerGroupView(
@@ -48,13 +55,10 @@ def view_of(group, config: CoordinatorConfig, position: tuple[int, int] | None =
             members=tuple(ConsumerViewMember(m.member_id, m.instance_id, m.member_epoch, m.principal)
                           for member_id, m in sorted(group.members.items())
                           if answerable and m.is_reconciled_to(group.assignment_epoch)
-                          and member_id not in group.heartbeat_owed))
-    offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
-    at: ViewPosition | UnsetType = UNSET
-    if position is not None:
-        offsets = tuple(ViewOffset(t, p, o.offset, o.leader_epoch, o.metadata)
-                        for (t, p), o in sorted(group.offsets.items()))
-        at = ViewPosition(*position)
+                          and member_id not in group.heartbeat_owed),
+            committers=tuple(ConsumerViewCommitter(member_id, m.member_epoch, m.uses_classic_protocol, m.principal)
+                             for member_id, m in sorted(group.members.items())),
+            offsets=offsets, position=at)
     return GroupView(group.state.value, group.generation, group.protocol_type, group.protocol_name, group.leader,
                      tuple(ViewMember(m.member_id, m.group_instance_id, m.principal, m.session_timeout_ms)
                            for m in group.members.values()), offsets, at)
@@ -88,15 +92,21 @@ class PublishedGroup:
 
 
 class PublishedConsumerGroup:
-    """A decoded consumer group's view: the members a gateway may answer, by member id."""
+    """A decoded consumer group's view: the members whose heartbeats a gateway may answer, by member id; every
+    member as commits and fetches are checked (`committers`, None in a view of an older release); the offsets and
+    `position` where it carries them."""
 
-    __slots__ = ("group_epoch", "heartbeat_interval_ms", "session_timeout_ms", "members")
+    __slots__ = ("group_epoch", "heartbeat_interval_ms", "session_timeout_ms", "members", "committers", "offsets",
+                 "position")
 
     def __init__(self, view: ConsumerGroupView) -> None:
         self.group_epoch = view.group_epoch
         self.heartbeat_interval_ms = view.heartbeat_interval_ms
         self.session_timeout_ms = view.session_timeout_ms
         self.members = {m.member_id: m for m in view.members}
+        self.committers = None if view.committers is UNSET else {m.member_id: m for m in view.committers}
+        self.offsets = None if view.offsets is UNSET else {(o.topic, o.partition): o for o in view.offsets}
+        self.position = None if view.position is UNSET else view.position
 
     def min_session_timeout_ms(self) -> int | None:
         return self.session_timeout_ms
