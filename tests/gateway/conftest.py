@@ -116,6 +116,10 @@ def gateway_env(spark, broker, tmp_path_factory) -> Iterator[GatewayEnv]:
                 extra.stop()
 
 
+_CALLBACKS = {"assign", "revoke", "lost"}
+"""The events a member's rebalance callbacks print (tests/gateway/member.py)."""
+
+
 @dataclass
 class Member:
     """One consumer process and everything it printed."""
@@ -126,10 +130,16 @@ class Member:
 
     @property
     def owned(self) -> set[int] | None:
-        """The partitions it last said it owns (None: not said yet)."""
+        """The partitions it last said it owns; None: not said yet, or a rebalance callback came after it (the
+        member says what it owns only once its poll returns, up to a poll's wait after the callback, and meanwhile
+        the old set could look like a finished rebalance)."""
         with self.lock:
-            owned = [e["partitions"] for e in self.events if e["event"] == "owned"]
-        return set(owned[-1]) if owned else None
+            for event in reversed(self.events):
+                if event["event"] == "owned":
+                    return set(event["partitions"])
+                if event["event"] in _CALLBACKS:
+                    return None
+        return None
 
     def of(self, kind: str) -> list[dict]:
         with self.lock:

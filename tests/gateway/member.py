@@ -5,7 +5,8 @@
 `poll` (the default) or `record`. The consumer subscribes, polls, commits what it consumed synchronously (after each
 poll that returned records, or after every record) and prints JSON lines:
 
-- `{"event": "owned", "partitions": [...]}` whenever the set of partitions it owns changes;
+- `{"event": "owned", "partitions": [...]}` whenever the set of partitions it owns changes, and after every poll
+  that ran a rebalance callback (so a reader knows the callbacks' effect is in it: conftest's `Member.owned`);
 - `{"event": "assign" | "revoke" | "lost", "partitions": [...]}` from its rebalance callbacks (a confluent-kafka
   assign also names its `topics`);
 - `{"event": "consumed", "count": N, "offsets": {"p": next offset}}` after each poll's commits;
@@ -27,6 +28,15 @@ def _emit(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
+_rebalanced = threading.Event()
+"""Set by a rebalance callback; the poll loop then says what the member owns."""
+
+
+def _callback(event: str, **fields: Any) -> None:
+    _rebalanced.set()
+    _emit(event=event, **fields)
+
+
 def _commands() -> "queue.Queue[str]":
     lines: queue.Queue[str] = queue.Queue()
 
@@ -45,13 +55,13 @@ def _kafka_python(spec: dict) -> tuple[Callable, Callable, Callable]:
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
-            _emit(event="revoke", partitions=sorted(tp.partition for tp in revoked))
+            _callback("revoke", partitions=sorted(tp.partition for tp in revoked))
 
         def on_partitions_assigned(self, assigned):
-            _emit(event="assign", partitions=sorted(tp.partition for tp in assigned))
+            _callback("assign", partitions=sorted(tp.partition for tp in assigned))
 
         def on_partitions_lost(self, lost):
-            _emit(event="lost", partitions=sorted(tp.partition for tp in lost))
+            _callback("lost", partitions=sorted(tp.partition for tp in lost))
 
     config = dict(spec["config"])
     if "partition_assignment_strategy" in config:
@@ -97,14 +107,14 @@ def _confluent(spec: dict) -> tuple[Callable, Callable, Callable]:
                          "enable.auto.commit": False, "auto.offset.reset": "earliest", **spec["config"]})
 
     def on_assign(c, partitions):
-        _emit(event="assign", partitions=sorted(p.partition for p in partitions),
+        _callback("assign", partitions=sorted(p.partition for p in partitions),
               topics=sorted({p.topic for p in partitions}))
 
     def on_revoke(c, partitions):
-        _emit(event="revoke", partitions=sorted(p.partition for p in partitions))
+        _callback("revoke", partitions=sorted(p.partition for p in partitions))
 
     def on_lost(c, partitions):
-        _emit(event="lost", partitions=sorted(p.partition for p in partitions))
+        _callback("lost", partitions=sorted(p.partition for p in partitions))
 
     consumer.subscribe([spec["topic"]], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
 
@@ -140,8 +150,10 @@ def main() -> None:
         count, offsets = poll()
         if count:
             _emit(event="consumed", count=count, offsets={str(p): o for p, o in offsets.items()})
+        rebalanced = _rebalanced.is_set()
+        _rebalanced.clear()
         now = owned()
-        if now != last:
+        if now != last or rebalanced:
             _emit(event="owned", partitions=sorted(now))
             last = now
         try:
