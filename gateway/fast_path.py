@@ -179,9 +179,7 @@ class FastPath:
             # A request of the group this gateway forwarded (a member acknowledging its partitions, just before
             # its fetch) is being applied: the view its step publishes may cover `log_end`. Asking the
             # coordinator instead would wait for the batch after that one.
-            deadline = time.monotonic() + HOLD_WAIT_S
-            while self._holds(req.group_id) and time.monotonic() < deadline:
-                await asyncio.sleep(HOLD_POLL_S)
+            await self._hold_ended(req.group_id)
             answer = fetch_from_view(self.follower.view(req.group_id), req, log_end)
         return None if answer is None else msgspec.to_builtins(answer)
 
@@ -224,6 +222,15 @@ class FastPath:
         del self._held[group_id]
         return False
 
+    async def _hold_ended(self, group_id: str) -> bool:
+        """Wait, at most HOLD_WAIT_S, until the group is no longer held; whether it is not."""
+        deadline = time.monotonic() + HOLD_WAIT_S
+        while self._holds(group_id):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(HOLD_POLL_S)
+        return True
+
     def _request(self, body: Json):
         view = self.follower.view(body["group_id"])
         if view is None:
@@ -255,11 +262,8 @@ class FastPath:
         return self._consumer_heartbeat_now(body)
 
     async def _after_hold(self, body: Json) -> Json | None:
-        deadline = time.monotonic() + HOLD_WAIT_S
-        while self._holds(body["group_id"]):
-            if time.monotonic() >= deadline:
-                return None
-            await asyncio.sleep(HOLD_POLL_S)
+        if not await self._hold_ended(body["group_id"]):
+            return None
         answer = self._consumer_heartbeat_now(body)
         return None if answer is None else await answer
 

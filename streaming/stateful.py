@@ -162,7 +162,7 @@ def produce(output: Output, out: list[tuple], flush: bool) -> None:
     telling a member its old epoch. One acknowledgement's wait (about 0.3 ms) on the calls that publish a view and
     answer something."""
     views = [row for row in out if row[0] == "view"]
-    if views and len(views) < len(out) and any(row[0] == "response" for row in out):
+    if views and any(row[0] == "response" for row in out):
         output.send(views)
         output.flush()
         out = [row for row in out if row[0] != "view"]
