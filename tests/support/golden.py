@@ -44,25 +44,25 @@ ENTRY_POINTS: dict[str, str] = {
     "load_group": "state.batch:load_group",
     "offline.answer": "state.offline:answer",
     "offline.list_groups": "state.offline:list_groups",
-    "heartbeat_from_view": "state.fast_answers:heartbeat_from_view",
-    "consumer_heartbeat_from_view": "state.fast_answers:consumer_heartbeat_from_view",
-    "declares_nothing_new": "state.fast_answers:declares_nothing_new",
-    "commit_from_view": "state.fast_answers:commit_from_view",
-    "commit_response": "state.fast_answers:commit_response",
-    "fetch_from_view": "state.offsets:fetch_from_view",
-    "decode_view": "state.views:decode_view",
-    "decode_mark": "state.views:decode_mark",
-    "encode_mark": "state.views:encode_mark",
-    "is_member_id_round": "state.member_id_round:is_member_id_round",
-    "member_id_required": "state.member_id_round:member_id_required",
-    "pending_member_id": "state.member_id_round:pending_member_id",
+    "heartbeat_from_view": "state.views.fast_answers:heartbeat_from_view",
+    "consumer_heartbeat_from_view": "state.views.fast_answers:consumer_heartbeat_from_view",
+    "declares_nothing_new": "state.views.fast_answers:declares_nothing_new",
+    "commit_from_view": "state.views.fast_answers:commit_from_view",
+    "commit_response": "state.views.fast_answers:commit_response",
+    "fetch_from_view": "state.offsets.handlers:fetch_from_view",
+    "decode_view": "state.views.published:decode_view",
+    "decode_mark": "state.views.published:decode_mark",
+    "encode_mark": "state.views.published:encode_mark",
+    "is_member_id_round": "state.classic.member_id_round:is_member_id_round",
+    "member_id_required": "state.classic.member_id_round:member_id_required",
+    "pending_member_id": "state.classic.member_id_round:pending_member_id",
     "decode_request": "state.wire:decode_request",
     "error_response": "state.wire:error_response",
     "decode_key": "state.records:decode_key",
 }
 """Logical name -> where the function is now (`module:attribute`)."""
 
-DIRECTORY = "state.directory:GroupDirectory"
+DIRECTORY = "state.views.directory:GroupDirectory"
 """The group directory: a stateful object, recorded call by call per instance."""
 DIRECTORY_METHODS = ("apply", "answer", "count_by_state")
 

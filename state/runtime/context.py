@@ -1,6 +1,6 @@
 """How a group changes: `replay(group, record)`, and the runtime of one call (`Context`) that collects results.
 
-A handler (`state.membership`, `state.offsets`, `state.coordinator`) reads the group and decides; it never assigns
+A handler (`state.classic.membership`, `state.offsets.handlers`, `state.runtime.coordinator`) reads the group and decides; it never assigns
 to the group. What it decides it writes through the context, as Kafka's `CoordinatorResult(records, response)` and
 its `CoordinatorTimer`:
 
@@ -9,13 +9,13 @@ its `CoordinatorTimer`:
   records (`state.records.Record`) also go to the records topic; in-memory ones (the rest of `state.records`) do
   not: they carry what Kafka's classic coordinator keeps only in memory.
 - `ctx.respond(response)`.
-- `ctx.schedule(key, deadline_ms)` / `ctx.cancel(key)`: timers by key (`state.timers`); scheduling a key replaces
+- `ctx.schedule(key, deadline_ms)` / `ctx.cancel(key)`: timers by key (`state.runtime.timers`); scheduling a key replaces
   its deadline. Timers are the runtime's, not records: they are stored with the group for the shell to call it
   back, and a fired timer's handler re-checks what it was for.
 
 `replay` is the only code that changes a group: live, when a handler appends, and when a group is loaded from its
-records (`state.load`), where the same function replays the written records and then `GroupLoaded`. The transition
-table (`state.group.VALID_PREVIOUS`) is checked on every `StateChanged`, loading included.
+records (`state.runtime.load`), where the same function replays the written records and then `GroupLoaded`. The transition
+table (`state.classic.group.VALID_PREVIOUS`) is checked on every `StateChanged`, loading included.
 
 A group is of either kind, a `ClassicGroup` or a KIP-848 `ConsumerGroup`, and its records say which, as in Kafka:
 a consumer-group record (`state.consumer.replay`) creates a consumer group, or replaces a classic group that has
@@ -36,8 +36,8 @@ from schemas.messages import GroupMetadataKey, OffsetCommitKey, Response
 from state.config import CoordinatorConfig
 from state.consumer import replay as consumer_replay
 from state.consumer.group import ConsumerGroup
-from state.consumer.topics import MetadataImage, decode_image_row
-from state.group import ClassicGroup, GroupState, Member
+from state.topics.image import MetadataImage, decode_image_row
+from state.classic.group import ClassicGroup, GroupState, Member
 from state.records import (
     AnyRecord,
     AssignmentsSet,
@@ -68,7 +68,7 @@ from state.records import (
     offset_value_of,
     persisted_of,
 )
-from state.timers import OFFSETS_EXPIRATION, Cancel, Schedule, TimerOperation, next_retention_check
+from state.runtime.timers import OFFSETS_EXPIRATION, Cancel, Schedule, TimerOperation, next_retention_check
 
 
 class ReplayError(Exception):
@@ -111,7 +111,7 @@ class Context:
     members_expired: int = 0
     """Members (pending ones included) removed this call because a session or the sync deadline ran out."""
     fast_answers: list = field(default_factory=list)
-    """Requests a gateway answered from the group's view, checked (`state.fast_answers.FastAnswer`)."""
+    """Requests a gateway answered from the group's view, checked (`state.views.fast_answers.FastAnswer`)."""
     waited_ms: int = 0
     """How long the request being handled waited for this call (the call's time minus its arrival): what the
     heartbeat interval a consumer group tells grows with (`state.consumer.interval`)."""
@@ -119,7 +119,7 @@ class Context:
 
     @property
     def image(self) -> MetadataImage:
-        """The cluster's topics as the consumer groups' assignors see them (`state.consumer.topics`)."""
+        """The cluster's topics as the consumer groups' assignors see them (`state.topics.image`)."""
         if self._image is None:
             self._image = decode_image_row(self.topics)
         return self._image

@@ -8,7 +8,7 @@ the same steps (`heartbeat.update_and_reconcile`: subscription, group epoch, tar
 answered at once with its member epoch as the generation; its SyncGroup gets its assigned partitions; its Heartbeat
 says REBALANCE_IN_PROGRESS when it must rejoin (the group epoch moved on, it must revoke, or the partitions it
 waited for are free). Its session is its own session timeout; it must rejoin within its rebalance timeout once told
-to, and sync within it after a join, or it is fenced (`state.timers`' consumer join and sync timeouts).
+to, and sync within it after a join, or it is fenced (`state.runtime.timers`' consumer join and sync timeouts).
 
 Pure, as the heartbeat: (group, request, env) -> `CoordinatorResult`; the runtime applies it.
 """
@@ -28,7 +28,7 @@ from schemas.messages import (
     MemberResponse,
     SyncGroupRequest,
 )
-from state.consumer.conversion import (
+from state.consumer.migration.conversion import (
     CONSUMER_PROTOCOL_TYPE,
     assignment_bytes,
     downgrade_record,
@@ -47,11 +47,11 @@ from state.consumer.heartbeat import (
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions
 from state.consumer.replay import replay
 from state.consumer.stored import snapshot
-from state.consumer.topics import kafka_uuid
+from state.topics.image import kafka_uuid
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
-from state.timers import (
+from state.runtime.timers import (
     Cancel,
     Schedule,
     TimerOperation,
@@ -59,7 +59,7 @@ from state.timers import (
     consumer_session_timeout_key,
     consumer_sync_timeout_key,
 )
-from state.context import CoordinatorResult
+from state.runtime.context import CoordinatorResult
 from state.wire import join_response, simple_response, sync_response
 
 MEMBER_ID_REQUIRED_VERSION = 4
@@ -70,7 +70,7 @@ MEMBER_ID_REQUIRED_VERSION = 4
 
 def classic_join(group: ConsumerGroup, req: JoinGroupRequest, env: Env,
                  new_member_id: str | None = None) -> CoordinatorResult:
-    """`new_member_id`: the id a gateway's member-id round gave the member (`state.member_id_round`), which the
+    """`new_member_id`: the id a gateway's member-id round gave the member (`state.classic.member_id_round`), which the
     round's answer names instead of one of ours."""
     try:
         return _join(group, req, env, new_member_id)

@@ -1,6 +1,6 @@
 """Rebuild a group from its records, as Kafka loads `__consumer_offsets` when it becomes coordinator.
 
-One rebuild path: the written records are replayed with the same `state.context.replay` a live call uses, then
+One rebuild path: the written records are replayed with the same `state.runtime.context.replay` a live call uses, then
 `on_loaded` does what Kafka's `GroupMetadataManager.onLoaded` does, through the same records and timers as any
 handler: the membership comes back from the last persisted group value (`GroupLoaded`: Stable with its members and
 assignments, or Empty, whatever state the `directory` part names; the transition table sees the path there), every
@@ -25,11 +25,11 @@ from schemas.messages import GroupMetadataKey, OffsetCommitKey
 from state.config import CoordinatorConfig
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
-from state.context import Context
-from state.group import ClassicGroup
-from state.membership import prepare_rebalance, reschedule_heartbeat
+from state.runtime.context import Context
+from state.classic.group import ClassicGroup
+from state.classic.membership import prepare_rebalance, reschedule_heartbeat
 from state.records import GroupLoaded, decode_record
-from state.timers import OFFSETS_EXPIRATION, next_retention_check
+from state.runtime.timers import OFFSETS_EXPIRATION, next_retention_check
 
 log = logging.getLogger(__name__)
 

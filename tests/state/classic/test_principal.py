@@ -13,7 +13,7 @@ import json
 from state.errors import Errors
 from state.batch import load_group
 from state.config import CoordinatorConfig
-from state.group import GroupState
+from state.classic.group import GroupState
 from tests.state.context import GroupContext, assignment
 
 NO_DELAY = CoordinatorConfig(group_initial_rebalance_delay_ms=0)

@@ -30,10 +30,10 @@ from state import rules
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
-from state.context import Context
+from state.runtime.context import Context
 from state.errors import NONE, CoordinatorError
-from state.membership import heartbeat
-from state.views import PublishedConsumerGroup, PublishedGroup, PublishedView
+from state.classic.membership import heartbeat
+from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
 from state.wire import BadRequest, simple_response
 
 LIVENESS = "Liveness"

@@ -1,4 +1,4 @@
-"""The member-id round a gateway answers (`state.member_id_round`): the coordinator keeps the member it named
+"""The member-id round a gateway answers (`state.classic.member_id_round`): the coordinator keeps the member it named
 exactly as it keeps one it named itself, and refuses what it would have refused."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from state.api import PENDING_MEMBER, CoordinatorConfig, encode, is_member_id_round, member_id_required, pending_member_id
 from state.errors import Errors
-from state.group import GroupState
+from state.classic.group import GroupState
 from tests.state.context import GroupContext
 
 

@@ -35,9 +35,9 @@ from state import records
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions
-from state.consumer.topics import MetadataImage
+from state.topics.image import MetadataImage
 from state.errors import CoordinatorError, Errors
-from state.group import ClassicGroup
+from state.classic.group import ClassicGroup
 from state.records import Record
 
 CONSUMER_PROTOCOL_TYPE = "consumer"

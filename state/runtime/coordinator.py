@@ -9,10 +9,11 @@ handler runs.
 from __future__ import annotations
 
 from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request, Response
-from state import membership, offsets
+from state.classic import membership
+from state.offsets import handlers as offsets
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
-from state.context import Context, CoordinatorResult, sync_directory
+from state.runtime.context import Context, CoordinatorResult, sync_directory
 from state.errors import (
     GROUP_ID_NOT_FOUND,
     INCONSISTENT_GROUP_PROTOCOL,
@@ -21,8 +22,8 @@ from state.errors import (
     NONE,
     CoordinatorError,
 )
-from state.group import ClassicGroup, GroupState
-from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
+from state.classic.group import ClassicGroup, GroupState
+from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
 from state.wire import simple_response
 
 
@@ -64,7 +65,7 @@ def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
     """`handle` without cutting out this request's result: what a call over many requests uses (its
     `ctx.result` holds them all, in order). First the checks Kafka makes before the coordinator sees a request,
     in its order: KIP-559's, then the group id (INVALID_GROUP_ID). `new_member_id`: a JoinGroup's new member gets
-    it instead of a generated id (a member-id round a gateway answered, `state.member_id_round`)."""
+    it instead of a generated id (a member-id round a gateway answered, `state.classic.member_id_round`)."""
     api = req.api
     if api == "SyncGroup" and req.version >= 5 and (req.protocol_type is None or  # type: ignore[union-attr]
                                                     req.protocol_name is None):  # type: ignore[union-attr]
@@ -88,7 +89,7 @@ _MEMBERSHIP = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"})
 def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id: str | None) -> None:
     """A consumer group without members is replaced by the classic group a JoinGroup creates (its records are
     tombstoned first, its offsets stay: Kafka's maybeDeleteEmptyConsumerGroup; the new member gets `new_member_id`
-    as in `run`). Otherwise the consumer group serves the classic member (`state.consumer.classic_members`)."""
+    as in `run`). Otherwise the consumer group serves the classic member (`state.consumer.migration.classic_members`)."""
     group: ConsumerGroup = ctx.group  # type: ignore[assignment]
     if req.api == "JoinGroup" and not group.members:
         offsets.delete_group_metadata(ctx, group)

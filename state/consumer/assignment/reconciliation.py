@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from state.consumer.member import ConsumerGroupMember, MemberState, PartitionEpochs, Partitions
-from state.consumer.topics import MetadataImage, topic_ids
+from state.topics.image import MetadataImage, topic_ids
 from state.errors import CoordinatorError, Errors
 
 PartitionEpoch = Callable[[str, int], int]

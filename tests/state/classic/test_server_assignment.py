@@ -7,7 +7,7 @@ import base64
 from assignors.consumer_protocol import decode_assignment
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from state.group import GroupState
+from state.classic.group import GroupState
 from tests.state.context import GroupContext, subscription
 
 NO_DELAY = CoordinatorConfig(group_initial_rebalance_delay_ms=0)

@@ -1,7 +1,7 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset retention (KIP-211), after Kafka's OffsetMetadataManager.
 
 Handlers validate, then append one offset record (or tombstone) per partition; the offsets map changes only when
-those records are replayed (`state.context.replay`).
+those records are replayed (`state.runtime.context.replay`).
 """
 
 from __future__ import annotations
@@ -20,16 +20,18 @@ from schemas.messages import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from state import fast_answers, rules
+from state import rules
+from state.views import fast_answers
 from state.consumer.group import ConsumerGroup, delete_records
 from state.consumer.offsets import fetch_member_error, validate_offset_commit, validate_offset_fetch
-from state.context import Context
+from state.runtime.context import Context
 from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE, CoordinatorError
-from state.group import ClassicGroup, GroupState, OffsetValue
-from state.membership import reschedule_heartbeat
+from state.classic.group import ClassicGroup, GroupState
+from state.offsets.values import OffsetValue
+from state.classic.membership import reschedule_heartbeat
 from state.records import group_tombstone, offset_record, offset_tombstone
-from state.timers import OFFSETS_EXPIRATION, next_retention_check
-from state.views import PublishedConsumerGroup, PublishedView
+from state.runtime.timers import OFFSETS_EXPIRATION, next_retention_check
+from state.views.published import PublishedConsumerGroup, PublishedView
 from state.wire import simple_response
 
 
@@ -200,7 +202,7 @@ def on_expiration_timer(ctx: Context, group: ClassicGroup | ConsumerGroup) -> No
 
 def offsets_can_expire(group: ClassicGroup | ConsumerGroup) -> bool:
     """Whether the retention check could remove any of the group's offsets in its present state (a view carries
-    the offsets only when it cannot: timers do not reach the requests topic, `state.views.view_of`)."""
+    the offsets only when it cannot: timers do not reach the requests topic, `state.views.published.view_of`)."""
     base = _retention_base(group)
     return base is not None and any(base(topic, value) is not None for (topic, _), value in group.offsets.items())
 

@@ -17,7 +17,7 @@ from state.batch import (
 )
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from state.group import VALID_PREVIOUS, ClassicGroup, GroupState, IllegalTransition
+from state.classic.group import VALID_PREVIOUS, ClassicGroup, GroupState, IllegalTransition
 from tests.state.context import GroupContext
 
 S = GroupState

@@ -28,7 +28,7 @@ import base64
 from assignors.api import Cluster, GroupSpec, MemberSubscription, PartitionAssignorError, SubscriptionType
 from assignors.consumer_protocol import Assignment, decode_subscription, encode_assignment
 from state.errors import NONE, UNKNOWN_SERVER_ERROR, UNSUPPORTED_ASSIGNOR, Errors
-from state.group import ClassicGroup
+from state.classic.group import ClassicGroup
 
 SERVER_PREFIX = "server:"
 

@@ -20,7 +20,7 @@ from assignors.api import Cluster, GroupSpec, MemberSubscription, SubscriptionTy
 from assignors.consumer_protocol import TopicPartitions
 from state import records
 from state.consumer.member import ConsumerGroupMember, Partitions
-from state.consumer.topics import MetadataImage
+from state.topics.image import MetadataImage
 from state.records import Record
 
 

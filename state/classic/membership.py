@@ -6,8 +6,8 @@ SyncGroup until the leader's assignment) are kept on the member (`Member.join`/`
 the group gets there, from whichever request or timer gets it there.
 
 The handlers here decide and change nothing themselves: they read the group and append records
-(`state.records`, replayed at once by `state.context`), answer, and schedule or cancel timers. The group-id check
-and the API-level checks come before any of them, in `state.coordinator.handle`.
+(`state.records`, replayed at once by `state.runtime.context`), answer, and schedule or cancel timers. The group-id check
+and the API-level checks come before any of them, in `state.runtime.coordinator.handle`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from schemas.messages import (
     MemberResponse,
     SyncGroupRequest,
 )
-from state import rules, server_assignment
+from state import rules
+from state.classic import server_assignment
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
-from state.context import Context
+from state.runtime.context import Context
 from state.errors import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
@@ -37,7 +38,7 @@ from state.errors import (
     UNKNOWN_MEMBER_ID,
     CoordinatorError,
 )
-from state.group import ClassicGroup, GroupState, Member, Parked
+from state.classic.group import ClassicGroup, GroupState, Member, Parked
 from state.records import (
     AssignmentsSet,
     GenerationStarted,
@@ -58,7 +59,7 @@ from state.records import (
     SyncReceived,
     group_record,
 )
-from state.timers import JOIN, SYNC, heartbeat_key
+from state.runtime.timers import JOIN, SYNC, heartbeat_key
 from state.wire import join_response, parked_join_response, simple_response, sync_response
 
 EMPTY = GroupState.EMPTY
@@ -71,7 +72,7 @@ STABLE = GroupState.STABLE
 
 def handle_join(ctx: Context, req: JoinGroupRequest, new_member_id: str | None = None) -> None:
     """`new_member_id`: the id a new member gets instead of a generated one (a member-id round the gateway
-    answered, `state.member_id_round`)."""
+    answered, `state.classic.member_id_round`)."""
     member_id = req.member_id
     session = req.session_timeout_ms
     if not ctx.config.group_min_session_timeout_ms <= session <= ctx.config.group_max_session_timeout_ms:

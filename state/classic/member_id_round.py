@@ -25,9 +25,9 @@ import uuid
 from typing import cast
 
 from schemas.messages import JoinGroupRequest, JoinGroupResponse
-from state import coordinator
+from state.runtime import coordinator
 from state.config import CoordinatorConfig
-from state.context import Context
+from state.runtime.context import Context
 from state.errors import MEMBER_ID_REQUIRED
 from state.wire import parse
 

@@ -15,7 +15,7 @@ from schemas.consumer_group import ConsumerGroupDirectoryEntry, ConsumerGroupMet
 from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, ListedGroup, ListGroupsRequest
 from state.consumer.group import ConsumerGroupState
 from state.errors import NONE
-from state.group import GroupState
+from state.classic.group import GroupState
 from state.records import decode_key
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id, simple_response
 
