@@ -61,8 +61,8 @@ from bench.stream_bench import RawConnection, percentiles
 from client.transport import KafkaTransport
 from common import config as job_config
 from common.topics import ensure_topics
-from gateway.control import GROUP_APIS, control_requests, to_json
-from gateway.process import start_gateway
+from gateway.upstream.control import GROUP_APIS, control_requests, to_json
+from gateway.front.process import start_gateway
 from streaming.kafka_io.embedded import start_broker
 
 PARTITIONS = 6
@@ -276,8 +276,8 @@ def grant_bench_acls(bootstrap: str) -> None:
     """What the bench's principal (User:ANONYMOUS: its clients do not authenticate) may do: everything on the
     topics and groups named bench-*, through PREFIXED bindings, plus unrelated bindings a check walks past. Written
     to the ACL topic as a gateway would write them (CreateAcls needs an authenticated administrator)."""
-    from gateway.acl import AclBinding, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType
-    from gateway.security_topics import SecurityTopics, acl_record
+    from gateway.security.acl import AclBinding, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType
+    from gateway.security.topics import SecurityTopics, acl_record
 
     bindings = [AclBinding(rtype, "bench-", PatternType.PREFIXED, "User:ANONYMOUS", "*", AclOperation.ALL,
                            AclPermissionType.ALLOW) for rtype in (ResourceType.TOPIC, ResourceType.GROUP)]

@@ -41,7 +41,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from common import config as job_config
 from common.topics import ensure_topics
-from gateway.process import start_gateway
+from gateway.front.process import start_gateway
 from streaming.kafka_io.embedded import start_broker
 from streaming.query import spark_session, start_query, stop_between_batches
 

@@ -1,0 +1,25 @@
+"""kafka-python message classes for the APIs it has none of: KIP-848's ConsumerGroupHeartbeat and
+ConsumerGroupDescribe, built by kafka-python's own loader from Kafka's definitions (`gateway.upstream.kafka_messages`),
+so they encode, decode and convert exactly as kafka-python's classes for the classic group APIs do."""
+
+from __future__ import annotations
+
+from kafka.protocol.api_message import ApiMessage
+
+from gateway.upstream import kafka_messages
+
+
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=kafka_messages):
+    pass
+
+
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=kafka_messages):
+    pass
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=kafka_messages):
+    pass
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=kafka_messages):
+    pass
