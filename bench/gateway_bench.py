@@ -23,7 +23,7 @@
    ACLs on its topics and groups, so every check walks bindings), and the ratios on/off are printed: the goal is
    within 10% (fetch throughput at least 0.9x, group overhead no more than 1.1x). `off` or `on` runs one.
 
-4. The fast path, in front of the real coordinator query (`bench.gateway_fast`; `--no-query` skips it): commit and
+4. The fast path, in front of the real coordinator query (`bench.parts.gateway_fast`; `--no-query` skips it): commit and
    heartbeat latency against a forwarded acks=all produce and ApiVersions through the same gateway, and tansu's own
    coordinator's in the same run; control records per member-minute of ten idle members; three librdkafka
    consumers that commit every record, through the gateway and on tansu's coordinator.
@@ -56,7 +56,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest,
                                            OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse)
 
-from bench import gateway_fast
+from bench.parts import gateway_fast
 from bench.stream_bench import RawConnection, percentiles
 from client.transport import KafkaTransport
 from common import config as job_config
@@ -333,7 +333,7 @@ def with_query(bootstrap: str, workdir: Path, wait_ms: int, samples: int, modes:
 
 
 def with_fast_path(bootstrap: str, workdir: Path, samples: int, liveness_s: float) -> dict:
-    """The fast path's figures (`bench.gateway_fast`), a gateway in front of the real coordinator query."""
+    """The fast path's figures (`bench.parts.gateway_fast`), a gateway in front of the real coordinator query."""
     from streaming.query import spark_session, start_query
 
     props = _fresh_topics(bootstrap, workdir)

@@ -19,7 +19,7 @@ Prints one JSON document, the load average, and last:
 `lone request: p50/same-source floor = X, same-source floor/rate floor = Y` where X is ours' p50 over the
 same-source query's p50, and Y that p50 over the rate query's batch median: what reading and writing Kafka with
 our source and sink, and the client's round trip, add to Spark's own floor.
-Run with `python -m bench.lone_request_bench [--samples N] [--rounds R] [--set key=value]`.
+Run with `python -m bench.latency.lone_request_bench [--samples N] [--rounds R] [--set key=value]`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Our assignors against kafka-python 3.0.12's on the same inputs, side by side, and against Java Kafka's figures.
 
-    .venv/bin/python -m bench.assignors_bench            # full run: about 6 CPU-minutes, ~10 minutes on 2 quiet cores
-    .venv/bin/python -m bench.assignors_bench --quick    # smaller run: under 2 minutes on 2 quiet cores
+    .venv/bin/python -m bench.micro.assignors_bench          # full run: about 6 CPU-minutes, ~10 min on 2 quiet cores
+    .venv/bin/python -m bench.micro.assignors_bench --quick  # smaller run: under 2 minutes on 2 quiet cores
 
 Every (workload, implementation, assignor) runs in its own child process with a CPU-time limit on assign() (wall
 clock is stretched by whoever else shares the machine), a wall-clock backstop and an address-space limit, so
@@ -309,7 +309,7 @@ def measure(spec: dict[str, Any], limits: Limits) -> dict[str, Any]:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.child_cpu_seconds, limits.child_cpu_seconds + 5))
 
     spec = {**spec, "cpu_limit": limits.cpu_seconds}
-    cmd = [sys.executable, "-m", "bench.assignors_bench", "--child", json.dumps(spec)]
+    cmd = [sys.executable, "-m", "bench.micro.assignors_bench", "--child", json.dumps(spec)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=limits.wall_seconds, preexec_fn=cap,
                               cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

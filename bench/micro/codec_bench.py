@@ -7,7 +7,7 @@ value as plain dicts and lists (built beforehand, so their figure leaves out bui
 state is decoded into the stored layout's classes: by msgspec straight from the bytes, by the others into dicts
 that `msgspec.convert` then turns into the classes (the fastest way from a dict to them).
 
-    .venv/bin/python bench/codec_bench.py [--repeat 5]
+    .venv/bin/python -m bench.micro.codec_bench [--repeat 5]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Callable
 import msgspec
 import orjson
 
-from bench.core_bench import Group
+from bench.micro.core_bench import Group
 from state.batch import _METADATA
 from state.wire import decode_request, encode, join_response, parse
 from schemas.messages import HeartbeatResponse, JoinGroupResponseMember, OffsetCommitResponse

@@ -5,7 +5,7 @@ request per call, and batches as a micro-batch would deliver them), and a full r
 (everyone re-joins, the join phase completes, everyone syncs). Every call decodes and re-encodes the group's
 stored state, as in the job, so per-call cost grows with group size.
 
-    .venv/bin/python bench/core_bench.py [--members 100] [--batch 100] [--rebalance-members 1000]
+    .venv/bin/python -m bench.micro.core_bench [--members 100] [--batch 100] [--rebalance-members 1000]
 """
 
 from __future__ import annotations

@@ -151,7 +151,8 @@ class Member:
 
     def __init__(self, index: int, spec: dict, events: queue.Queue, log_dir: Path) -> None:
         self.index = index
-        self.process = subprocess.Popen([sys.executable, "-m", "bench.rebalance_steps", "--member", json.dumps(spec)],
+        self.process = subprocess.Popen([sys.executable, "-m", "bench.parts.rebalance_steps", "--member",
+                                         json.dumps(spec)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                         stderr=open(log_dir / f"{spec['client_id']}.log", "w"))
         self.owned: dict[int, float] = {}  # partition -> when it was got
@@ -384,7 +385,7 @@ class Coordinator:
         self.ours = Ours(spark, workdir, props, [])
         self.bootstrap = self.ours.bootstrap
         self.topic = create_topic(self.ours.broker.bootstrap_servers, partitions)
-        self.writer = subprocess.Popen([sys.executable, "-m", "bench.rebalance_steps", "--producer", json.dumps(
+        self.writer = subprocess.Popen([sys.executable, "-m", "bench.parts.rebalance_steps", "--producer", json.dumps(
             {"bootstrap": self.ours.broker.bootstrap_servers, "topic": self.topic, "partitions": partitions,
              "interval": produce_interval_ms / 1000})], stdin=subprocess.PIPE, text=True)
         time.sleep(3.0)  # the topic in the coordinator's metadata (refreshed every second), records flowing

@@ -9,7 +9,7 @@ default partition counts, one combination after the other on the same broker and
 
 Reported per combination: requests/s from the first request sent to the last answer (confluent-kafka is a runtime
 dependency of the job, so both clients are always there).
-Prints one JSON document; run with `python -m bench.transport_bench [--burst N] [--rounds R]`.
+Prints one JSON document; run with `python -m bench.latency.transport_bench [--burst N] [--rounds R]`.
 """
 
 from __future__ import annotations
@@ -143,7 +143,8 @@ def run_pair(bootstrap: str, echo: str, load: str, burst: int, partitions: tuple
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.transport_bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.latency.transport_bench",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--burst", type=int, default=50_000, help="requests per measured burst")
     parser.add_argument("--rounds", type=int, default=2, help="measurements per combination, interleaved")
     args = parser.parse_args(argv)
