@@ -36,7 +36,7 @@ from assignors.partition_space import (
     partition_space,
     require_topics,
 )
-from assignors.topic_order import uuid_order_key
+from assignors.server.topic_order import uuid_order_key
 
 MAX_ITERATION_COUNT = 16
 

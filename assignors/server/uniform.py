@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Literal, Sequence
 
 from assignors.api import Assignment, Cluster, GroupSpec, MemberSubscription, SubscriptionType
-from assignors.uniform_heterogeneous import heterogeneous_assign
-from assignors.uniform_homogeneous import homogeneous_assign
+from assignors.server.uniform_heterogeneous import heterogeneous_assign
+from assignors.server.uniform_homogeneous import homogeneous_assign
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from assignors.partition_space import (
     require_topics,
     runs_of_blocks,
 )
-from assignors.topic_order import hash_set_order
+from assignors.server.topic_order import hash_set_order
 
 
 def _handout_order(space: PartitionSpace, topics: Sequence[str], cluster: Cluster) -> np.ndarray | None:
