@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    security_cli.check(args)
     logs.configure()
     overrides = job_config.parse_assignments(args.props)
     if args.bootstrap_servers:

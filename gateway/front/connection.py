@@ -155,6 +155,8 @@ class ClientConnection:
             request = FindCoordinatorRequest.decode(frame, version=version, header=True)
             if request.key_type == GROUP_COORDINATOR:
                 return self._spawn(self._find_coordinator(request, version, correlation))
+        if api_key in security_apis.ACL_APIS and not self.gateway.authorizing:
+            return self._ready(security_apis.security_disabled(api_key, frame, version, correlation))
         security = self.gateway.security
         if security is not None and api_key in security_apis.served(self.gateway.authorizing):
             return self._spawn(security_apis.answer(api_key, self._authz(), security, frame, version, correlation))

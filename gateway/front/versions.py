@@ -53,8 +53,9 @@ _SASL = {ApiKey.SaslHandshake: SaslHandshakeRequest.max_version,
 
 def advertised(upstream: Versions, sasl: bool, authorizing: bool = False, security: bool = False) -> Versions:
     """The version ranges the gateway answers ApiVersions with, given the upstream broker's. `authorizing`: only
-    the upstream APIs the gateway authorizes (`gateway.security.authz.POLICED`); `security`: the ACL and SCRAM
-    management APIs are the gateway's own (`gateway.security.apis`)."""
+    the upstream APIs the gateway authorizes (`gateway.security.authz.POLICED`); `security`: the SCRAM management APIs
+    are the gateway's own (`gateway.security.apis`); the ACL APIs always are (SECURITY_DISABLED without
+    authorization)."""
     out: Versions = {}
     for key, (lo, hi) in upstream.items():
         if key in NOT_SERVED or key in GROUP_APIS or key in _SASL or key == ApiKey.ApiVersions:
@@ -70,6 +71,5 @@ def advertised(upstream: Versions, sasl: bool, authorizing: bool = False, securi
     out[ApiKey.ApiVersions] = (0, min(ApiVersionsRequest.max_version, ApiVersionsResponse.max_version))
     if sasl:
         out.update({key: (0, hi) for key, hi in _SASL.items()})
-    if security:
-        out.update(security_versions(authorizing))
+    out.update(security_versions(authorizing, security))
     return dict(sorted(out.items()))

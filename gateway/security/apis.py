@@ -8,6 +8,9 @@ AlterUserScramCredentials, DescribeUserScramCredentials (KIP-554), as Kafka answ
 - DeleteAcls finds what each filter matches first, then deletes it all, so a filter matching everything deletes
   everything it matches, and two filters matching one binding both report it (Kafka's StandardAuthorizer).
 - Changes are written to the security topics and applied on this gateway before the answer (`write`).
+- Without `--authorization` the ACL APIs are answered SECURITY_DISABLED (54), as a Kafka broker without an
+  authorizer answers them (`security_disabled`): forwarded, they would manage the upstream's ACLs as the gateway's
+  principal, and tansu's answer to CreateAcls aborts librdkafka's admin client.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from gateway.front.frames import FrameError
 from gateway.security.topics import SecurityTopics, acl_record, credential_record
 
 INVALID_REQUEST = 42
+SECURITY_DISABLED = 54
+NO_AUTHORIZER = "No Authorizer is configured."
 CLUSTER_MESSAGE = "Cluster authorization failed."
 _CODES = ("resource_type", "resource_pattern_type", "operation", "permission_type")
 _FILTER_CODES = ("resource_type_filter", "pattern_type_filter", "operation", "permission_type")
@@ -49,6 +54,21 @@ def served(authorizing: bool) -> frozenset[int]:
     """The SCRAM APIs whenever the gateway follows the security topics; the ACL APIs only with authorization on
     (without it they stay the upstream's, as before)."""
     return frozenset(API_CLASSES) if authorizing else frozenset(API_CLASSES) - ACL_APIS
+
+
+def security_disabled(api_key: int, frame: bytes, version: int, correlation: int) -> bytes:
+    """An ACL request answered as by a Kafka broker without an authorizer: SECURITY_DISABLED for each creation,
+    for the describe, for each deletion filter."""
+    request_cls, response_cls = API_CLASSES[api_key]
+    doc = to_json(request_cls.decode(frame, version=version, header=True), version)
+    error = {"error_code": SECURITY_DISABLED, "error_message": NO_AUTHORIZER}
+    if api_key == ApiKey.CreateAcls:
+        result: Json = {"results": [error for _ in doc["creations"]]}
+    elif api_key == ApiKey.DescribeAcls:
+        result = {**error, "resources": []}
+    else:
+        result = {"filter_results": [{**error, "matching_acls": []} for _ in doc["filters"]]}
+    return _encode_response(response_cls, version, {"throttle_time_ms": 0, **result}, correlation)
 
 
 def _no_unknown(entries: list[Json], fields: tuple[str, ...]) -> None:
@@ -166,8 +186,10 @@ async def _describe_credentials(ctx: Context, security: SecurityTopics, doc: Jso
     return {"error_code": 0, "error_message": None, "results": scram.describe(security.credentials(), names)}
 
 
-def versions(authorizing: bool) -> dict[int, tuple[int, int]]:
-    """The versions the gateway serves these APIs at: what kafka-python's classes know."""
+def versions(authorizing: bool, security: bool) -> dict[int, tuple[int, int]]:
+    """The versions the gateway serves these APIs at (what kafka-python's classes know): the ACL APIs always
+    (SECURITY_DISABLED without authorization), the SCRAM ones while it follows the security topics."""
+    keys = (served(authorizing) if security else frozenset()) | ACL_APIS
     return {key: (max(req.min_version, resp.min_version), min(req.max_version, resp.max_version))
-            for key, (req, resp) in API_CLASSES.items() if key in served(authorizing)}
+            for key, (req, resp) in API_CLASSES.items() if key in keys}
 

@@ -31,6 +31,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default: closed)")
 
 
+def check(args: argparse.Namespace) -> None:
+    """Refuse, in one line, a flag that means nothing without another: a gateway that starts with it would enforce
+    less than its command line says, silently."""
+    needs = (("--super-users", bool(args.super_users), "--authorization", args.authorization),
+             ("--allow-everyone-if-no-acl-found", args.allow_everyone_if_no_acl_found, "--authorization",
+              args.authorization),
+             ("--ssl-keyfile", getattr(args, "ssl_keyfile", None) is not None, "--ssl-certfile",
+              getattr(args, "ssl_certfile", None) is not None))
+    for flag, given, required, present in needs:
+        if given and not present:
+            raise SystemExit(f"{flag} means nothing without {required}")
+    mechanisms = [m.strip().upper() for m in (args.sasl_mechanisms or "").split(",") if m.strip()]
+    if args.sasl_users and mechanisms and PLAIN not in mechanisms:
+        raise SystemExit("--sasl-users (SASL/PLAIN users) means nothing without PLAIN in --sasl-mechanisms")
+
+
 def authenticator(args: argparse.Namespace) -> Authenticator | None:
     users: Path | None = args.sasl_users
     mechanisms = [m.strip().upper() for m in (args.sasl_mechanisms or "").split(",") if m.strip()]

@@ -105,6 +105,42 @@ def test_api_versions_advertise_the_coordinator_s_group_apis_and_not_the_other_p
     assert ours[1][1] <= upstream[1][1] and ours[3][1] <= upstream[3][1]
 
 
+def test_without_authorization_the_acl_apis_answer_security_disabled_as_kafka_without_an_authorizer(gateway):
+    """Forwarded, CreateAcls would change the upstream's ACLs as the gateway's principal, and tansu's answer aborts
+    librdkafka's admin client; Kafka without an authorizer answers SECURITY_DISABLED (54). Both admin clients."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                       ResourcePatternType, ResourceType)
+    from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, KafkaAdminClient,
+                             ResourcePattern, ResourcePatternFilter)
+    from kafka.admin import ResourceType as KpResourceType
+    from kafka.errors import SecurityDisabledError
+
+    assert {k: api_versions(gateway.bootstrap_servers)[k] for k in (29, 30, 31)} == {29: (0, 3), 30: (0, 3),
+                                                                                     31: (0, 3)}
+    admin = AdminClient({"bootstrap.servers": gateway.bootstrap_servers})
+    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ,
+                         AclPermissionType.ALLOW)
+    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                             AclPermissionType.ANY)
+    for call in (lambda: admin.create_acls([binding])[binding], lambda: admin.delete_acls([every])[every]):
+        with pytest.raises(KafkaException) as refused:
+            call().result(30)
+        assert refused.value.args[0].code() == 54
+    assert admin.describe_acls(every).result(30) == []  # librdkafka drops DescribeAcls' error: no bindings
+    kp = KafkaAdminClient(bootstrap_servers=gateway.bootstrap_servers)
+    try:
+        acl = ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                  ResourcePattern(KpResourceType.TOPIC, "t"))
+        created = kp.create_acls([acl])
+        assert created["failed"] == [SecurityDisabledError]  # kafka-python lists the error classes
+        with pytest.raises(SecurityDisabledError):
+            kp.describe_acls(ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                                       ResourcePatternFilter(KpResourceType.ANY, None, ACLResourcePatternType.ANY)))
+    finally:
+        kp.close()
+
+
 def test_an_api_versions_request_newer_than_the_gateway_gets_its_versions_at_v0(gateway):
     connection = Connection(gateway.bootstrap_servers)
     try:
