@@ -25,6 +25,7 @@ from state import rules
 from state.classic import server_assignment
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from state.runtime.context import Context
+from state.runtime.step import CoordinatorResult, Env, answer
 from state.errors import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
@@ -59,7 +60,7 @@ from state.records import (
     SyncReceived,
     group_record,
 )
-from state.runtime.timers import JOIN, SYNC, heartbeat_key
+from state.runtime.timers import JOIN, SYNC, Schedule, heartbeat_key
 from state.wire import join_response, parked_join_response, simple_response, sync_response
 
 EMPTY = GroupState.EMPTY
@@ -453,20 +454,24 @@ def on_sync_timer(ctx: Context, group: ClassicGroup) -> None:
 
 # -- Heartbeat and session expiry --------------------------------------------------------------------------------
 
-def handle_heartbeat(ctx: Context, req: HeartbeatRequest) -> None:
-    ctx.respond(simple_response(req, heartbeat(ctx, req)))
-
-
-def heartbeat(ctx: Context, req: HeartbeatRequest, heard_ms: int | None = None) -> int:
-    """Kafka's classicGroupHeartbeat (`rules.heartbeat_error`): a timer reschedule and an answer, no record. The
+def heartbeat(group: ClassicGroup | None, req: HeartbeatRequest, env: Env,
+              heard_ms: int | None = None) -> CoordinatorResult:
+    """Kafka's classicGroupHeartbeat (`rules.heartbeat_error`): an answer and a timer reschedule, no record. The
     session of a member it accepts restarts from `heard_ms` when the heartbeat was answered before now (by a gateway,
     from the group's view, and reported in a Liveness request)."""
-    error = rules.heartbeat_error(ctx.group, req)
-    if rules.restarts_session(error):
-        member = ctx.group.members[req.member_id]  # type: ignore[union-attr]
-        late = 0 if heard_ms is None else max(ctx.now_ms - heard_ms, 0)
-        reschedule_heartbeat(ctx, member, member.session_timeout_ms - late)
-    return error
+    error = rules.heartbeat_error(group, req)
+    response = simple_response(req, error)
+    if not rules.restarts_session(error):
+        return answer(response)
+    member = group.members[req.member_id]  # type: ignore[union-attr]
+    late = 0 if heard_ms is None else max(env.now_ms - heard_ms, 0)
+    return answer(response, session(member, env, member.session_timeout_ms - late))
+
+
+def session(member: Member, env: Env, timeout_ms: int | None = None) -> Schedule:
+    """The member's session timer, restarted now (with its session timeout unless `timeout_ms` says otherwise)."""
+    return Schedule(heartbeat_key(member.member_id),
+                    env.now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
 
 
 def reschedule_heartbeat(ctx: Context, member: Member, timeout_ms: int | None = None) -> None:

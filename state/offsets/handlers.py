@@ -25,6 +25,7 @@ from state.views import fast_answers
 from state.consumer.group import ConsumerGroup, delete_records
 from state.consumer.offsets import fetch_member_error, validate_offset_commit, validate_offset_fetch
 from state.runtime.context import Context
+from state.runtime.step import CoordinatorResult, Env, answer
 from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE, CoordinatorError
 from state.classic.group import ClassicGroup, GroupState
 from state.offsets.values import OffsetValue
@@ -94,17 +95,17 @@ def _consumer_commit_error(ctx: Context, group: ConsumerGroup,
     return NONE, partition_error
 
 
-def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:
+def offset_fetch(group: ClassicGroup | ConsumerGroup | None, req: OffsetFetchRequest,
+                 env: Env) -> CoordinatorResult:
     """Any state, no member checks (classic groups; a consumer group checks the member and its epoch when the
     request names them, OffsetFetch v9+); unknown partitions answer offset -1."""
-    group = ctx.group
     if isinstance(group, ConsumerGroup):
         try:
             validate_offset_fetch(group, member_id=req.member_id, member_epoch=req.member_epoch,
                                   principal=req.principal)
         except CoordinatorError as exc:
-            return ctx.respond(simple_response(req, exc.code))
-    ctx.respond(fetch_response(req, group.offsets if group is not None else {}))
+            return answer(simple_response(req, exc.code))
+    return answer(fetch_response(req, group.offsets if group is not None else {}))
 
 
 def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], Any]) -> OffsetFetchResponse:
@@ -139,7 +140,7 @@ def fetch_from_view(view: PublishedView | None, req: OffsetFetchRequest,
     if isinstance(view, PublishedConsumerGroup):
         if view.committers is None:
             return None
-        try:  # the member and its epoch, as `handle_fetch` checks them, over the members as of `position`
+        try:  # the member and its epoch, as `offset_fetch` checks them, over the members as of `position`
             fetch_member_error(view.committers, req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
                                principal=req.principal)
         except CoordinatorError:
@@ -153,17 +154,18 @@ def _fetched(partition: int, value: Any) -> OffsetFetchResponsePartition:
     return OffsetFetchResponsePartition(partition, value.offset, value.leader_epoch, value.metadata, NONE)
 
 
-def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
+def offset_delete(group: ClassicGroup | ConsumerGroup | None, req: OffsetDeleteRequest,
+                  env: Env) -> CoordinatorResult:
     """KIP-496: offsets of topics a live consumer group still subscribes to are kept (86)."""
-    group = ctx.group
     if group is None:
-        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
+        return answer(simple_response(req, GROUP_ID_NOT_FOUND))
     if isinstance(group, ConsumerGroup):
         live = bool(group.members)  # Kafka's ConsumerGroup.validateOffsetDelete refuses nothing
     else:
         live = group.state != GroupState.EMPTY
         if live and group.protocol_type != "consumer":
-            return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
+            return answer(simple_response(req, NON_EMPTY_GROUP))
+    tombstones = []
     topics = []
     for topic in req.topics:
         name = topic.name
@@ -175,10 +177,10 @@ def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
             else:
                 code = NONE
                 if (name, index) in group.offsets:
-                    ctx.append(offset_tombstone(ctx.group_id, name, index))
+                    tombstones.append(offset_tombstone(req.group_id, name, index))
             partitions.append(OffsetDeleteResponsePartition(index, code))
         topics.append(OffsetDeleteResponseTopic(name, tuple(partitions)))
-    ctx.respond(simple_response(req, NONE, topics=tuple(topics)))
+    return CoordinatorResult(tombstones, [simple_response(req, NONE, topics=tuple(topics))])
 
 
 def on_expiration_timer(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:

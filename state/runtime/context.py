@@ -1,17 +1,18 @@
 """How a group changes: `replay(group, record)`, and the runtime of one call (`Context`) that collects results.
 
-A handler (`state.classic.membership`, `state.offsets.handlers`, `state.runtime.coordinator`) reads the group and decides; it never assigns
-to the group. What it decides it writes through the context, as Kafka's `CoordinatorResult(records, response)` and
-its `CoordinatorTimer`:
+A handler of the one shape (`state.runtime.step`) returns a `CoordinatorResult`, which `Context.apply` takes as the
+step loop does. The classic handlers still being moved to that shape (`state.classic.membership`, the offset
+commit, the timers) write what they decide through the context instead, as Kafka's `CoordinatorResult(records,
+response)` and its `CoordinatorTimer`:
 
 - `ctx.append(record)`: the record is replayed onto the group at once (`replay`), so the rest of the handler reads
   its own writes, as Kafka's runtime replays each record of a result before the next operation runs. Written
   records (`state.records.Record`) also go to the records topic; in-memory ones (the rest of `state.records`) do
   not: they carry what Kafka's classic coordinator keeps only in memory.
 - `ctx.respond(response)`.
-- `ctx.schedule(key, deadline_ms)` / `ctx.cancel(key)`: timers by key (`state.runtime.timers`); scheduling a key replaces
-  its deadline. Timers are the runtime's, not records: they are stored with the group for the shell to call it
-  back, and a fired timer's handler re-checks what it was for.
+- `ctx.schedule(key, deadline_ms)` / `ctx.cancel(key)`: timers by key (`state.runtime.timers`); scheduling a key
+  replaces its deadline. Timers are the runtime's, not records: they are stored with the group for the shell to
+  call it back, and a fired timer's handler re-checks what it was for.
 
 `replay` is the only code that changes a group: live, when a handler appends, and when a group is loaded from its
 records (`state.runtime.load`), where the same function replays the written records and then `GroupLoaded`. The transition
@@ -68,32 +69,12 @@ from state.records import (
     offset_value_of,
     persisted_of,
 )
-from state.runtime.timers import OFFSETS_EXPIRATION, Cancel, Schedule, TimerOperation, next_retention_check
+from state.runtime.step import CoordinatorResult, Env
+from state.runtime.timers import OFFSETS_EXPIRATION, Cancel, Schedule, next_retention_check
 
 
 class ReplayError(Exception):
     """A record that cannot apply to the group it names (a bug in a handler, or a records log out of order)."""
-
-
-@dataclass
-class CoordinatorResult:
-    """What one request or one fired timer produced, in order (Kafka's CoordinatorResult plus its timer calls)."""
-
-    records: list[AnyRecord] = field(default_factory=list)
-    responses: list[Response] = field(default_factory=list)
-    timers: list[TimerOperation] = field(default_factory=list)
-
-    @property
-    def response(self) -> Response | None:
-        """The response of a result that has at most one (a single request's); None when it has none (a timer's)."""
-        if len(self.responses) > 1:
-            raise ValueError(f"a result of {len(self.responses)} responses has no single response")
-        return self.responses[0] if self.responses else None
-
-    @property
-    def written(self) -> list[Record]:
-        """The records for the records topic (the in-memory ones left out)."""
-        return [r for r in self.records if isinstance(r, Record)]
 
 
 @dataclass
@@ -136,6 +117,32 @@ class Context:
             replay(group, record)  # raises the ReplayError that says why
         self.group = apply(group, record)  # type: ignore[misc] - `replay` inlined: a rebalance appends thousands
         self.result.records.append(record)
+
+    def env(self, now_ms: int | None = None) -> Env:
+        """What a handler of the one shape (`state.runtime.step`) reads besides the group and the request."""
+        group = self.group
+        return Env(self.now_ms if now_ms is None else now_ms, self.config, self._image,
+                   group.timers if group is not None else {}, waited_ms=self.waited_ms, topics=self.topics)
+
+    def apply(self, result: CoordinatorResult) -> None:
+        """A handler's result, as the step loop takes it (`state.runtime.step.applied`): what `then` replayed on
+        the way is kept as it left the group, the rest appended (replayed), answered and scheduled."""
+        records, timers = result.replayed
+        if (records, timers) != (0, 0):
+            self.group = result.after
+            self.result.records.extend(result.records[:records])
+            self.result.timers.extend(result.timers[:timers])
+        for record in result.records[records:]:
+            self.append(record)
+        self.result.responses.extend(result.responses)
+        for op in result.timers[timers:]:
+            if isinstance(op, Schedule):
+                if self.group is not None:
+                    self.schedule(op.key, op.deadline_ms)
+            else:
+                self.cancel(op.key)
+        self.members_expired += result.members_expired
+        self.fast_answers.extend(result.fast_answers)
 
     def respond(self, response: Response) -> None:
         self.result.responses.append(response)

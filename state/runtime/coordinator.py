@@ -8,12 +8,15 @@ handler runs.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request, Response
 from state.classic import membership
 from state.offsets import handlers as offsets
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
-from state.runtime.context import Context, CoordinatorResult, sync_directory
+from state.runtime.context import Context, sync_directory
+from state.runtime.step import CoordinatorResult, Env
 from state.errors import (
     GROUP_ID_NOT_FOUND,
     INCONSISTENT_GROUP_PROTOCOL,
@@ -147,16 +150,23 @@ def _delete_groups(ctx: Context, req: Request) -> None:
     ctx.respond(simple_response(req, NONE))
 
 
+def _shaped(handler: Callable[[Any, Any, Env], CoordinatorResult]) -> Callable[[Context, Request], None]:
+    """A handler of the one shape (`state.runtime.step`) run in this call's context, while the others move to it."""
+    def run_shaped(ctx: Context, req: Request) -> None:
+        ctx.apply(handler(ctx.group, req, ctx.env()))
+    return run_shaped
+
+
 _HANDLERS = {
     "JoinGroup": membership.handle_join,
     "SyncGroup": membership.handle_sync,
-    "Heartbeat": membership.handle_heartbeat,
+    "Heartbeat": _shaped(membership.heartbeat),
     "LeaveGroup": membership.handle_leave,
     "OffsetCommit": offsets.handle_commit,
-    "OffsetFetch": offsets.handle_fetch,
-    "OffsetDelete": offsets.handle_delete,
+    "OffsetFetch": _shaped(offsets.offset_fetch),
+    "OffsetDelete": _shaped(offsets.offset_delete),
     "DescribeGroups": _describe,
     "DeleteGroups": _delete_groups,
     "ConsumerGroupHeartbeat": consumer.handle_heartbeat,
-    "ConsumerGroupDescribe": consumer.handle_describe,
+    "ConsumerGroupDescribe": _shaped(consumer.describe),
 }

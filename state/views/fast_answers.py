@@ -31,6 +31,7 @@ from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
 from state.runtime.context import Context
+from state.runtime.step import CoordinatorResult
 from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
@@ -169,8 +170,12 @@ def handle_liveness(ctx: Context, body: dict) -> list[str]:
                                member_id=heard.member_id, group_instance_id=heard.group_instance_id)
         heard_ms = min(heard.heard_ms, ctx.now_ms)
         # a classic member's heartbeat heard before its group became a consumer group is served inside it
-        decided = (consumer.handle_classic_heard(ctx, req, heard_ms) if isinstance(group, ConsumerGroup)
-                   else heartbeat(ctx, req, heard_ms))
+        if isinstance(group, ConsumerGroup):
+            decided = consumer.handle_classic_heard(ctx, req, heard_ms)
+        else:
+            result = heartbeat(group, req, ctx.env(), heard_ms)  # its answer was the gateway's: not sent
+            ctx.apply(CoordinatorResult(result.records, [], result.timers))
+            decided = result.response.error_code  # type: ignore[union-attr]
         ctx.fast_answers.append(FastAnswer("Heartbeat", heard.member_id, heard.answered, decided))
     return []
 
