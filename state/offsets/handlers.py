@@ -29,7 +29,7 @@ from state.runtime.step import CoordinatorResult, Env, answer
 from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE, CoordinatorError
 from state.classic.group import ClassicGroup, GroupState
 from state.offsets.values import OffsetValue
-from state.classic.membership import reschedule_heartbeat
+from state.classic.membership import session
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.runtime.timers import OFFSETS_EXPIRATION, next_retention_check
 from state.views.published import PublishedConsumerGroup, PublishedView
@@ -70,7 +70,7 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
                                                                            GroupState.PREPARING_REBALANCE):
         member = group.members.get(req.member_id)
         if member is not None:
-            reschedule_heartbeat(ctx, member)
+            ctx.apply(CoordinatorResult([], [], [session(member, ctx.env())]))
     fast_answers.settle_commit(ctx, req, simple_response(req, error, topics=tuple(topics)))
 
 

@@ -47,11 +47,11 @@ def fire_timers(ctx: Context) -> None:
         elif isinstance(group, ConsumerGroup):
             consumer.fire_timer(ctx, group, key)
         elif key == JOIN:
-            membership.on_join_timer(ctx, group)
+            ctx.apply(membership.on_join_timer(group, ctx.env()))
         elif key == SYNC:
-            membership.on_sync_timer(ctx, group)
+            ctx.apply(membership.on_sync_timer(group, ctx.env()))
         elif key.startswith(HEARTBEAT_PREFIX):
-            membership.on_heartbeat_timer(ctx, group, key[len(HEARTBEAT_PREFIX):])
+            ctx.apply(membership.on_heartbeat_timer(group, key[len(HEARTBEAT_PREFIX):], ctx.env()))
         # else: a key this release does not know (a newer state): dropped rather than fired forever
         sync_directory(ctx)
     sync_directory(ctx)
@@ -78,7 +78,7 @@ def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
     elif isinstance(ctx.group, ConsumerGroup) and api in _MEMBERSHIP:
         _classic_request_to_consumer_group(ctx, req, new_member_id)
     elif new_member_id is not None and api == "JoinGroup":
-        membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
+        ctx.apply(membership.join(ctx.group, req, ctx.env(), new_member_id))  # type: ignore[arg-type]
         sync_directory(ctx)
     else:
         _HANDLERS[api](ctx, req)
@@ -96,7 +96,7 @@ def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id
     group: ConsumerGroup = ctx.group  # type: ignore[assignment]
     if req.api == "JoinGroup" and not group.members:
         offsets.delete_group_metadata(ctx, group)
-        return membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
+        return ctx.apply(membership.join(ctx.group, req, ctx.env(), new_member_id))  # type: ignore[arg-type]
     consumer.handle_classic(ctx, req, new_member_id)
     sync_directory(ctx)
 
@@ -158,10 +158,10 @@ def _shaped(handler: Callable[[Any, Any, Env], CoordinatorResult]) -> Callable[[
 
 
 _HANDLERS = {
-    "JoinGroup": membership.handle_join,
-    "SyncGroup": membership.handle_sync,
+    "JoinGroup": _shaped(membership.join),
+    "SyncGroup": _shaped(membership.sync),
     "Heartbeat": _shaped(membership.heartbeat),
-    "LeaveGroup": membership.handle_leave,
+    "LeaveGroup": _shaped(membership.leave),
     "OffsetCommit": offsets.handle_commit,
     "OffsetFetch": _shaped(offsets.offset_fetch),
     "OffsetDelete": _shaped(offsets.offset_delete),
