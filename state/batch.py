@@ -271,7 +271,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
         # during the outage is handled after the "load".
         if isinstance(group, ConsumerGroup):
-            consumer.restart_sessions(ctx, group)
+            ctx.apply(consumer.restarted_sessions(group, ctx.env()))
         else:
             env = ctx.env()
             ctx.apply(CoordinatorResult([], [], [session(member, env) for member in group.members.values()]))

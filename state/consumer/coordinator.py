@@ -1,11 +1,12 @@
-"""The consumer group in the core's runtime: its requests, timers and load through the one `state.runtime.context.Context`.
+"""The consumer group's handlers as the runtime dispatches them, in the one shape (`state.runtime.step`).
 
-The handlers of `state.consumer` are pure (group, request, environment) -> `CoordinatorResult`, as Kafka's
-GroupMetadataManager methods are; this module is their runtime, as Kafka's CoordinatorRuntime is: it hands them
-the group, the time, the configuration, the cluster's topics (`Context.image`) and the group's timers, then appends
-the result's records (replayed at once, the only way the group changes), answers, and applies the timer operations
-to the group's timers, which the shell calls it back at (`state.runtime.coordinator.next_deadline`). `state.runtime.coordinator`
-sends here what belongs to a consumer group.
+`state.consumer.heartbeat` and `state.consumer.migration.classic_members` decide a request on the consumer group
+alone, as Kafka's GroupMetadataManager methods do; this module is what the runtime (`state.runtime.coordinator`)
+calls: it adds what is about the group's kind, which Kafka's runtime does around them. A classic group becomes a
+consumer group here (`group_heartbeat`: a classic group without members is replaced, one with members converted);
+a consumer group becomes a classic group when its result carries a classic group metadata record (`completed`);
+its timers fire (`on_timer`), it is loaded (`loaded`) and its sessions restart after an outage
+(`restarted_sessions`); a heartbeat a gateway answered from its view is checked (`heard`, `classic_heard`).
 """
 
 from __future__ import annotations
@@ -14,185 +15,175 @@ from schemas.consumer_group import ConsumerGroupDescribeRequest, ConsumerGroupHe
 from schemas.messages import GroupMetadataKey, HeartbeatRequest, Request
 from state.classic import membership
 from state.consumer import heartbeat
-from state.consumer.migration import classic_members
 from state.consumer import replay as consumer_replay
-from state.consumer.migration.conversion import upgrade_records, validate_online_upgrade
 from state.consumer.describe import consumer_group_describe
 from state.consumer.group import ConsumerGroup
-from state.runtime.context import Context
-from state.runtime.step import CoordinatorResult, Env, answer
-from state.errors import CoordinatorError, Errors
+from state.consumer.migration import classic_members
+from state.consumer.migration.conversion import upgrade_records, validate_online_upgrade
 from state.classic.group import ClassicGroup
+from state.errors import CoordinatorError, Errors
 from state.records import GroupLoaded, HeartbeatOwed, Record, group_tombstone
+from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.runtime.timers import (
     CONSUMER_SESSION_TIMEOUT_PREFIX,
     OFFSETS_EXPIRATION,
+    Cancel,
     Schedule,
     consumer_session_timeout_key,
     next_retention_check,
 )
 from state.wire import parked_join_response, simple_response, sync_response
 
-
-def env(ctx: Context, now_ms: int | None = None) -> Env:
-    return ctx.env(now_ms)
+Group = ClassicGroup | ConsumerGroup | None
 
 
-def apply(ctx: Context, result: CoordinatorResult, rebalance: bool = True) -> None:
-    """What Kafka's runtime does with a result: its records appended (replayed), its responses sent, its timers
-    scheduled or cancelled (a timer of a group the records removed goes with it). A classic group metadata record
-    among them is a downgrade (`state.consumer.migration.conversion`): the classic group is loaded from it, its members'
-    sessions start, and it prepares a rebalance, as Kafka's convertToClassicGroup, unless `rebalance` is False (a
-    static member's JoinGroup that replaced the last member of the consumer protocol: the group stays Stable)."""
-    downgraded = False
-    for record in result.records:
-        if isinstance(record, Record) and isinstance(record.key, GroupMetadataKey) and record.value is not None:
-            _load_classic_group(ctx, record)
-            downgraded = True
-        else:
-            ctx.append(record)
-    for response in result.responses:
-        ctx.respond(response)
-    for op in result.timers:
-        if isinstance(op, Schedule):
-            if ctx.group is not None:
-                ctx.schedule(op.key, op.deadline_ms)
-        else:
-            ctx.cancel(op.key)
-    if downgraded and rebalance:
-        ctx.apply(membership.prepare_rebalance(ctx.group, ctx.env()))  # type: ignore[arg-type]
+def _is_downgrade(record: object) -> bool:
+    return isinstance(record, Record) and isinstance(record.key, GroupMetadataKey) and record.value is not None
 
 
-def _load_classic_group(ctx: Context, record: Record) -> None:
-    if ctx.group is None:
-        ctx.create_group()
-    ctx.append(record)
-    ctx.append(GroupLoaded(ctx.group.persisted))  # type: ignore[union-attr]
-    env = ctx.env()
-    ctx.apply(CoordinatorResult([], [], [membership.session(member, env)
-                                         for member in ctx.group.members.values()]))  # type: ignore[union-attr]
+def completed(group: Group, result: CoordinatorResult, env: Env, rebalance: bool = True) -> CoordinatorResult:
+    """A consumer group's result as the runtime takes it. A classic group metadata record among its records is a
+    downgrade (`state.consumer.migration.conversion`): the classic group is loaded from it, its members' sessions
+    start, and, after the rest of the result, it prepares a rebalance, as Kafka's convertToClassicGroup, unless
+    `rebalance` is False (a static member's JoinGroup that replaced the last member of the consumer protocol: the
+    group stays Stable)."""
+    at = next((i for i, record in enumerate(result.records) if _is_downgrade(record)), None)
+    if at is None:
+        return result
+    record = result.records[at]
+    group, done = then(group, NOTHING, CoordinatorResult(result.records[:at]))
+    if group is None:
+        group, done = then(group, done, membership.create_group(record.key.group, env))  # type: ignore[union-attr]
+    group, done = then(group, done, CoordinatorResult([record]))
+    group, done = then(group, done, CoordinatorResult([GroupLoaded(group.persisted)]))  # type: ignore[union-attr]
+    group, done = then(group, done, CoordinatorResult([], [], [membership.session(member, env)
+                                                               for member in group.members.values()]))
+    rest = CoordinatorResult(result.records[at + 1:], result.responses, result.timers, result.members_expired,
+                             result.fast_answers)
+    group, done = then(group, done, completed(group, rest, env, rebalance=False))
+    if rebalance:
+        return done + membership.prepare_rebalance(group, env)  # type: ignore[arg-type]
+    return done
 
 
-def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:
+def group_heartbeat(group: Group, req: ConsumerGroupHeartbeatRequest, env: Env) -> CoordinatorResult:
     """ConsumerGroupHeartbeat. A classic group without members (one that only holds offsets, or whose members all
     left) becomes a consumer group when a member joins it: its metadata is tombstoned first, its offsets stay, as
     Kafka's maybeDeleteEmptyClassicGroup. One with members is converted with them when the migration policy allows
     it (`_upgrade`); otherwise it is another protocol's group: GROUP_ID_NOT_FOUND."""
-    group = ctx.group
+    done = NOTHING
     if isinstance(group, ClassicGroup):
-        if group.members and req.member_epoch == 0 and validate_online_upgrade(group, ctx.config):
-            return _upgrade(ctx, group, req)
+        if group.members and req.member_epoch == 0 and validate_online_upgrade(group, env.config):
+            return _upgrade(group, req, env)
         if group.members or group.pending_members:
-            return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
-                                               error_message=f"Group {req.group_id} is not a consumer group."))
-        result = heartbeat.consumer_group_heartbeat(None, req, env(ctx))
+            return answer(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
+                                          error_message=f"Group {req.group_id} is not a consumer group."))
+        result = heartbeat.consumer_group_heartbeat(None, req, env)
         if result.records and group.directory is not None:
-            ctx.append(group_tombstone(group.group_id))
+            group, done = then(group, done, CoordinatorResult([group_tombstone(group.group_id)]))
     else:
-        result = heartbeat.consumer_group_heartbeat(group, req, env(ctx))
+        result = heartbeat.consumer_group_heartbeat(group, req, env)
         if group is not None and req.member_id in group.heartbeat_owed:  # this one reaches the coordinator
-            ctx.append(HeartbeatOwed(req.member_id, False))
-    apply(ctx, result)
-    _start_retention(ctx)
+            group, done = then(group, done, CoordinatorResult([HeartbeatOwed(req.member_id, False)]))
+    group, done = then(group, done, completed(group, result, env))
+    return done + _start_retention(group, env)
 
 
-def _upgrade(ctx: Context, group: ClassicGroup, req: ConsumerGroupHeartbeatRequest) -> None:
+def _upgrade(group: ClassicGroup, req: ConsumerGroupHeartbeatRequest, env: Env) -> CoordinatorResult:
     """A consumer-protocol member joins a classic group with members (Kafka's convertToConsumerGroup): requests
     the classic group holds are answered REBALANCE_IN_PROGRESS, its timers end, it is tombstoned and replaced by
     the consumer group of its members (`conversion.upgrade_records`), each with a session of its own timeout,
     then the heartbeat runs on it. As in Kafka, nothing is converted when the heartbeat fails: it is tried first on
     the converted group rebuilt from the records alone."""
     try:
-        upgrade = upgrade_records(group, ctx.image)
+        upgrade = upgrade_records(group, env.image)
     except CoordinatorError as exc:
-        return ctx.respond(simple_response(req, exc.code, error_message=exc.message))
+        return answer(simple_response(req, exc.code, error_message=exc.message))
     converted: ConsumerGroup | None = None
     for record in upgrade:
         converted = consumer_replay.replay(converted, record)
-    trial = heartbeat.consumer_group_heartbeat(converted, req, env(ctx))
+    trial = heartbeat.consumer_group_heartbeat(converted, req, env)
     if trial.response.error_code != Errors.NONE:  # type: ignore[union-attr]
-        return apply(ctx, trial)
+        return completed(group, trial, env)
+    answered = []
     for member in group.members.values():
         if member.join is not None:
-            ctx.respond(parked_join_response(group.group_id, member.join.request_id, Errors.REBALANCE_IN_PROGRESS,
-                                             member_id=member.member_id))
+            answered.append(parked_join_response(group.group_id, member.join.request_id,
+                                                 Errors.REBALANCE_IN_PROGRESS, member_id=member.member_id))
         if member.sync is not None:
-            ctx.respond(sync_response(group.group_id, member.sync.request_id, Errors.REBALANCE_IN_PROGRESS))
-    for key in sorted(group.timers):
-        if key != OFFSETS_EXPIRATION:
-            ctx.cancel(key)
-    ctx.append(group_tombstone(group.group_id))
-    for record in upgrade:
-        ctx.append(record)
-    for member_id, member in sorted(ctx.group.members.items()):  # type: ignore[union-attr]
-        ctx.schedule(consumer_session_timeout_key(member_id), ctx.now_ms + heartbeat.session_timeout_ms(member, env(ctx)))
-    apply(ctx, heartbeat.consumer_group_heartbeat(ctx.group, req, env(ctx)))  # type: ignore[arg-type]
-    _start_retention(ctx)
+            answered.append(sync_response(group.group_id, member.sync.request_id, Errors.REBALANCE_IN_PROGRESS))
+    ended = [Cancel(key) for key in sorted(group.timers) if key != OFFSETS_EXPIRATION]
+    converted_group, done = then(group, NOTHING, CoordinatorResult([], answered, ended))
+    converted_group, done = then(converted_group, done,
+                                 CoordinatorResult([group_tombstone(group.group_id), *upgrade]))
+    env = env.replace(timers=converted_group.timers)  # type: ignore[union-attr]
+    sessions = [Schedule(consumer_session_timeout_key(member_id),
+                         env.now_ms + heartbeat.session_timeout_ms(member, env))
+                for member_id, member in sorted(converted_group.members.items())]  # type: ignore[union-attr]
+    converted_group, done = then(converted_group, done, CoordinatorResult([], [], sessions))
+    result = heartbeat.consumer_group_heartbeat(converted_group, req, env)  # type: ignore[arg-type]
+    converted_group, done = then(converted_group, done, completed(converted_group, result, env))
+    return done + _start_retention(converted_group, env)
 
 
-def handle_classic(ctx: Context, req: Request, new_member_id: str | None) -> None:
+def classic_request(group: ConsumerGroup, req: Request, env: Env, new_member_id: str | None) -> CoordinatorResult:
     """JoinGroup, SyncGroup, Heartbeat or LeaveGroup of a classic member to a consumer group with members."""
-    group: ConsumerGroup = ctx.group  # type: ignore[assignment]
     api = req.api
     if api == "JoinGroup":
-        result = classic_members.classic_join(group, req, env(ctx), new_member_id)  # type: ignore[arg-type]
-        return apply(ctx, result, rebalance=False)
-    elif api == "SyncGroup":
-        result = classic_members.classic_sync(group, req, env(ctx))  # type: ignore[arg-type]
+        result = classic_members.classic_join(group, req, env, new_member_id)  # type: ignore[arg-type]
+        return completed(group, result, env, rebalance=False)
+    if api == "SyncGroup":
+        result = classic_members.classic_sync(group, req, env)  # type: ignore[arg-type]
     elif api == "Heartbeat":
-        result = classic_members.classic_heartbeat(group, req, env(ctx))  # type: ignore[arg-type]
+        result = classic_members.classic_heartbeat(group, req, env)  # type: ignore[arg-type]
     else:
-        result = classic_members.classic_leave(group, req, env(ctx))  # type: ignore[arg-type]
-    apply(ctx, result)
+        result = classic_members.classic_leave(group, req, env)  # type: ignore[arg-type]
+    return completed(group, result, env)
 
 
-def handle_classic_heard(ctx: Context, req: HeartbeatRequest, heard_ms: int) -> int:
+def classic_heard(group: ConsumerGroup, req: HeartbeatRequest, env: Env,
+                  heard_ms: int) -> tuple[CoordinatorResult, int]:
     """A classic member's Heartbeat a gateway answered from its classic group's view, which has since become this
-    consumer group: decided inside it as of when it was heard (its session restarts from then); returns the error
-    decided, the answer itself is not sent."""
-    result = classic_members.classic_heartbeat(ctx.group, req, env(ctx, heard_ms))  # type: ignore[arg-type]
-    apply(ctx, CoordinatorResult(result.records, [], result.timers))
-    return result.response.error_code  # type: ignore[union-attr]
+    consumer group: decided inside it as of when it was heard (its session restarts from then). The result without
+    its answer (the member has one), and the error decided."""
+    result = classic_members.classic_heartbeat(group, req, env.replace(now_ms=heard_ms))
+    kept = completed(group, CoordinatorResult(result.records, [], result.timers), env)
+    return kept, result.response.error_code  # type: ignore[union-attr]
 
 
-def handle_heard(ctx: Context, req: ConsumerGroupHeartbeatRequest, heard_ms: int) -> int | None:
-    """A heartbeat a gateway answered "nothing changed" from the group's view (`state.views.fast_answers`), run as if it
-    had arrived when it was heard. Applied only when it changes nothing, as answered: no record, no error, no
+def heard(group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, env: Env,
+          heard_ms: int) -> tuple[CoordinatorResult, int | None]:
+    """A heartbeat a gateway answered "nothing changed" from the group's view (`state.views.fast_answers`), run as
+    if it had arrived when it was heard. Applied only when it changes nothing, as answered: no record, no error, no
     assignment, the same epoch; then its timers (the member's session restarts from `heard_ms`), and no response
     (the member has its answer). Otherwise, where the coordinator would have answered it without an error, the
     member was alive and its session restarts all the same, but nothing else of it is applied, since the member
     never got what the coordinator would tell it: the member owes a heartbeat (`HeartbeatOwed`), which takes it out
-    of the view, so that its next heartbeat reaches the coordinator and gets the answer. Returns the error the
-    coordinator decided, None where it would have answered otherwise with no error."""
-    group: ConsumerGroup = ctx.group  # type: ignore[assignment]
-    result = heartbeat.consumer_group_heartbeat(group, req, env(ctx, heard_ms))
+    of the view, so that its next heartbeat reaches the coordinator and gets the answer. Returns the result and the
+    error the coordinator decided, None where it would have answered otherwise with no error."""
+    result = heartbeat.consumer_group_heartbeat(group, req, env.replace(now_ms=heard_ms))
     response = result.response
-    error = response.error_code
-    unchanged = (error == Errors.NONE and not result.records and response.assignment is None
-                 and response.member_epoch == req.member_epoch)
+    error = response.error_code  # type: ignore[union-attr]
+    unchanged = (error == Errors.NONE and not result.records and response.assignment is None  # type: ignore
+                 and response.member_epoch == req.member_epoch)  # type: ignore[union-attr]
     session = consumer_session_timeout_key(req.member_id)
-    for op in result.timers:
-        if unchanged or (error == Errors.NONE and op.key == session):
-            if isinstance(op, Schedule):
-                ctx.schedule(op.key, op.deadline_ms)
-            else:
-                ctx.cancel(op.key)
+    kept = CoordinatorResult([], [], [op for op in result.timers
+                                      if unchanged or (error == Errors.NONE and op.key == session)])
     if unchanged:
-        return Errors.NONE
+        return kept, Errors.NONE
     if req.member_id in group.members and req.member_id not in group.heartbeat_owed:
-        ctx.append(HeartbeatOwed(req.member_id, True))
-    return error or None
+        kept = kept + CoordinatorResult([HeartbeatOwed(req.member_id, True)])
+    return kept, error or None
 
 
-def _start_retention(ctx: Context) -> None:
-    """A new consumer group's offsets are checked for retention as a classic group's (`Context.create_group`)."""
-    group = ctx.group
+def _start_retention(group: Group, env: Env) -> CoordinatorResult:
+    """A new consumer group's offsets are checked for retention as a classic group's (`membership.create_group`)."""
     if isinstance(group, ConsumerGroup) and OFFSETS_EXPIRATION not in group.timers:
-        ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
+        return CoordinatorResult([], [], [Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))])
+    return NOTHING
 
 
-def describe(group: ConsumerGroup | ClassicGroup | None, req: ConsumerGroupDescribeRequest,
-             env: Env) -> CoordinatorResult:
+def describe(group: Group, req: ConsumerGroupDescribeRequest, env: Env) -> CoordinatorResult:
     """ConsumerGroupDescribe (`state.consumer.describe`); a classic group is not a consumer group."""
     if isinstance(group, ClassicGroup):
         return answer(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
@@ -200,24 +191,22 @@ def describe(group: ConsumerGroup | ClassicGroup | None, req: ConsumerGroupDescr
     return answer(consumer_group_describe(group, req, env.config.group_consumer_assignors[0], env.image))
 
 
-def fire_timer(ctx: Context, group: ConsumerGroup, key: str) -> None:
+def on_timer(group: ConsumerGroup, key: str, env: Env) -> CoordinatorResult:
     """A consumer group's timer that came due (already dropped): it re-checks what it was armed for."""
     expired = key.startswith(CONSUMER_SESSION_TIMEOUT_PREFIX) and key[len(CONSUMER_SESSION_TIMEOUT_PREFIX):] in \
         group.members
-    apply(ctx, heartbeat.on_timer(group, key, env(ctx)))
-    ctx.members_expired += expired
+    return completed(group, heartbeat.on_timer(group, key, env), env) + CoordinatorResult(members_expired=int(expired))
 
 
-def on_loaded(ctx: Context, group: ConsumerGroup) -> None:
+def loaded(group: ConsumerGroup, env: Env) -> CoordinatorResult:
     """Kafka's onLoaded for a consumer group: every member's session from now, the revocation deadlines of those
     that must revoke, and the retention check."""
-    for op in heartbeat.on_loaded(group, env(ctx)):
-        ctx.schedule(op.key, op.deadline_ms)
-    ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
+    return CoordinatorResult([], [], [*heartbeat.on_loaded(group, env),
+                                      Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))])
 
 
-def restart_sessions(ctx: Context, group: ConsumerGroup) -> None:
+def restarted_sessions(group: ConsumerGroup, env: Env) -> CoordinatorResult:
     """After an outage (see `state.batch.step_group`'s `resumed`): every member's session restarts now."""
-    for member_id in sorted(group.members):
-        ctx.schedule(consumer_session_timeout_key(member_id),
-                     ctx.now_ms + heartbeat.session_timeout_ms(group.members[member_id], env(ctx)))
+    return CoordinatorResult([], [], [Schedule(consumer_session_timeout_key(member_id),
+                                               env.now_ms + heartbeat.session_timeout_ms(member, env))
+                                      for member_id, member in sorted(group.members.items())])

@@ -45,7 +45,7 @@ def fire_timers(ctx: Context) -> None:
         if key == OFFSETS_EXPIRATION:
             ctx.apply(offsets.on_expiration_timer(group, ctx.env()))
         elif isinstance(group, ConsumerGroup):
-            consumer.fire_timer(ctx, group, key)
+            ctx.apply(consumer.on_timer(group, key, ctx.env()))
         elif key == JOIN:
             ctx.apply(membership.on_join_timer(group, ctx.env()))
         elif key == SYNC:
@@ -97,7 +97,7 @@ def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id
     if req.api == "JoinGroup" and not group.members:
         ctx.apply(offsets.delete_group_metadata(group))
         return ctx.apply(membership.join(ctx.group, req, ctx.env(), new_member_id))  # type: ignore[arg-type]
-    consumer.handle_classic(ctx, req, new_member_id)
+    ctx.apply(consumer.classic_request(group, req, ctx.env(), new_member_id))
     sync_directory(ctx)
 
 
@@ -150,6 +150,6 @@ _HANDLERS = {
     "OffsetDelete": _shaped(offsets.offset_delete),
     "DescribeGroups": _shaped(describe.describe),
     "DeleteGroups": _shaped(delete_groups),
-    "ConsumerGroupHeartbeat": consumer.handle_heartbeat,
+    "ConsumerGroupHeartbeat": _shaped(consumer.group_heartbeat),
     "ConsumerGroupDescribe": _shaped(consumer.describe),
 }

@@ -86,7 +86,7 @@ def on_loaded(ctx: Context) -> None:
     if group is None:
         return
     if isinstance(group, ConsumerGroup):
-        return consumer.on_loaded(ctx, group)
+        return ctx.apply(consumer.loaded(group, ctx.env()))
     if group.directory is not None:  # a group metadata record was loaded: its members come back
         ctx.append(GroupLoaded(group.persisted))  # type: ignore[arg-type]
         env = ctx.env()

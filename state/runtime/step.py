@@ -151,6 +151,12 @@ class Env:
             self._image = decode_image_row(self._topics) if self._topics is not None else EMPTY_IMAGE
         return self._image
 
+    def replace(self, **changes: Any) -> Env:
+        """This environment with some of its fields changed (`now_ms`, `timers`, ...)."""
+        fields = {"now_ms": self.now_ms, "config": self.config, "image": self._image, "timers": self.timers,
+                  "assignors": self.assignors, "waited_ms": self.waited_ms, "topics": self._topics}
+        return Env(**{**fields, **changes})
+
     def assignor(self, name: str) -> ServerAssignor:
         if self.assignors is not None:
             found = self.assignors.get(name)

@@ -28,10 +28,11 @@ from schemas.messages import (CommitAnswer, HeardMember, HeartbeatRequest, Liven
                               PartitionError)
 from state import rules
 from state.consumer import coordinator as consumer
+from state.classic.group import ClassicGroup
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
 from state.runtime.context import Context
-from state.runtime.step import CoordinatorResult, answer
+from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
@@ -154,30 +155,40 @@ def _errors(given: CommitAnswer) -> str:
 
 
 def handle_liveness(ctx: Context, body: dict) -> list[str]:
-    """Each member heard, as its Heartbeat at the time it was heard (never later than now). Nothing in it is a dead
-    letter of its own (the list `state.batch` takes from internal requests)."""
+    """A Liveness request (`liveness`) in the call's context. Nothing in it is a dead letter of its own (the list
+    `state.batch` takes from internal requests)."""
     try:
-        liveness = msgspec.convert(body, Liveness)
+        request = msgspec.convert(body, Liveness)
     except msgspec.ValidationError as exc:
         raise BadRequest(f"Liveness: {exc}") from None
-    for heard in liveness.members:
-        group = ctx.group
-        if isinstance(group, ConsumerGroup) and not _classic_member(group, heard.member_id):
-            _consumer_liveness(ctx, liveness, heard)
-            continue
-        req = HeartbeatRequest(request_id=liveness.request_id, api_version=4, principal=heard.principal,
-                               group_id=liveness.group_id, generation_id=heard.generation_id,
-                               member_id=heard.member_id, group_instance_id=heard.group_instance_id)
-        heard_ms = min(heard.heard_ms, ctx.now_ms)
-        # a classic member's heartbeat heard before its group became a consumer group is served inside it
-        if isinstance(group, ConsumerGroup):
-            decided = consumer.handle_classic_heard(ctx, req, heard_ms)
-        else:
-            result = heartbeat(group, req, ctx.env(), heard_ms)  # its answer was the gateway's: not sent
-            ctx.apply(CoordinatorResult(result.records, [], result.timers))
-            decided = result.response.error_code  # type: ignore[union-attr]
-        ctx.fast_answers.append(FastAnswer("Heartbeat", heard.member_id, heard.answered, decided))
+    ctx.apply(liveness(ctx.group, request, ctx.env()))
     return []
+
+
+def liveness(group: ClassicGroup | ConsumerGroup | None, request: Liveness, env: Env) -> CoordinatorResult:
+    """Each member heard, as its Heartbeat at the time it was heard (never later than now), in the one handler shape
+    (`state.runtime.step`): its session restarted from then where the coordinator accepts it, no answer sent (the
+    gateway answered), and what the gateway answered beside what the coordinator decided (`FastAnswer`)."""
+    done = NOTHING
+    for heard in request.members:
+        heard_ms = min(heard.heard_ms, env.now_ms)
+        if isinstance(group, ConsumerGroup) and not _classic_member(group, heard.member_id):
+            checked = _consumer_liveness(group, request, heard, env, heard_ms)
+        else:
+            req = HeartbeatRequest(request_id=request.request_id, api_version=4, principal=heard.principal,
+                                   group_id=request.group_id, generation_id=heard.generation_id,
+                                   member_id=heard.member_id, group_instance_id=heard.group_instance_id)
+            # a classic member's heartbeat heard before its group became a consumer group is served inside it
+            if isinstance(group, ConsumerGroup):
+                kept, decided = consumer.classic_heard(group, req, env, heard_ms)
+            else:
+                result = heartbeat(group, req, env, heard_ms)  # its answer was the gateway's: not sent
+                kept = CoordinatorResult(result.records, [], result.timers)
+                decided = result.response.error_code  # type: ignore[union-attr]
+            checked = kept + CoordinatorResult(fast_answers=[FastAnswer("Heartbeat", heard.member_id,
+                                                                        heard.answered, decided)])
+        group, done = then(group, done, checked)
+    return done
 
 
 def _classic_member(group: ConsumerGroup, member_id: str) -> bool:
@@ -185,13 +196,14 @@ def _classic_member(group: ConsumerGroup, member_id: str) -> bool:
     return member is not None and member.uses_classic_protocol
 
 
-def _consumer_liveness(ctx: Context, liveness: Liveness, heard: HeardMember) -> None:
+def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMember, env: Env,
+                       heard_ms: int) -> CoordinatorResult:
     """A consumer group's heartbeat a gateway answered "nothing changed" (`consumer_heartbeat_from_view`; its
-    member epoch is `generation_id`), checked by the coordinator (`state.consumer.coordinator.handle_heard`)."""
+    member epoch is `generation_id`), checked by the coordinator (`state.consumer.coordinator.heard`)."""
     req = ConsumerGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
                                         group_id=liveness.group_id, member_id=heard.member_id,
                                         member_epoch=heard.generation_id, instance_id=heard.group_instance_id)
-    decided = consumer.handle_heard(ctx, req, min(heard.heard_ms, ctx.now_ms))
-    ctx.fast_answers.append(FastAnswer(
+    kept, decided = consumer.heard(group, req, env, heard_ms)
+    return kept + CoordinatorResult(fast_answers=[FastAnswer(
         "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
-        "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else ""))
+        "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else "")])
