@@ -60,12 +60,11 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from schemas.consumer_group import TopicMetadata
-from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, OffsetCommitKey
+from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, Liveness, OffsetCommitKey
 from state.runtime import coordinator, load
 from state.views import fast_answers
 from state.views import published as views
 from state.config import CoordinatorConfig
-from state.runtime.context import Context
 from state.views.fast_answers import FastAnswer
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.consumer import coordinator as consumer
@@ -76,9 +75,9 @@ from state.consumer.stored import to_doc as consumer_group_doc
 from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row, image_doc
 from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
 from state.offsets.values import Offsets, StoredOffset
-from state.classic.member_id_round import PENDING_MEMBER, handle_pending_member
+from state.classic.member_id_round import PENDING_MEMBER, pending_member
 from state.classic.membership import session
-from state.runtime.step import CoordinatorResult
+from state.runtime.step import CoordinatorResult, Env, answer, applied
 from state.offsets.handlers import offsets_can_expire
 from state.records import Record, kafka_group_value
 from state.wire import (
@@ -180,7 +179,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
             return Route("directory", reply_key=key)
         if api == TOPIC_METADATA:
             return Route("topics")
-        if (group_id is not None and (api in API_VERSIONS or api in _INTERNAL) and len(group_id) <= _SAFE_CHARS
+        if (group_id is not None and (api in API_VERSIONS or api in _INTERNAL_APIS) and len(group_id) <= _SAFE_CHARS
                 and group_id != TOPIC_METADATA_GROUP):
             return Route("group", group_id=group_id)
     try:
@@ -196,7 +195,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if isinstance(api, str) and api in _INTERNAL and isinstance(group_id, str) and group_id != TOPIC_METADATA_GROUP:
+    if isinstance(api, str) and api in _INTERNAL_APIS and isinstance(group_id, str) and group_id != TOPIC_METADATA_GROUP:
         return Route("group", group_id=group_id)
     if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
@@ -266,27 +265,45 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
     decoded = group
-    ctx = Context(group_id, group, now_ms, config, topics=topics)
+    written: list = []
+    responses: list = []
+    fast: list = []
+    members_expired = 0
+
+    def take(result: CoordinatorResult) -> None:
+        """The step loop's one way to take a handler's result: the group after it (`applied`), its output kept."""
+        nonlocal group, members_expired
+        group = applied(group, result)
+        written.extend(result.records)
+        responses.extend(result.responses)
+        members_expired += result.members_expired
+        fast.extend(result.fast_answers)
+
+    def env(at_ms: int, waited_ms: int = 0) -> Env:
+        return Env(at_ms, config, timers=group.timers if group is not None else {}, waited_ms=waited_ms,
+                   topics=topics)
+
     if group is not None and (resumed or _after_outage(group, clock, now_ms, request_times_ms, config)):
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
         # during the outage is handled after the "load".
         if isinstance(group, ConsumerGroup):
-            ctx.apply(consumer.restarted_sessions(group, ctx.env()))
+            take(consumer.restarted_sessions(group, env(now_ms)))
         else:
-            env = ctx.env()
-            ctx.apply(CoordinatorResult([], [], [session(member, env) for member in group.members.values()]))
+            restart = env(now_ms)
+            take(CoordinatorResult([], [], [session(member, restart) for member in group.members.values()]))
         clock = now_ms
     dead_letters = []
     fired_at = None
     reconciling = False
+    at_ms, waited_ms = now_ms, 0
     for index, raw in enumerate(requests):
         if request_times_ms is not None:
             clock = min(max(request_times_ms[index], clock), now_ms)
-            ctx.now_ms = clock
-            ctx.waited_ms = max(now_ms - request_times_ms[index], 0)
-        if ctx.now_ms != fired_at:  # requests of one instant see the timers as they were at that instant
-            coordinator.fire_timers(ctx)
-            fired_at = ctx.now_ms
+            at_ms = clock
+            waited_ms = max(now_ms - request_times_ms[index], 0)
+        if at_ms != fired_at:  # requests of one instant see the timers as they were at that instant
+            take(coordinator.fire_timers(group, env(at_ms, waited_ms)))
+            fired_at = at_ms
         if index in failed:
             dead_letters.append((index, failed[index]))
             continue
@@ -298,18 +315,21 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
                                  body={"api": req.api, "request_id": req.request_id, "group_id": req.group_id})
         except BadRequest as exc:
             try:
-                dead_letters.extend((index, reason) for reason in _refuse(ctx, exc))
+                if _api_of(exc) == LOAD_GROUP:
+                    group, reasons = _load_request(group_id, group, exc.body, env(at_ms, waited_ms))
+                else:
+                    result, reasons = _refused(group, exc, env(at_ms, waited_ms))
+                    take(result)
+                dead_letters.extend((index, reason) for reason in reasons)
             except BadRequest as unanswerable:
                 dead_letters.append((index, unanswerable.reason))
             continue
         try:
-            coordinator.run(ctx, req)
+            take(coordinator.handle(group, req, env(at_ms, waited_ms)))
         except Exception as exc:  # noqa: BLE001 - reported as a dead letter, the step is re-run without it
             raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
-    ctx.now_ms = now_ms
     if not requests:
-        coordinator.fire_timers(ctx)
-    group = ctx.group
+        take(coordinator.fire_timers(group, env(now_ms, waited_ms)))
     if group is not None:
         group.clock_ms = now_ms
     # A group created, loaded or deleted in this step has other offsets than it came with, whether or not they
@@ -318,8 +338,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         offsets_changed = stored is not None
     else:
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
-    written = ctx.result.written
-    only_offsets = group is decoded and _only_offsets(ctx.result.records)
+    only_offsets = group is decoded and _only_offsets(written)
+    written = [r for r in written if isinstance(r, Record)]
     # The group's view (state.views.published) changes only through a record other than an offset's, or when the group is
     # loaded, created or deleted: then it is published (at times as it was, after a record of a rebalance that left
     # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release). A
@@ -331,18 +351,18 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         metadata=encode_metadata(group, persisted_current and only_offsets),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
-        responses=[encode(r) for r in ctx.result.responses],
+        responses=[encode(r) for r in responses],
         records=[r.encode() for r in written],
         dead_letters=dead_letters,
-        next_deadline_ms=coordinator.next_deadline(ctx.group),
-        members_expired=ctx.members_expired,
+        next_deadline_ms=coordinator.next_deadline(group),
+        members_expired=members_expired,
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
         view=(views.encode_view(views.view_of(group, config, _fetch_position(group, position),
                                               _longest_wait(now_ms, request_times_ms)))
               if publish_view else None),
         publish_view=publish_view,
-        fast_answers=tuple(ctx.fast_answers),
+        fast_answers=tuple(fast),
     )
 
 
@@ -376,21 +396,25 @@ def _only_offsets(records: list) -> bool:
     return all(type(r) is Record and type(r.key) is OffsetCommitKey for r in records)
 
 
-def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
+def _api_of(exc: BadRequest) -> object:
+    return None if exc.body is None else exc.body.get("api")
+
+
+def _refused(group: ClassicGroup | ConsumerGroup | None, exc: BadRequest,
+             env: Env) -> tuple[CoordinatorResult, list[str]]:
     """Answer a request that cannot be handled with its error, when its `request_id` can be read; else raise
-    (a dead letter). An internal request is not refused but handled: a LoadGroup is loaded (what it returns is why
-    each of its records that could not be loaded was not: a dead letter each), a Liveness request taken as its
-    members' heartbeats, a PendingMember as the JoinGroup it is."""
+    (a dead letter). An internal request is not refused but handled (`_INTERNAL`): a Liveness request taken as its
+    members' heartbeats, a PendingMember as the JoinGroup it is; what it returns besides its result is why it could
+    not be handled in part (a dead letter each). (A LoadGroup is the runtime's: `_load_request`.)"""
     body = exc.body
-    api = None if body is None else body.get("api")
+    api = _api_of(exc)
     internal = _INTERNAL.get(api) if isinstance(api, str) else None
     if internal is not None:
-        return internal(ctx, body)
+        return internal(group, body, env)  # type: ignore[arg-type]
     request_id = None if body is None else readable_request_id(body)
     if request_id is None:
         raise exc
-    ctx.respond(error_response(body.get("api"), request_id, body.get("group_id"), exc.code, exc.reason))
-    return []
+    return answer(error_response(body.get("api"), request_id, body.get("group_id"), exc.code, exc.reason)), []
 
 
 def _after_outage(group: ClassicGroup | ConsumerGroup, clock: int, now_ms: int, request_times_ms: Sequence[int] | None,
@@ -432,36 +456,50 @@ def _step_topics(stored: StoredGroup | None, requests: Sequence[bytes]) -> Group
     return GroupStep(metadata=encode(ImageRow(STATE_SCHEMA_VERSION, image_doc(image))), dead_letters=dead_letters)
 
 
-def _pending_member(ctx: Context, body: dict) -> list[str]:
-    """A gateway's member-id round (`state.classic.member_id_round`); a JoinGroup that is not valid is answered as one."""
+def _pending_member(group: ClassicGroup | ConsumerGroup | None, body: dict,
+                    env: Env) -> tuple[CoordinatorResult, list[str]]:
+    """A gateway's member-id round (`state.classic.member_id_round`); a JoinGroup that is not valid is answered as
+    one."""
     try:
-        handle_pending_member(ctx, body)
+        return pending_member(group, body, env), []
     except BadRequest as exc:
         request_id = readable_request_id(body)
         if request_id is None:
             raise
-        ctx.respond(error_response("JoinGroup", request_id, body.get("group_id"), exc.code, exc.reason))
-    return []
+        return answer(error_response("JoinGroup", request_id, body.get("group_id"), exc.code, exc.reason)), []
 
 
-def _load_request(ctx: Context, body: dict) -> list[str]:
+def _liveness(group: ClassicGroup | ConsumerGroup | None, body: dict,
+              env: Env) -> tuple[CoordinatorResult, list[str]]:
+    """Heartbeats a gateway answered (`state.views.fast_answers.liveness`)."""
+    try:
+        request = msgspec.convert(body, Liveness)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"Liveness: {exc}") from None
+    return fast_answers.liveness(group, request, env), []
+
+
+def _load_request(group_id: str, group: ClassicGroup | ConsumerGroup | None, body: dict,
+                  env: Env) -> tuple[ClassicGroup | ConsumerGroup | None, list[str]]:
+    """A LoadGroup request (a rebuild's): the group its records leave, when there is none yet (`state.runtime.load`),
+    and why each of its records that could not be loaded was not."""
     try:
         load_group_request = msgspec.convert(body, LoadGroup)
     except msgspec.ValidationError as exc:
         raise BadRequest(f"LoadGroup: {exc}") from None
-    if ctx.group is not None:
-        return []
+    if group is not None:
+        return group, []
     records = load_group_request.records
-    loaded = load.load(ctx.group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
-                                      for r in records], ctx.now_ms, ctx.config,
+    loaded = load.load(group_id, [(r.key.encode(), None if r.value is None else r.value.encode())
+                                  for r in records], env.now_ms, env.config,
                        read_at=[(r.partition, r.offset) for r in records])
-    ctx.group = loaded.group
-    return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
+    return loaded.group, [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
 
 
-_INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness,
-             PENDING_MEMBER: _pending_member}
-"""The internal requests (written by the job and the gateways, never by clients) by `api`: no response."""
+_INTERNAL = {fast_answers.LIVENESS: _liveness, PENDING_MEMBER: _pending_member}
+"""The internal requests a handler takes (written by the gateways, never by clients) by `api`: no response."""
+_INTERNAL_APIS = frozenset({LOAD_GROUP, *_INTERNAL})
+"""Every internal request (a LoadGroup is the job's), routed like a group request."""
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,

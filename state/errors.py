@@ -184,3 +184,7 @@ class CoordinatorError(Exception):
         super().__init__(message or str(code))
         self.code = code
         self.message = message
+
+
+class ReplayError(Exception):
+    """A record that cannot apply to the group it names (a bug in a handler, or a records log out of order)."""

@@ -14,7 +14,7 @@ from state.runtime import coordinator
 from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
-from state.runtime.context import Context
+from state.runtime.step import Env
 from state.views.directory import GroupDirectory
 from state.records import consumer_directory_record, group_record
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id
@@ -36,9 +36,9 @@ def answer(group_id: str, stored: StoredGroup | None, raw_request: bytes,
         return encode(error_response(body.get("api"), readable_request_id(body) or "", body.get("group_id"),
                                      exc.code, exc.reason))
     group = decode_state(stored)
-    ctx = Context(group_id, group, group.clock_ms if group is not None else 0, config or CoordinatorConfig(),
-                  topics=topics)
-    (response,) = coordinator.handle(ctx, req).responses
+    env = Env(group.clock_ms if group is not None else 0, config or CoordinatorConfig(),
+              timers=group.timers if group is not None else {}, topics=topics)
+    (response,) = coordinator.handle(group, req, env).responses
     return encode(response)
 
 

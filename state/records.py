@@ -1,6 +1,6 @@
 """Every record the core appends, and their constructors (Kafka's GroupCoordinatorRecordHelpers): one module.
 
-Two kinds, both applied by the one `state.runtime.context.replay`:
+Two kinds, both applied by the one `state.runtime.replay.replay`:
 
 - **Written records** (`Record`): what Kafka writes to `__consumer_offsets`, as JSON (classes:
   `schemas.messages`). Keys follow Kafka's: the key's `version` is the record type (1 = offset commit, keyed by
@@ -16,7 +16,7 @@ Two kinds, both applied by the one `state.runtime.context.replay`:
   records, and a load rebuilds the membership from the last persisted group value (`GroupLoaded`), as Kafka does.
 
 Each in-memory record is a small frozen value (a msgspec Struct: cheap to build, as a join appends many) naming one change in Kafka's words; `replay` is the only code that
-reads them (`state.runtime.context`), and the group module (`state.classic.group`) keeps the invariants they rely on.
+reads them (`state.runtime.replay`), and the group module (`state.classic.group`) keeps the invariants they rely on.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def _session(member: Member, env: Env, timeout_ms: int | None = None) -> Coordin
 def create_group(group_id: str, env: Env) -> CoordinatorResult:
     """A new Empty group (generation 0), as Kafka's getOrMaybeCreateClassicGroup, with its retention check
     scheduled. Its first written record (Java writes an empty GroupMetadata record for a group a JoinGroup creates)
-    comes from the directory sync (`state.runtime.context.sync_directory`)."""
+    comes from the directory sync (`state.runtime.coordinator.sync_directory`)."""
     return CoordinatorResult([GroupCreated(group_id, env.now_ms)], [],
                              [Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))])
 

@@ -16,7 +16,7 @@ What is where (each module says why in its own docstring):
 
 The cluster's topics and regular-expression subscriptions are shared (`state.topics`).
 
-Handlers validate and return a `state.runtime.context.CoordinatorResult` (records, a response, timer operations); they never
+Handlers validate and return a `state.runtime.step.CoordinatorResult` (records, a response, timer operations); they never
 change a group. Replaying the records is what changes it, as in Kafka's group coordinator. Nothing here reads a
 clock. What the consumer group shares with the classic one is the core's: its records' constructors and the one
 `RecordKey` union (`state.records`, `schemas.messages`), its settings (`state.config.CoordinatorConfig`, Kafka's

@@ -1,7 +1,7 @@
 """A consumer group as its records leave it, and the rules that read it: Kafka's ConsumerGroup (and ModernGroup).
 
 The fields below the docstring's line change only in `state.consumer.replay` (the runtime's timers and offsets
-through `state.runtime.context`, as a classic group's). The indexes after them (who holds
+through `state.runtime.replay`, as a classic group's). The indexes after them (who holds
 which partition at which epoch, static members by instance id, subscription counts) are kept up to date there too,
 so handlers answer "is this partition free?" or "is the subscription homogeneous?" without scanning members.
 

@@ -1,7 +1,7 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset retention (KIP-211), after Kafka's OffsetMetadataManager.
 
 Handlers have the one shape (`state.runtime.step`): they validate, then return one offset record (or tombstone) per
-partition; the offsets map changes only when those records are replayed (`state.runtime.context.replay`).
+partition; the offsets map changes only when those records are replayed (`state.runtime.replay.replay`).
 """
 
 from __future__ import annotations

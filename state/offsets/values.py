@@ -2,7 +2,7 @@
 
 Kafka keeps offsets apart from groups (its OffsetMetadataManager beside the GroupMetadataManager); so does the core:
 a group holds an `Offsets`, stored in a row of its own (`state.batch`), and changed only by replaying offset
-records (`state.runtime.context.replay`).
+records (`state.runtime.replay.replay`).
 """
 
 from __future__ import annotations

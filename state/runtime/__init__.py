@@ -3,9 +3,10 @@ operations, and how a group is rebuilt from its records.
 
 - `step`: the one handler shape, (group, request, environment) -> `CoordinatorResult`, and how the step loop
   applies a result (`applied`) and a handler composes sub-results (`then`);
-- `context`: one call's runtime for one group (`Context`), the result type (`CoordinatorResult`) and `replay`, the
-  only code that changes a group;
-- `coordinator`: the step over one group: fire the due timers, check a request, hand it to its kind's handler;
+- `replay`: `replay(group, record)`, the only code that changes a group (a written record by its key, an in-memory
+  one by its kind's replay: `state.classic.replay`, `state.consumer.replay`);
+- `coordinator`: the handlers by API, and what the step loop (`state.batch`) calls: fire the due timers, check a
+  request and hand it to its handler, sync the directory;
 - `load`: a group rebuilt from its records (Kafka's load of `__consumer_offsets`);
 - `timers`: the timer keys of both kinds and the timer operations (Kafka's CoordinatorTimer).
 """

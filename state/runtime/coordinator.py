@@ -1,9 +1,10 @@
 """One group's coordinator: fire the due timers, then handle requests, each producing a `CoordinatorResult`.
 
-This is the pure function behind `state.batch.step_group` and the replay tool: (group, requests, now) ->
-(group', responses, records). It never reads a clock; the caller passes `now_ms` and gets back the next deadline.
+The handlers of every kind of group by API (`_HANDLERS`), each of the one shape (`state.runtime.step`), and what
+the step loop (`state.batch.step_group`) calls: `fire_timers` and `handle`, pure functions of (group, timers or
+request, environment). It never reads a clock; the caller passes the time in `Env` and gets back the next deadline.
 The checks every group request shares (Kafka's API-level ones, and the group id) are made here, once, before a
-handler runs.
+handler runs, and the directory sync after it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from state.classic import describe, membership
 from state.offsets import handlers as offsets
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
-from state.runtime.context import Context, sync_directory
-from state.runtime.step import CoordinatorResult, Env, answer
+from state.records import consumer_directory_record, directory_changed, group_record
+from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.errors import (
     GROUP_ID_NOT_FOUND,
     INCONSISTENT_GROUP_PROTOCOL,
@@ -26,79 +27,93 @@ from state.errors import (
     CoordinatorError,
 )
 from state.classic.group import ClassicGroup, GroupState
-from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
+from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, earliest, is_due
 from state.wire import simple_response
 
 
-def fire_timers(ctx: Context) -> None:
-    """Fire every timer due at `now_ms`, earliest deadline first (ties by key), each with its own logic.
+def fire_timers(group: ClassicGroup | ConsumerGroup | None, env: Env) -> CoordinatorResult:
+    """Fire every timer due at `env.now_ms`, earliest deadline first (ties by key), each with its own logic.
     A late call therefore replays the expiries in the order they would have happened. Ends with a directory
     sync, which also records the state a group was loaded in (`load_group` writes no records)."""
-    while ctx.group is not None:
-        group = ctx.group
-        due = min(((deadline, key) for key, deadline in group.timers.items() if is_due(deadline, ctx.now_ms)),
+    done = NOTHING
+    while group is not None:
+        due = min(((deadline, key) for key, deadline in group.timers.items() if is_due(deadline, env.now_ms)),
                   default=None)
         if due is None:
             break
         key = due[1]
-        ctx.cancel(key)  # a fired timer is gone; its handler schedules it again if it must
+        # a fired timer is gone; its handler schedules it again if it must
+        group, done = then(group, done, CoordinatorResult([], [], [Cancel(key)]))
+        timer_env = env.replace(timers=group.timers)
         if key == OFFSETS_EXPIRATION:
-            ctx.apply(offsets.on_expiration_timer(group, ctx.env()))
+            fired = offsets.on_expiration_timer(group, timer_env)
         elif isinstance(group, ConsumerGroup):
-            ctx.apply(consumer.on_timer(group, key, ctx.env()))
+            fired = consumer.on_timer(group, key, timer_env)
         elif key == JOIN:
-            ctx.apply(membership.on_join_timer(group, ctx.env()))
+            fired = membership.on_join_timer(group, timer_env)
         elif key == SYNC:
-            ctx.apply(membership.on_sync_timer(group, ctx.env()))
+            fired = membership.on_sync_timer(group, timer_env)
         elif key.startswith(HEARTBEAT_PREFIX):
-            ctx.apply(membership.on_heartbeat_timer(group, key[len(HEARTBEAT_PREFIX):], ctx.env()))
-        # else: a key this release does not know (a newer state): dropped rather than fired forever
-        sync_directory(ctx)
-    sync_directory(ctx)
+            fired = membership.on_heartbeat_timer(group, key[len(HEARTBEAT_PREFIX):], timer_env)
+        else:  # a key this release does not know (a newer state): dropped rather than fired forever
+            fired = NOTHING
+        group, done = then(group, done, fired)
+        group, done = then(group, done, sync_directory(group))
+    return then(group, done, sync_directory(group))[1]
 
 
-def handle(ctx: Context, req: Request) -> CoordinatorResult:
-    """Handle one request: its records (replayed), responses and timer operations."""
-    mark = ctx.mark()
-    run(ctx, req)
-    return ctx.since(mark)
-
-
-def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
-    """`handle` without cutting out this request's result: what a call over many requests uses (its
-    `ctx.result` holds them all, in order). First the checks Kafka makes before the coordinator sees a request,
-    in its order: KIP-559's, then the group id (INVALID_GROUP_ID). `new_member_id`: a JoinGroup's new member gets
+def handle(group: ClassicGroup | ConsumerGroup | None, req: Request, env: Env,
+           new_member_id: str | None = None) -> CoordinatorResult:
+    """Handle one request: its records, responses and timer operations. First the checks Kafka makes before the
+    coordinator sees a request, in its order: KIP-559's, then the group id (INVALID_GROUP_ID); then the handler
+    of the request's API (`_HANDLERS`), and the directory sync. `new_member_id`: a JoinGroup's new member gets
     it instead of a generated id (a member-id round a gateway answered, `state.classic.member_id_round`)."""
     api = req.api
     if api == "SyncGroup" and req.version >= 5 and (req.protocol_type is None or  # type: ignore[union-attr]
                                                     req.protocol_name is None):  # type: ignore[union-attr]
-        ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL))
-    elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
-        ctx.respond(_error(req, INVALID_GROUP_ID))
-    elif isinstance(ctx.group, ConsumerGroup) and api in _MEMBERSHIP:
-        _classic_request_to_consumer_group(ctx, req, new_member_id)
-    elif new_member_id is not None and api == "JoinGroup":
-        ctx.apply(membership.join(ctx.group, req, ctx.env(), new_member_id))  # type: ignore[arg-type]
-        sync_directory(ctx)
+        return answer(_error(req, INCONSISTENT_GROUP_PROTOCOL))
+    if req.group_id == "" and api in _GROUP_ID_REQUIRED:
+        return answer(_error(req, INVALID_GROUP_ID))
+    if isinstance(group, ConsumerGroup) and api in _MEMBERSHIP:
+        return _classic_request_to_consumer_group(group, req, env, new_member_id)
+    if new_member_id is not None and api == "JoinGroup":
+        result = membership.join(group, req, env, new_member_id)  # type: ignore[arg-type]
     else:
-        _HANDLERS[api](ctx, req)
-        sync_directory(ctx)
+        result = _HANDLERS[api](group, req, env)
+    group, done = then(group, NOTHING, result)
+    return done + sync_directory(group)
+
+
+def sync_directory(group: ClassicGroup | ConsumerGroup | None) -> CoordinatorResult:
+    """A group metadata record when the state or protocol type changed since the last one, so the directory
+    (ListGroups) follows every state change, not only those Kafka persists (a consumer group: its group-epoch
+    record, with the state as our extension)."""
+    if isinstance(group, ClassicGroup):
+        if directory_changed(group):
+            return CoordinatorResult([group_record(group)])
+    elif group is not None:
+        state = group.state.value
+        if group.directory is None or group.directory[0] != state:
+            return CoordinatorResult([consumer_directory_record(group)])
+    return NOTHING
 
 
 _MEMBERSHIP = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"})
 """The classic protocol's membership APIs, which a consumer group answers its own way."""
 
 
-def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id: str | None) -> None:
+def _classic_request_to_consumer_group(group: ConsumerGroup, req: Request, env: Env,
+                                       new_member_id: str | None) -> CoordinatorResult:
     """A consumer group without members is replaced by the classic group a JoinGroup creates (its records are
     tombstoned first, its offsets stay: Kafka's maybeDeleteEmptyConsumerGroup; the new member gets `new_member_id`
-    as in `run`). Otherwise the consumer group serves the classic member (`state.consumer.migration.classic_members`)."""
-    group: ConsumerGroup = ctx.group  # type: ignore[assignment]
+    as in `handle`). Otherwise the consumer group serves the classic member
+    (`state.consumer.migration.classic_members`)."""
     if req.api == "JoinGroup" and not group.members:
-        ctx.apply(offsets.delete_group_metadata(group))
-        return ctx.apply(membership.join(ctx.group, req, ctx.env(), new_member_id))  # type: ignore[arg-type]
-    ctx.apply(consumer.classic_request(group, req, ctx.env(), new_member_id))
-    sync_directory(ctx)
+        replaced, done = then(group, NOTHING, offsets.delete_group_metadata(group))
+        env = env.replace(timers=replaced.timers if replaced is not None else {})
+        return done + membership.join(replaced, req, env, new_member_id)  # type: ignore[arg-type]
+    served, done = then(group, NOTHING, consumer.classic_request(group, req, env, new_member_id))
+    return done + sync_directory(served)
 
 
 _GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})
@@ -133,23 +148,16 @@ def delete_groups(group: ClassicGroup | ConsumerGroup | None, req: DeleteGroupsR
     return offsets.delete_group(group) + answer(simple_response(req, NONE))
 
 
-def _shaped(handler: Callable[[Any, Any, Env], CoordinatorResult]) -> Callable[[Context, Request], None]:
-    """A handler of the one shape (`state.runtime.step`) run in this call's context, while the others move to it."""
-    def run_shaped(ctx: Context, req: Request) -> None:
-        ctx.apply(handler(ctx.group, req, ctx.env()))
-    return run_shaped
-
-
-_HANDLERS = {
-    "JoinGroup": _shaped(membership.join),
-    "SyncGroup": _shaped(membership.sync),
-    "Heartbeat": _shaped(membership.heartbeat),
-    "LeaveGroup": _shaped(membership.leave),
-    "OffsetCommit": _shaped(offsets.offset_commit),
-    "OffsetFetch": _shaped(offsets.offset_fetch),
-    "OffsetDelete": _shaped(offsets.offset_delete),
-    "DescribeGroups": _shaped(describe.describe),
-    "DeleteGroups": _shaped(delete_groups),
-    "ConsumerGroupHeartbeat": _shaped(consumer.group_heartbeat),
-    "ConsumerGroupDescribe": _shaped(consumer.describe),
+_HANDLERS: dict[str, Callable[[Any, Any, Env], CoordinatorResult]] = {
+    "JoinGroup": membership.join,
+    "SyncGroup": membership.sync,
+    "Heartbeat": membership.heartbeat,
+    "LeaveGroup": membership.leave,
+    "OffsetCommit": offsets.offset_commit,
+    "OffsetFetch": offsets.offset_fetch,
+    "OffsetDelete": offsets.offset_delete,
+    "DescribeGroups": describe.describe,
+    "DeleteGroups": delete_groups,
+    "ConsumerGroupHeartbeat": consumer.group_heartbeat,
+    "ConsumerGroupDescribe": consumer.describe,
 }

@@ -1,7 +1,7 @@
 """Rebuild a group from its records, as Kafka loads `__consumer_offsets` when it becomes coordinator.
 
-One rebuild path: the written records are replayed with the same `state.runtime.context.replay` a live call uses, then
-`on_loaded` does what Kafka's `GroupMetadataManager.onLoaded` does, through the same records and timers as any
+One rebuild path: the written records are replayed with the same `state.runtime.replay.replay` a live call uses,
+then `on_loaded` does what Kafka's `GroupMetadataManager.onLoaded` does, through the same records and timers as any
 handler: the membership comes back from the last persisted group value (`GroupLoaded`: Stable with its members and
 assignments, or Empty, whatever state the `directory` part names; the transition table sees the path there), every
 member gets a fresh session timer, and a group above `group.max.size` rebalances. Offsets are the latest record
@@ -25,12 +25,12 @@ from schemas.messages import GroupMetadataKey, OffsetCommitKey
 from state.config import CoordinatorConfig
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
-from state.runtime.context import Context
+from state.runtime.replay import replay
 from state.classic.group import ClassicGroup
-from state.classic.membership import prepare_rebalance, session
-from state.runtime.step import CoordinatorResult
+from state.classic.membership import create_group, prepare_rebalance, session
+from state.runtime.step import NOTHING, CoordinatorResult, Env, applied, then
 from state.records import GroupLoaded, decode_record
-from state.runtime.timers import OFFSETS_EXPIRATION, next_retention_check
+from state.runtime.timers import OFFSETS_EXPIRATION, Schedule, next_retention_check
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,8 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
          config: CoordinatorConfig, read_at: Sequence[tuple[int, int]] = ()) -> Loaded:
     """Replay this group's records (other groups' are passed over), then `on_loaded`. `read_at`, when given, holds
     each record's (partition, offset) in the records topic, which names a record that cannot be decoded."""
-    ctx = Context(group_id, None, now_ms, config)
+    env = Env(now_ms, config)
+    group: ClassicGroup | ConsumerGroup | None = None
     unreadable = []
     for position, (raw_key, raw_value) in enumerate(records):
         try:
@@ -60,15 +61,15 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
             continue
         if record.key.group_id != group_id:
             continue
-        if ctx.group is None:
+        if group is None:
             if record.value is None:
                 continue  # a tombstone of what is not there
             if isinstance(record.key, CLASSIC_KEYS):
-                ctx.create_group()  # a consumer group's record creates its group itself
-        ctx.append(record)
-    if ctx.group is not None:
-        on_loaded(ctx)
-    return Loaded(ctx.group, unreadable)
+                group = applied(None, create_group(group_id, env))  # a consumer group's record creates its own
+        group = replay(group, record)
+    if group is not None:
+        group = applied(group, on_loaded(group, env.replace(timers=group.timers)))
+    return Loaded(group, unreadable)
 
 
 CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey)
@@ -81,16 +82,17 @@ def _where(position: int, read_at: Sequence[tuple[int, int]]) -> str:
     return f"record {position}"
 
 
-def on_loaded(ctx: Context) -> None:
-    group = ctx.group
-    if group is None:
-        return
+def on_loaded(group: ClassicGroup | ConsumerGroup, env: Env) -> CoordinatorResult:
+    """Kafka's onLoaded, in the one handler shape (`state.runtime.step`)."""
     if isinstance(group, ConsumerGroup):
-        return ctx.apply(consumer.loaded(group, ctx.env()))
+        return consumer.loaded(group, env)
+    done = NOTHING
     if group.directory is not None:  # a group metadata record was loaded: its members come back
-        ctx.append(GroupLoaded(group.persisted))  # type: ignore[arg-type]
-        env = ctx.env()
-        ctx.apply(CoordinatorResult([], [], [session(member, env) for member in group.members.values()]))
-    ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
-    if len(group.members) > ctx.config.group_max_size:
-        ctx.apply(prepare_rebalance(group, ctx.env()))
+        group, done = then(group, done, CoordinatorResult([GroupLoaded(group.persisted)]))  # type: ignore[arg-type]
+        group, done = then(group, done, CoordinatorResult([], [], [session(member, env)
+                                                                   for member in group.members.values()]))
+    retention = Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))
+    group, done = then(group, done, CoordinatorResult([], [], [retention]))
+    if len(group.members) > env.config.group_max_size:
+        return done + prepare_rebalance(group, env)
+    return done

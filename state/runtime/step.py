@@ -3,7 +3,7 @@
 A handler reads the group and the request, decides, and returns what it decided: the records to write (replayed,
 they are the change), the responses, and the timer operations. It assigns nothing to the group, fills nothing it was
 given, and writes to no context; the step loop (`state.runtime.coordinator`) applies the result with `applied`:
-each record is replayed onto the group (`state.runtime.context.replay`, the only code that changes a group), each
+each record is replayed onto the group (`state.runtime.replay.replay`, the only code that changes a group), each
 timer operation is applied to the group's timers, the responses are sent. As Kafka's GroupMetadataManager methods
 return a `CoordinatorResult` that its runtime replays.
 
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from schemas.messages import Response
 from state.config import CoordinatorConfig
 from state.errors import CoordinatorError, Errors
+from state.runtime.replay import replay
 from state.runtime.timers import Cancel, Schedule, TimerOperation
 from state.topics.image import EMPTY_IMAGE, MetadataImage, decode_image_row
 
@@ -98,8 +99,6 @@ def applied(group: Any, result: CoordinatorResult) -> Any:
     """The group after `result`: its records replayed, its timer operations applied (a timer of a group the records
     removed goes with it), from where `then` left it when part of it was replayed on the way. The step loop's one
     way to take a result."""
-    from state.runtime.context import replay
-
     records, timers = result.replayed
     if (records, timers) != (0, 0):
         group = result.after

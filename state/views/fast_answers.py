@@ -10,7 +10,7 @@ stores (offsets, sessions) is what it decided, never what the gateway answered.
 
 - An OffsetCommit a gateway answered carries that answer (`answered`): `settle_commit`.
 - Heartbeats a gateway answered reach the coordinator coalesced, as one internal `Liveness` request per group and
-  interval naming each member heard, when and with which answer: `handle_liveness` takes each as that member's
+  interval naming each member heard, when and with which answer: `liveness` takes each as that member's
   Heartbeat (the same rule, the session restarted from when it was heard).
 """
 
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
-
-import msgspec
 
 from schemas.consumer_group import (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
                                     ConsumerViewCommitter)
@@ -31,12 +29,11 @@ from state.consumer import coordinator as consumer
 from state.classic.group import ClassicGroup
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
-from state.runtime.context import Context
 from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
-from state.wire import BadRequest, simple_response
+from state.wire import simple_response
 
 LIVENESS = "Liveness"
 
@@ -152,17 +149,6 @@ def settle_commit(req: OffsetCommitRequest, response: OffsetCommitResponse) -> C
 
 def _errors(given: CommitAnswer) -> str:
     return ", ".join(f"{e.topic}-{e.partition}: {e.error_code}" for e in given.partition_errors) or "none"
-
-
-def handle_liveness(ctx: Context, body: dict) -> list[str]:
-    """A Liveness request (`liveness`) in the call's context. Nothing in it is a dead letter of its own (the list
-    `state.batch` takes from internal requests)."""
-    try:
-        request = msgspec.convert(body, Liveness)
-    except msgspec.ValidationError as exc:
-        raise BadRequest(f"Liveness: {exc}") from None
-    ctx.apply(liveness(ctx.group, request, ctx.env()))
-    return []
 
 
 def liveness(group: ClassicGroup | ConsumerGroup | None, request: Liveness, env: Env) -> CoordinatorResult:

@@ -28,7 +28,8 @@ from state.batch import (
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.stored import snapshot
-from state.runtime.context import Context, CoordinatorResult, replay
+from state.runtime.replay import replay
+from state.runtime.step import CoordinatorResult, Env, applied
 from state.errors import Errors
 from state.classic.group import ClassicGroup
 from state.runtime.load import load
@@ -74,14 +75,19 @@ def changes_only_by_replay(group_id: str, stored: StoredGroup | None, raw: list[
         return
     if any(r.group_id != group_id for r in requests):
         return
-    live = Context(group_id, live_group, now_ms, config, topics=topics)
+    live = live_group
     shadow = decode_state(stored)
-    steps = [lambda: coordinator.fire_timers(live)] + [lambda r=r: coordinator.handle(live, r) for r in requests]
+
+    def env() -> Env:
+        return Env(now_ms, config, timers=live.timers if live is not None else {}, topics=topics)
+
+    steps = [lambda: coordinator.fire_timers(live, env())] + [lambda r=r: coordinator.handle(live, r, env())
+                                                              for r in requests]
     for number, run in enumerate(steps):
-        mark = live.mark()
-        run()
-        shadow = replayed(shadow, live.since(mark))
-        assert encode_state(shadow) == encode_state(live.group), f"step part {number}: changed outside replay"
+        result = run()
+        live = applied(live, result)
+        shadow = replayed(shadow, result)
+        assert encode_state(shadow) == encode_state(live), f"step part {number}: changed outside replay"
 
 
 def durable_view(group: ClassicGroup | ConsumerGroup | None) -> tuple[Any, Any]:

@@ -12,7 +12,9 @@ import pytest
 
 from state.runtime import coordinator
 from state.batch import step_group
-from state.runtime.context import Context, ReplayError, replay
+from state.errors import ReplayError
+from state.runtime.replay import replay
+from state.runtime.step import Env, applied
 from state.errors import Errors
 from state.classic.group import GroupState, IllegalTransition, Member
 from state.offsets.values import OffsetValue
@@ -25,9 +27,10 @@ from tests.state.context import GroupContext
 
 def handle(ctx: GroupContext, request: dict):
     """One request through the coordinator on the group as stored: (its result, the group after)."""
-    live = Context(ctx.group_id, ctx.group, ctx.now_ms, ctx.config)
-    result = coordinator.handle(live, decode_request(json.dumps(request).encode()))
-    return result, live.group
+    group = ctx.group
+    result = coordinator.handle(group, decode_request(json.dumps(request).encode()),
+                                Env(ctx.now_ms, ctx.config, timers=group.timers if group is not None else {}))
+    return result, applied(group, result)
 
 
 def heartbeat(ctx: GroupContext, member_id: str, generation: int) -> dict:
@@ -141,9 +144,9 @@ def test_a_fired_join_timer_outside_the_join_phase_does_nothing():
     ctx.stable_group(2)
     group = ctx.group
     group.timers[JOIN] = ctx.now_ms  # a join timer that outlived its join phase
-    live = Context("g", group, ctx.now_ms, ctx.config)
-    coordinator.fire_timers(live)
-    assert live.result.responses == [] and live.result.written == []
+    live = coordinator.fire_timers(group, Env(ctx.now_ms, ctx.config, timers=group.timers))
+    applied(group, live)
+    assert live.responses == [] and live.written == []
     assert group.state == GroupState.STABLE and JOIN not in group.timers
 
 
@@ -152,9 +155,9 @@ def test_a_fired_sync_timer_with_nobody_left_to_sync_does_nothing():
     ctx.stable_group(2)
     group = ctx.group
     group.timers[SYNC] = ctx.now_ms
-    live = Context("g", group, ctx.now_ms, ctx.config)
-    coordinator.fire_timers(live)
-    assert live.result.responses == [] and group.state == GroupState.STABLE and len(group.members) == 2
+    live = coordinator.fire_timers(group, Env(ctx.now_ms, ctx.config, timers=group.timers))
+    applied(group, live)
+    assert live.responses == [] and group.state == GroupState.STABLE and len(group.members) == 2
 
 
 def test_a_fired_session_timer_of_a_member_that_already_left_does_nothing():
@@ -162,6 +165,6 @@ def test_a_fired_session_timer_of_a_member_that_already_left_does_nothing():
     ctx.stable_group(2)
     group = ctx.group
     group.timers[heartbeat_key("gone")] = ctx.now_ms
-    live = Context("g", group, ctx.now_ms, ctx.config)
-    coordinator.fire_timers(live)
-    assert live.result.responses == [] and live.members_expired == 0 and group.state == GroupState.STABLE
+    live = coordinator.fire_timers(group, Env(ctx.now_ms, ctx.config, timers=group.timers))
+    applied(group, live)
+    assert live.responses == [] and live.members_expired == 0 and group.state == GroupState.STABLE

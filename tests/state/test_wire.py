@@ -182,8 +182,8 @@ def test_an_unexpected_failure_dead_letters_that_request_only_and_rolls_it_back(
     a, _ = list(ctx.group.members)
     real = coordinator._HANDLERS["OffsetCommit"]
 
-    def commit_then_fail(c, req):
-        real(c, req)
+    def commit_then_fail(group, req, env):
+        real(group, req, env)
         raise RuntimeError("boom")
 
     monkeypatch.setitem(coordinator._HANDLERS, "OffsetCommit", commit_then_fail)

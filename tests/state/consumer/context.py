@@ -23,7 +23,7 @@ from state.consumer.group import ConsumerGroup
 from state.consumer.heartbeat import Env, consumer_group_heartbeat, on_timer
 from state.consumer.replay import replay
 from state.topics.image import EMPTY_IMAGE, MetadataImage
-from state.runtime.context import CoordinatorResult as Result
+from state.runtime.step import CoordinatorResult as Result
 from state.records import Record
 from state.runtime.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
 from state.wire import encode
