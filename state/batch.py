@@ -279,9 +279,16 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         members_expired += result.members_expired
         fast.extend(result.fast_answers)
 
+    cached_env: Env | None = None
+
     def env(at_ms: int, waited_ms: int = 0) -> Env:
-        return Env(at_ms, config, timers=group.timers if group is not None else {}, waited_ms=waited_ms,
-                   topics=topics)
+        """The environment of a handler at `at_ms` (one per instant and group, as most calls have one)."""
+        nonlocal cached_env
+        timers = group.timers if group is not None else None
+        if (cached_env is None or cached_env.now_ms != at_ms or cached_env.waited_ms != waited_ms
+                or cached_env.timers is not timers):
+            cached_env = Env(at_ms, config, timers=timers, waited_ms=waited_ms, topics=topics)
+        return cached_env
 
     if group is not None and (resumed or _after_outage(group, clock, now_ms, request_times_ms, config)):
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up

@@ -76,8 +76,8 @@ def offset_commit(group: ClassicGroup | ConsumerGroup | None, req: OffsetCommitR
         member = group.members.get(req.member_id)
         if member is not None:
             sessions.append(session(member, env))
-    return done + CoordinatorResult(written, [], sessions) + fast_answers.settle_commit(
-        req, simple_response(req, error, topics=tuple(topics)))
+    settled = fast_answers.settle_commit(req, simple_response(req, error, topics=tuple(topics)))
+    return done + CoordinatorResult(written, settled.responses, sessions, fast_answers=settled.fast_answers)
 
 
 def _consumer_commit_error(group: ConsumerGroup, req: OffsetCommitRequest,

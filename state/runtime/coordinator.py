@@ -17,7 +17,7 @@ from state.offsets import handlers as offsets
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
 from state.records import consumer_directory_record, directory_changed, group_record
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
+from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, applied, then
 from state.errors import (
     GROUP_ID_NOT_FOUND,
     INCONSISTENT_GROUP_PROTOCOL,
@@ -80,8 +80,14 @@ def handle(group: ClassicGroup | ConsumerGroup | None, req: Request, env: Env,
         result = membership.join(group, req, env, new_member_id)  # type: ignore[arg-type]
     else:
         result = _HANDLERS[api](group, req, env)
-    group, done = then(group, NOTHING, result)
-    return done + sync_directory(group)
+    group = applied(group, result)
+    directory = sync_directory(group)
+    records = result.records
+    if directory is not NOTHING:
+        group = applied(group, directory)
+        records = records + directory.records
+    return CoordinatorResult(records, result.responses, result.timers, result.members_expired, result.fast_answers,
+                             (len(records), len(result.timers)), group)
 
 
 def sync_directory(group: ClassicGroup | ConsumerGroup | None) -> CoordinatorResult:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from state.records import AnyRecord
 
 
-@dataclass
+@dataclass(slots=True)
 class CoordinatorResult:
     """What one request or one fired timer decided, in order (Kafka's CoordinatorResult plus its timer calls).
 
@@ -74,6 +74,11 @@ class CoordinatorResult:
         return [r for r in self.records if isinstance(r, Record)]
 
     def __add__(self, other: CoordinatorResult) -> CoordinatorResult:
+        if not (other.records or other.responses or other.timers or other.members_expired or other.fast_answers):
+            return self
+        if not (self.records or self.responses or self.timers or self.members_expired or self.fast_answers
+                or self.replayed != (0, 0)):
+            return other
         if other.replayed == (0, 0):
             replayed, after = self.replayed, self.after
         elif self.replayed == (len(self.records), len(self.timers)):
@@ -85,6 +90,10 @@ class CoordinatorResult:
                                  self.timers + other.timers, self.members_expired + other.members_expired,
                                  self.fast_answers + other.fast_answers, replayed, after)
 
+    def is_replayed(self) -> bool:
+        """Whether all of it is on the group already (`then`): nothing is left to replay."""
+        return self.replayed == (len(self.records), len(self.timers))
+
 
 NOTHING = CoordinatorResult()
 """A result that decided nothing (never changed: results are values)."""
@@ -92,7 +101,7 @@ NOTHING = CoordinatorResult()
 
 def answer(response: Response, *timers: TimerOperation) -> CoordinatorResult:
     """A result that only answers (and operates timers): no record."""
-    return CoordinatorResult([], [response], list(timers))
+    return CoordinatorResult([], [response], list(timers), 0, [])
 
 
 def applied(group: Any, result: CoordinatorResult) -> Any:
@@ -100,8 +109,10 @@ def applied(group: Any, result: CoordinatorResult) -> Any:
     removed goes with it), from where `then` left it when part of it was replayed on the way. The step loop's one
     way to take a result."""
     records, timers = result.replayed
-    if (records, timers) != (0, 0):
+    if records or timers:
         group = result.after
+    elif not result.records and not result.timers:
+        return group
     for record in result.records[records:]:
         group = replay(group, record)
     if group is not None:
@@ -116,7 +127,14 @@ def applied(group: Any, result: CoordinatorResult) -> Any:
 def then(group: Any, done: CoordinatorResult, more: CoordinatorResult) -> tuple[Any, CoordinatorResult]:
     """`done` and `more` as one result, replayed onto `group` (which holds `done` so far): the group to read next,
     and the result, which the step loop will not replay again."""
-    result = done + more
+    if done is NOTHING:
+        result = more
+    elif more is NOTHING:
+        result = done
+    else:
+        result = done + more
+    if result.is_replayed():
+        return (result.after if result.replayed != (0, 0) else group), result
     group = applied(group, result)
     return group, CoordinatorResult(result.records, result.responses, result.timers, result.members_expired,
                                     result.fast_answers, (len(result.records), len(result.timers)), group)
