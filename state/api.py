@@ -15,9 +15,9 @@ from state.batch import (
     upgrade_state,
 )
 from state.config import CoordinatorConfig
-from state.directory import GroupDirectory
+from state.views.directory import GroupDirectory
 from state.errors import Errors
-from state.fast_answers import (
+from state.views.fast_answers import (
     FastAnswer,
     commit_from_view,
     commit_response,
@@ -25,30 +25,59 @@ from state.fast_answers import (
     declares_nothing_new,
     heartbeat_from_view,
 )
-from state.group import GroupState
-from state.offsets import fetch_from_view
-from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
-from state.properties import kafka_python_settings, read_properties
+from state.classic.group import GroupState
+from state.offsets.handlers import fetch_from_view
+from state.classic.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
+from state.config import kafka_python_settings, read_properties
 from state.records import decode_key
-from state.timers import earliest, is_due
-from state.views import MARK_KEY, PublishedGroup, PublishedView, decode_mark, decode_view, encode_mark
+from state.share.grant import lease_deadline
+from state.share.partition import (
+    AcknowledgementBatch,
+    AcquiredRecords,
+    Limits,
+    PersistedState,
+    RecordState,
+    SharePartition,
+    StateBatch,
+    acknowledge,
+    acquire,
+    expire_locks,
+    move_log_start,
+    next_fetch_offset,
+    next_lock_deadline,
+    release_member,
+    resolve_start_offset,
+    share_partition_from_snapshot,
+    validate_acknowledgement_batches,
+)
+from state.runtime.timers import earliest, is_due
+from state.views.published import MARK_KEY, PublishedGroup, PublishedView, decode_mark, decode_view, encode_mark
 from state.wire import BadRequest, decode_request, encode, error_response
 
 __all__ = [
-    "MARK_KEY",
-    "TOPIC_METADATA_GROUP",
+    "AcknowledgementBatch",
+    "AcquiredRecords",
     "BadRequest",
     "CoordinatorConfig",
     "Errors",
     "FastAnswer",
     "GroupDirectory",
     "GroupState",
-    "PENDING_MEMBER",
     "GroupStep",
+    "Limits",
+    "MARK_KEY",
     "OffsetsReader",
+    "PENDING_MEMBER",
+    "PersistedState",
     "PublishedGroup",
     "PublishedView",
+    "RecordState",
+    "SharePartition",
+    "StateBatch",
     "StoredGroup",
+    "TOPIC_METADATA_GROUP",
+    "acknowledge",
+    "acquire",
     "commit_from_view",
     "commit_response",
     "consumer_heartbeat_from_view",
@@ -61,15 +90,24 @@ __all__ = [
     "encode",
     "encode_mark",
     "error_response",
+    "expire_locks",
     "fetch_from_view",
     "heartbeat_from_view",
     "is_due",
     "is_member_id_round",
     "kafka_python_settings",
+    "lease_deadline",
     "member_id_required",
+    "move_log_start",
+    "next_fetch_offset",
+    "next_lock_deadline",
     "pending_member_id",
     "read_properties",
+    "release_member",
+    "resolve_start_offset",
     "route",
+    "share_partition_from_snapshot",
     "step_group",
     "upgrade_state",
+    "validate_acknowledgement_batches",
 ]

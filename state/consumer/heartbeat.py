@@ -9,7 +9,7 @@ heartbeat, as Kafka's:
    subscribed topics' metadata (their metadata hash, KIP-1101) bumps the group epoch;
 2. when the group epoch is ahead of the target assignment's, the server-side assignor computes a new target
    (the members' preferred assignor, else the first of `group.consumer.assignors`);
-3. the member is reconciled towards its target (`state.consumer.reconciliation`), and its session timer re-armed.
+3. the member is reconciled towards its target (`state.consumer.assignment.reconciliation`), and its session timer re-armed.
 
 Epoch -1 leaves (the member is fenced: its records tombstoned, the group epoch bumped); -2 is a static member's
 temporary leave (it keeps its partitions, at epoch -2, until it rejoins with its instance id or its session
@@ -45,25 +45,25 @@ from schemas.consumer_group import (
 from schemas.messages import API_VERSIONS
 from state import records
 from state.config import CoordinatorConfig
-from state.consumer.conversion import downgrade_record, validate_online_downgrade
+from state.consumer.migration.conversion import downgrade_record, validate_online_downgrade
 from state.consumer.group import ConsumerGroup, delete_records, subscription_type
 from state.consumer.interval import heartbeat_interval_ms
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions, partitions_of, same_partitions
-from state.consumer.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
-from state.consumer.regex import InvalidRegularExpression, compile_regex, matching_topics
-from state.consumer.target import ServerAssignor, build_target_assignment
-from state.consumer.topics import (
+from state.consumer.assignment.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
+from state.topics.regex import InvalidRegularExpression, compile_regex, matching_topics
+from state.consumer.assignment.target import ServerAssignor, build_target_assignment
+from state.topics.image import (
     EMPTY_IMAGE,
     MetadataImage,
     ResolvedRegularExpression,
     kafka_uuid,
     metadata_hash,
 )
-from state.context import CoordinatorResult
+from state.runtime.context import CoordinatorResult
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
-from state.timers import (
+from state.runtime.timers import (
     CONSUMER_JOIN_TIMEOUT_PREFIX,
     CONSUMER_REBALANCE_TIMEOUT_PREFIX,
     CONSUMER_REGEX_REFRESH,

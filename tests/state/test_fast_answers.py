@@ -11,11 +11,11 @@ import pytest
 from schemas.messages import CommitAnswer, HeartbeatRequest, OffsetCommitRequest
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from state.fast_answers import commit_from_view, commit_response, heartbeat_from_view
-from state.group import GroupState
-from state.offsets import fetch_from_view
+from state.views.fast_answers import commit_from_view, commit_response, heartbeat_from_view
+from state.classic.group import GroupState
+from state.offsets.handlers import fetch_from_view
 from state.rules import commit_error, heartbeat_error
-from state.views import PublishedGroup, decode_view, encode_view, view_of
+from state.views.published import PublishedGroup, decode_view, encode_view, view_of
 from state.wire import decode_request
 from tests.state.context import GroupContext
 
@@ -50,7 +50,7 @@ def answered_commit(ctx: GroupContext, req: OffsetCommitRequest, answer) -> dict
 
 
 class TestTheView:
-    """Every step of every core test checks that a view that changed is published (tests/state/context.py)."""
+    """Every step of every core test checks that a view that changed is published (tests/state/runtime/context.py)."""
 
     def test_a_step_that_changes_the_group_publishes_its_view_and_heartbeats_and_commits_do_not(self):
         ctx = GroupContext(NO_DELAY)
