@@ -27,6 +27,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
 @pytest.fixture(scope="module")
 def two(gateway_env: GatewayEnv) -> Iterator[GatewayProcess]:
+    # Two more gateway processes starting while the query runs its first batch (its Python workers starting) made
+    # those workers miss Spark's connect-back timeout at load 15-20: they start once it has answered one.
+    wait_for(lambda: gateway_env.run.query.lastProgress is not None or not gateway_env.run.query.isActive,
+             timeout_s=180, what="the query's first batch")
     props = {k: v for k, v in gateway_env.run.props.items() if k.startswith(("topic.", "group."))}
     process = start_gateway(gateway_env.broker, props, args=["--processes", "2"],
                             log_path=gateway_env.logs / "two-processes.log")
