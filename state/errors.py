@@ -143,6 +143,7 @@ class Errors(enum.IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 # The codes the core answers with, by their short names: `from state.errors import UNKNOWN_MEMBER_ID` binds the
