@@ -76,7 +76,6 @@ def share_grant(group: ShareGroup, request: ShareGrantRequest, env: Env, batch_m
             answers.append(ShareGrantAnswer(p.topic_id, p.partition, Errors.UNKNOWN_TOPIC_OR_PARTITION, NEVER_HELD,
                                             None))
             continue
-        snapshot = group.partitions.get(tp)
         grant = current_grant(group, tp, env)
         if grant is None:
             if p.operation != "take" or p.epoch != NEVER_HELD:
@@ -86,8 +85,8 @@ def share_grant(group: ShareGroup, request: ShareGrantRequest, env: Env, batch_m
             snapshot = ShareSnapshot(PersistedState(UNRESOLVED, group.group_epoch), grant, batch_ms, batch_ms)
             epoch = grant.epoch
         else:
+            snapshot = group.partitions[tp]
             epoch = p.epoch
-        assert snapshot is not None
         if p.operation == "take":
             after, ok = grants.take(grant, request.holder, epoch, batch_ms, lease_ms)
         elif p.operation == "renew":
