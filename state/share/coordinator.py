@@ -1,0 +1,205 @@
+"""The share group in the core's runtime: its requests, internal requests and timers through the one
+`state.context.Context`, as `state.consumer.coordinator` is the consumer group's.
+
+The handlers of `state.share` are pure (group, request, environment) -> `CoordinatorResult`; this module hands them
+the group, the time (a request's arrival for membership, the step's for leases), the configuration, the group's
+configs and the cluster's topics, then appends the result's records (replayed at once), answers, and applies the
+timer operations. A group id belongs to one kind: a share API on a classic or consumer group is GROUP_ID_NOT_FOUND,
+as Kafka answers it.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from schemas.share_group import (
+    DescribeGroupConfigsRequest,
+    DescribeGroupConfigsResponse,
+    DescribedGroupConfig,
+    IncrementalAlterGroupConfigsRequest,
+    IncrementalAlterGroupConfigsResponse,
+    ShareGrantRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatResponse,
+    ShareUpdateRequest,
+)
+from schemas.messages import Request
+from state.context import Context, CoordinatorResult
+from state.errors import CoordinatorError, Errors
+from state.share import admin, configs, heartbeat, holding
+from state.share import records as share_records
+from state.share.configs import ShareSettings
+from state.share.group import ShareGroup
+from state.timers import Schedule
+from state.wire import BadRequest, simple_response
+
+SHARE_APIS = frozenset({"ShareGroupHeartbeat", "ShareGroupDescribe", "DescribeShareGroupOffsets",
+                        "AlterShareGroupOffsets", "DeleteShareGroupOffsets"})
+CONFIG_APIS = frozenset({"IncrementalAlterGroupConfigs", "DescribeGroupConfigs"})
+
+
+def env(ctx: Context) -> heartbeat.Env:
+    group = ctx.group
+    return heartbeat.Env(ctx.now_ms, ctx.config, ctx.image, group.timers if group is not None else {},
+                         ctx.group_configs)
+
+
+def settings(ctx: Context) -> ShareSettings:
+    return ShareSettings.of(ctx.group_configs, ctx.config)
+
+
+def apply(ctx: Context, result: CoordinatorResult) -> None:
+    """What Kafka's runtime does with a result: records appended (replayed), responses sent, timers applied."""
+    for record in result.records:
+        ctx.append(record)
+    for response in result.responses:
+        ctx.respond(response)
+    for op in result.timers:
+        if isinstance(op, Schedule):
+            if ctx.group is not None:
+                ctx.schedule(op.key, op.deadline_ms)
+        else:
+            ctx.cancel(op.key)
+    sync_directory(ctx)
+
+
+def sync_directory(ctx: Context) -> None:
+    """A group-epoch record with the state for ListGroups whenever the share group's state or member count
+    changed since the last one (as a consumer group's)."""
+    group = ctx.group
+    if not isinstance(group, ShareGroup):
+        return
+    now = [group.state.value, len(group.members)]
+    if group.directory != now:
+        ctx.append(share_records.group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
+                                             members=len(group.members)))
+
+
+def _not_a_share_group(ctx: Context, req: Request) -> bool:
+    group = ctx.group
+    return group is not None and not isinstance(group, ShareGroup)
+
+
+def handle(ctx: Context, req: Request) -> None:
+    """A share-group API request."""
+    api = req.api
+    group = ctx.group
+    if api == "ShareGroupHeartbeat":
+        if _not_a_share_group(ctx, req):
+            return ctx.respond(ShareGroupHeartbeatResponse(
+                request_id=req.request_id, group_id=req.group_id, error_code=Errors.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {req.group_id} is not a share group."))
+        return apply(ctx, heartbeat.share_group_heartbeat(group, req, env(ctx)))  # type: ignore[arg-type]
+    if api == "ShareGroupDescribe":
+        if group is None or not isinstance(group, ShareGroup):
+            message = (f"Group {req.group_id} not found." if group is None
+                       else f"Group {req.group_id} is not a share group.")
+            return ctx.respond(ShareGroupDescribeResponse(
+                request_id=req.request_id, group_id=req.group_id, error_code=Errors.GROUP_ID_NOT_FOUND,
+                error_message=message))
+        return ctx.respond(admin.share_group_describe(group, req, ctx.image))  # type: ignore[arg-type]
+    if _not_a_share_group(ctx, req):
+        return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
+                                           error_message=f"Group {req.group_id} is not a share group."))
+    share: ShareGroup | None = group  # type: ignore[assignment]
+    if api == "DescribeShareGroupOffsets":
+        ctx.respond(admin.describe_share_group_offsets(share, req, ctx.image))  # type: ignore[arg-type]
+    elif api == "AlterShareGroupOffsets":
+        apply(ctx, admin.alter_share_group_offsets(share, req, ctx.image, ctx.batch_ms))  # type: ignore[arg-type]
+    elif api == "DeleteShareGroupOffsets":
+        apply(ctx, admin.delete_share_group_offsets(share, req, ctx.image, ctx.batch_ms))  # type: ignore[arg-type]
+
+
+def delete_group(ctx: Context, group: ShareGroup) -> None:
+    """DeleteGroups of a share group (validated by the caller with `admin.validate_delete`): its tombstones, its
+    timers cancelled, its configs gone."""
+    for key in sorted(group.timers):
+        ctx.cancel(key)
+    for record in admin.delete_records(group):
+        ctx.append(record)
+    if ctx.group_configs:
+        ctx.append(share_records.group_config(ctx.group_id, {}))
+
+
+def fire_timer(ctx: Context, group: ShareGroup, key: str) -> None:
+    if key.startswith(heartbeat.SHARE_SESSION_TIMEOUT_PREFIX):
+        apply(ctx, heartbeat.on_session_timeout(group, key[len(heartbeat.SHARE_SESSION_TIMEOUT_PREFIX):], env(ctx)))
+    elif key == heartbeat.SHARE_ASSIGNMENT:
+        apply(ctx, heartbeat.on_assignment_timer(group, env(ctx)))
+    elif key.startswith(holding.SHARE_LEASE_PREFIX):
+        apply(ctx, holding.on_lease_expired(group, holding.parse_share_lease_key(key), ctx.batch_ms))
+
+
+def restart(ctx: Context, group: ShareGroup) -> None:
+    """A new driver (a resumed call): every member's session and every lease count again from now, as Kafka
+    restarts sessions when it loads a group."""
+    timeout = settings(ctx).session_timeout_ms
+    for member_id in sorted(group.members):
+        ctx.schedule(heartbeat.share_session_timeout_key(member_id), ctx.now_ms + timeout)
+    for op in holding.restart_leases(group, ctx.batch_ms, ctx.config.share_partition_lease_ms):
+        ctx.schedule(op.key, op.deadline_ms)
+
+
+# -- internal requests of the holders ------------------------------------------------------------------------------
+
+_GRANT = msgspec.json.Decoder(ShareGrantRequest)
+_UPDATE = msgspec.json.Decoder(ShareUpdateRequest)
+
+
+def handle_grant(ctx: Context, body: dict) -> list[str]:
+    """A gateway's `ShareGrant`: answered (GROUP_ID_NOT_FOUND when the group is not a share group)."""
+    try:
+        request = msgspec.convert(body, ShareGrantRequest)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"ShareGrant: {exc}") from None
+    group = ctx.group
+    if not isinstance(group, ShareGroup):
+        from schemas.share_group import ShareGrantResponse
+        ctx.respond(ShareGrantResponse(request_id=request.request_id, group_id=request.group_id,
+                                       error_code=Errors.GROUP_ID_NOT_FOUND,
+                                       error_message=f"Group {request.group_id} is not a share group."))
+        return []
+    apply(ctx, holding.share_grant(group, request, env(ctx), ctx.batch_ms))
+    return []
+
+
+def handle_update(ctx: Context, body: dict) -> list[str]:
+    """A holder's `ShareUpdate`: no answer; each refused share-partition is a dead letter of the request, saying
+    why (a fenced holder's late update, a stale state epoch, an impossible transition)."""
+    try:
+        request = msgspec.convert(body, ShareUpdateRequest)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"ShareUpdate: {exc}") from None
+    group = ctx.group
+    if not isinstance(group, ShareGroup):
+        return [f"ShareUpdate: group {request.group_id} is not a share group"]
+    updated = holding.share_update(group, request, ctx.batch_ms)
+    apply(ctx, updated.result)
+    return list(updated.refused)
+
+
+# -- a group's configs ---------------------------------------------------------------------------------------------
+
+
+def handle_alter_configs(ctx: Context, req: IncrementalAlterGroupConfigsRequest) -> None:
+    """IncrementalAlterConfigs of this GROUP resource, whatever the group's kind (or none yet)."""
+    try:
+        after = configs.alter(ctx.group_configs, [(c.name, c.config_operation, c.value) for c in req.configs],
+                              ctx.config)
+    except CoordinatorError as exc:
+        return ctx.respond(IncrementalAlterGroupConfigsResponse(
+            request_id=req.request_id, group_id=req.group_id, error_code=exc.code, error_message=exc.message))
+    if not req.validate_only and after != ctx.group_configs:
+        ctx.append(share_records.group_config(ctx.group_id, after))
+    ctx.respond(IncrementalAlterGroupConfigsResponse(request_id=req.request_id, group_id=req.group_id,
+                                                     error_code=Errors.NONE))
+
+
+def handle_describe_configs(ctx: Context, req: DescribeGroupConfigsRequest) -> None:
+    described = configs.describe(ctx.group_configs, req.configuration_keys, ctx.config)
+    ctx.respond(DescribeGroupConfigsResponse(
+        request_id=req.request_id, group_id=req.group_id, error_code=Errors.NONE, configs=tuple(
+            DescribedGroupConfig(d.name, value, False,
+                                 configs.GROUP_CONFIG_SOURCE if is_set else configs.DEFAULT_CONFIG_SOURCE, False,
+                                 configs.CONFIG_TYPE[d.type], d.doc if req.include_documentation else None)
+            for d, value, is_set in described)))
