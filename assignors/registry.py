@@ -14,7 +14,7 @@ from assignors.api import Assignor
 from assignors.range import RangeAssignor
 from assignors.roundrobin import RoundRobinAssignor
 from assignors.sticky import CooperativeStickyAssignor, StickyAssignor
-from assignors.uniform import UniformAssignor
+from assignors.server.uniform import UniformAssignor
 
 Kind = Literal["client", "server"]
 

@@ -23,7 +23,7 @@
    ACLs on its topics and groups, so every check walks bindings), and the ratios on/off are printed: the goal is
    within 10% (fetch throughput at least 0.9x, group overhead no more than 1.1x). `off` or `on` runs one.
 
-4. The fast path, in front of the real coordinator query (`bench.gateway_fast`; `--no-query` skips it): commit and
+4. The fast path, in front of the real coordinator query (`bench.parts.gateway_fast`; `--no-query` skips it): commit and
    heartbeat latency against a forwarded acks=all produce and ApiVersions through the same gateway, and tansu's own
    coordinator's in the same run; control records per member-minute of ten idle members; three librdkafka
    consumers that commit every record, through the gateway and on tansu's coordinator.
@@ -56,13 +56,13 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest,
                                            OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse)
 
-from bench import gateway_fast
+from bench.parts import gateway_fast
 from bench.stream_bench import RawConnection, percentiles
 from client.transport import KafkaTransport
 from common import config as job_config
 from common.topics import ensure_topics
-from gateway.control import GROUP_APIS, control_requests, to_json
-from gateway.process import start_gateway
+from gateway.upstream.control import GROUP_APIS, control_requests, to_json
+from gateway.front.process import start_gateway
 from streaming.kafka_io.embedded import start_broker
 
 PARTITIONS = 6
@@ -276,8 +276,8 @@ def grant_bench_acls(bootstrap: str) -> None:
     """What the bench's principal (User:ANONYMOUS: its clients do not authenticate) may do: everything on the
     topics and groups named bench-*, through PREFIXED bindings, plus unrelated bindings a check walks past. Written
     to the ACL topic as a gateway would write them (CreateAcls needs an authenticated administrator)."""
-    from gateway.acl import AclBinding, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType
-    from gateway.security_topics import SecurityTopics, acl_record
+    from gateway.security.acl import AclBinding, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType
+    from gateway.security.topics import SecurityTopics, acl_record
 
     bindings = [AclBinding(rtype, "bench-", PatternType.PREFIXED, "User:ANONYMOUS", "*", AclOperation.ALL,
                            AclPermissionType.ALLOW) for rtype in (ResourceType.TOPIC, ResourceType.GROUP)]
@@ -333,7 +333,7 @@ def with_query(bootstrap: str, workdir: Path, wait_ms: int, samples: int, modes:
 
 
 def with_fast_path(bootstrap: str, workdir: Path, samples: int, liveness_s: float) -> dict:
-    """The fast path's figures (`bench.gateway_fast`), a gateway in front of the real coordinator query."""
+    """The fast path's figures (`bench.parts.gateway_fast`), a gateway in front of the real coordinator query."""
     from streaming.query import spark_session, start_query
 
     props = _fresh_topics(bootstrap, workdir)

@@ -19,8 +19,8 @@ Prints one JSON document (seconds per round, medians), the load average, and las
 where each ratio is of the medians over the rounds, and Z of the medians over both strategies' rounds (with
 `--compare-gateway-arg FLAG`, the same query is also measured through a second gateway with FLAG, a line each).
 Run with `python -m bench.rebalance_bench [--rounds R] [--set key=value]`. `python -m bench.rebalance_bench steps
-[--quick]` is the step-by-step mode of `bench.rebalance_steps` (librdkafka members joining one by one, one leaving,
-one killed; the classic protocol, eager and cooperative, beside the consumer protocol; issue 26).
+[--quick]` is the step-by-step mode of `bench.parts.rebalance_steps` (librdkafka members joining one by one, one
+leaving, one killed; the classic protocol, eager and cooperative, beside the consumer protocol; issue 26).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from common import config as job_config
 from common.topics import ensure_topics
-from gateway.process import start_gateway
+from gateway.front.process import start_gateway
 from streaming.kafka_io.embedded import start_broker
 from streaming.query import spark_session, start_query, stop_between_batches
 
@@ -245,7 +245,7 @@ def ratio_line(ratios: dict, name: str = "ours") -> str:
 
 def main() -> None:
     if sys.argv[1:2] == ["steps"]:  # the step-by-step mode: classic and consumer protocol, N members, P partitions
-        from bench import rebalance_steps
+        from bench.parts import rebalance_steps
         rebalance_steps.main(sys.argv[2:])
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

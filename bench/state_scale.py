@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.core_bench import Group
+from bench.micro.core_bench import Group
 from bench.stream_bench import JobClient, percentiles
 from bench.stream_bench import _load_request as request
 from common import config as job_config

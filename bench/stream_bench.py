@@ -12,7 +12,7 @@ offset commits, alternating), on the same machine in the same minutes:
 - echo: the same JSON requests and client as ours, answered by a plain kafka-python process that reads each request
   and produces one response for it, with no coordinator and no Spark: what a Python service that does nothing
   carries through this broker, topics and client library on this machine, with this generator on the same cores
-  (`bench.transport_bench` measures the transport alone, kafka-python against librdkafka).
+  (`bench.latency.transport_bench` measures the transport alone, kafka-python against librdkafka).
 - floor: the simplest `applyInPandasWithState` query (Spark's rate source, a one-line state function), whose
   micro-batch duration is the least a Python stateful query costs per batch here.
 

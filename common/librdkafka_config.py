@@ -1,6 +1,6 @@
 """kafka-python's client settings as librdkafka's: the job's `kafka.*` keys (and the gateway's) are kafka-python's
-names; the job's hot path (`streaming.kafka_io.librdkafka`) and the gateway's producer (`gateway.appender`) run on
-librdkafka, and take them through `confluent_config`, which refuses, naming it, any setting with no equivalent.
+names; the job's hot path (`streaming.kafka_io.librdkafka`) and the gateway's producer (`gateway.upstream.appender`) run
+on librdkafka, and take them through `confluent_config`, which refuses, naming it, any setting with no equivalent.
 """
 
 from __future__ import annotations

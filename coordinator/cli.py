@@ -59,11 +59,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _gateway_cli():
-    """`gateway.cli` where this installation has the gateway, else None. The cluster's `--py-files` zip
+    """`gateway.front.cli` where this installation has the gateway, else None. The cluster's `--py-files` zip
     (deploy/spark/package.py) ships the job alone, so there `coordinator` has no `gateway` command; an error inside
     an installed gateway is raised as usual."""
     try:
-        from gateway import cli
+        from gateway.front import cli
     except ModuleNotFoundError as exc:
         if exc.name in ("gateway", "client"):
             return None
@@ -129,7 +129,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         _reach_topics(client, props, check_compaction=broker is None)
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
-            from gateway.process import start_gateway
+            from gateway.front.process import start_gateway
 
             # its topics, and the group.* settings the gateway applies when it answers the member-id round itself
             shared = {k: v for k, v in props.items() if k.startswith(("topic.", "group."))}

@@ -157,7 +157,7 @@ def produce(output: Output, out: list[tuple], flush: bool) -> None:
     """Hand a call's output to the producer, the views acknowledged before any response is sent.
 
     A gateway that hears a group's answer reads the views topic to its end, and from then on answers the group's
-    heartbeats and fetches from the view it read (`gateway.fast_path`). Sent together, a response on one topic can
+    heartbeats and fetches from the view it read (`gateway.fast.fast_path`). Sent together, a response on one topic can
     be acknowledged before the view on another: the gateway would then answer from the view before the change,
     telling a member its old epoch. One acknowledgement's wait (about 0.3 ms) on the calls that publish a view and
     answer something."""
@@ -227,7 +227,7 @@ def _bucket_topics(store: GroupStore, rows: list[Input], now_ms: int, config: Co
 def _step_rows(group_id: str, rows: list[Input], step: GroupStep) -> list[tuple]:
     key = group_id.encode()
     # The view before the responses: a client answered (a SyncGroup) asks next what the view may answer (its
-    # OffsetFetch), and a gateway reads the views topic to its end then (gateway.fast_path).
+    # OffsetFetch), and a gateway reads the views topic to its end then (gateway.fast.fast_path).
     out: list[tuple] = [("view", key, step.view, None, None, None)] if step.publish_view else []
     out += [("response", key, value, None, None, None) for value in step.responses]
     out += [("record", rkey, rvalue, None, None, None) for rkey, rvalue in step.records]

@@ -119,7 +119,7 @@ class ConsumerGroupLoad:
         from kafka import KafkaProducer
         from kafka.admin import KafkaAdminClient, NewTopic
 
-        from gateway.process import start_gateway
+        from gateway.front.process import start_gateway
 
         self.topic = f"drill-cp-{uuid.uuid4().hex[:8]}"
         self.group = f"{self.topic}-group"

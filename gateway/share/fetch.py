@@ -28,9 +28,9 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Hashable
 
-from gateway.acl import AclOperation, ResourceType
-from gateway.control import Json, from_json, kafka_topic_id
-from gateway.kafka_apis import ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, \
+from gateway.security.acl import AclOperation, ResourceType
+from gateway.upstream.control import Json, from_json, kafka_topic_id
+from gateway.upstream.kafka_apis import ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, \
     ShareFetchResponse
 from gateway.share.holder import Holder, SPKey
 from gateway.share.log import UpstreamReads
@@ -38,7 +38,7 @@ from gateway.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionError, Sha
 from state.api import AcknowledgementBatch, Errors, validate_acknowledgement_batches
 
 if TYPE_CHECKING:
-    from gateway.server import Gateway
+    from gateway.front.server import Gateway
 
 MEMBER_ID_MAX = 36
 READ_COMMITTED = "read_committed"

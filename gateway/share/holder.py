@@ -31,7 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from gateway.control import Json
+from gateway.upstream.control import Json
 from gateway.share.log import EARLIEST, LATEST, LogBatch, PartitionLog, UpstreamReads
 from state.api import (AcknowledgementBatch, Errors, Limits, PersistedState, RecordState, SharePartition, StateBatch,
                        acknowledge, acquire, encode, expire_locks, lease_deadline, move_log_start, next_fetch_offset,

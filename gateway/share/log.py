@@ -23,8 +23,8 @@ from typing import Callable
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
-from gateway.control import from_json
-from gateway.upstream import Upstream, UpstreamSecurity
+from gateway.upstream.control import from_json
+from gateway.upstream.broker import Upstream, UpstreamSecurity
 from state.api import Errors
 
 log = logging.getLogger(__name__)

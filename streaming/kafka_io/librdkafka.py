@@ -2,7 +2,8 @@
 
 `kafka.client` (`streaming.kafka_io.kafka_clients.chosen_client`) picks it: the source's `read_range` and the state
 task's producer (`streaming.kafka_io.sink.KafkaOutput`) then run here instead of on kafka-python. librdkafka parses
-record batches and builds produce requests in C: `bench.transport_bench` measured it 3-4x kafka-python per record.
+record batches and builds produce requests in C: `bench.latency.transport_bench` measured it 3-4x kafka-python per
+record.
 
 Settings: the job's `kafka.*` keys are kafka-python's names (`client_config` makes them keyword arguments);
 `common.librdkafka_config.confluent_config` maps them to librdkafka's and refuses, naming it, any that has no

@@ -15,7 +15,7 @@ import pytest
 
 from assignors import registry
 from assignors.api import Cluster, GroupSpec, MemberSubscription as M, PartitionAssignorError, SubscriptionType
-from assignors.topic_order import hash_set_order, uuid_bits
+from assignors.server.topic_order import hash_set_order, uuid_bits
 from tests.assignors.helpers import names, pairs, tps, verify_validity_and_balance
 
 UNIFORM = registry.get("uniform", kind="server")

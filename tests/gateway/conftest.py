@@ -25,7 +25,7 @@ import pytest
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from gateway.process import GatewayProcess, start_gateway
+from gateway.front.process import GatewayProcess, start_gateway
 from tests.support.coordinator import CoordinatorRun, new_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,9 +1,9 @@
 """A gateway in this process whose view follower only moves when the test steps it: a view held back on purpose.
 
-Everything is the product's (`gateway.server.Gateway`, `gateway.fast_path.FastPath`, `gateway.views.ViewFollower`,
-`gateway.coordinator.CoordinatorClient`), run on an event loop in a thread; the follower's thread is simply not
-started, and `catch_up` runs its rounds (`ViewFollower.step`) until a condition holds. The bound is long, so that
-a view the test no longer steps stays the one the gateway answers from.
+Everything is the product's (`gateway.front.server.Gateway`, `gateway.fast.fast_path.FastPath`,
+`gateway.fast.views.ViewFollower`, `gateway.upstream.coordinator.CoordinatorClient`), run on an event loop in a thread;
+the follower's thread is simply not started, and `catch_up` runs its rounds (`ViewFollower.step`) until a condition
+holds. The bound is long, so that a view the test no longer steps stays the one the gateway answers from.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import threading
 import time
 from typing import Callable
 
-from gateway.coordinator import CoordinatorClient
-from gateway.fast_path import FastPath, Heartbeats
-from gateway.server import Gateway, GatewaySettings
-from gateway.views import ViewFollower
+from gateway.upstream.coordinator import CoordinatorClient
+from gateway.fast.fast_path import FastPath, Heartbeats
+from gateway.front.server import Gateway, GatewaySettings
+from gateway.fast.views import ViewFollower
 
 
 class HeldGateway:

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaProducer
 
-from gateway.kafka_apis import (
+from gateway.upstream.kafka_apis import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,

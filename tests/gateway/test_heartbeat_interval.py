@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from gateway.process import start_gateway
+from gateway.front.process import start_gateway
 from tests.gateway.conftest import GATEWAY_PROPERTIES, GatewayEnv, Members, consumed, produce, wait_for
 from tests.support.coordinator import new_run
 

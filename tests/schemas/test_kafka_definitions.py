@@ -1,7 +1,7 @@
 """The message classes are Kafka's: every field of a request or response has Kafka's name, type and versions, and
 every field Kafka defines up to the version we answer is there (checked against Kafka's own JSON message
-definitions, as kafka-python ships them, and for KIP-848's APIs, which it does not ship, as `gateway.kafka_messages`
-has them). What is ours is marked `Extension`, or listed here with why."""
+definitions, as kafka-python ships them, and for KIP-848's APIs, which it does not ship, as
+`gateway.upstream.kafka_messages` has them). What is ours is marked `Extension`, or listed here with why."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, get_type_hints
 import pytest
 from msgspec import inspect as mi
 
-from gateway.control import GROUP_APIS
+from gateway.upstream.control import GROUP_APIS
 from schemas.messages import API_VERSIONS, REQUESTS, RESPONSES, Extension, Versions
 
 KAFKA = {api.name: (api.request, api.response) for api in GROUP_APIS.values()}

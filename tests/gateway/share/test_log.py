@@ -11,7 +11,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from gateway.share.log import EARLIEST, LATEST, PartitionLog, UpstreamReads, log_batches
-from gateway.upstream import UpstreamSecurity
+from gateway.upstream.broker import UpstreamSecurity
 
 
 def batch(base: int, count: int) -> bytes:

@@ -1,13 +1,13 @@
-"""KIP-932's messages as the gateway encodes and decodes them (`gateway.kafka_apis`): Kafka's versions, and the wire
-traps of the reference (/work/shared/reference/kafka-share-groups.md §2, §7): a nullable struct as an int8 marker,
-records never null."""
+"""KIP-932's messages as the gateway encodes and decodes them (`gateway.upstream.kafka_apis`): Kafka's versions, and
+the wire traps of the reference (/work/shared/reference/kafka-share-groups.md §2, §7): a nullable struct as an int8
+marker, records never null."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.control import from_json, to_json
-from gateway.kafka_apis import (AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest,
+from gateway.upstream.control import from_json, to_json
+from gateway.upstream.kafka_apis import (AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest,
                                 DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
                                 ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
                                 ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,

@@ -1,0 +1,303 @@
+"""Heartbeats and commits answered by the gateway from the group's view (docs/gateway.md, "Fast answers").
+
+The coordinator query stays the only authority: it applies every request, in the requests topic's order, with the
+core's rules. The gateway answers at once what a fresh view of the group (`gateway.fast.views`) decides positively, with
+the same rules (`state.api.heartbeat_from_view`, `commit_from_view`); anything else waits for the coordinator, as
+every request did before.
+
+- Heartbeat: answered at once. The coordinator still hears of it, coalesced: at most one internal Liveness request
+  per group and liveness interval names every member heard since the last one, when, and what it was answered
+  (`Heartbeats`). Before a request of the group that waits for the coordinator is written, the group's pending
+  Liveness request is written first, so the coordinator sees the group's requests in the order the gateway got them.
+- ConsumerGroupHeartbeat (KIP-848): a heartbeat that changes nothing for its member (`consumer_heartbeat_from_view`:
+  a member of the view at its epoch, declaring nothing new) is answered at once and heard like a Heartbeat; where
+  the coordinator would have answered otherwise, the member owes it a heartbeat and leaves the view.
+- OffsetCommit: appended to the requests topic (acks=all) carrying the answer given (`answered`), then answered
+  once the append is acknowledged. The coordinator applies it as always and sends no answer; where it decides
+  otherwise (the view was stale), it counts a misprediction. The offsets are the coordinator's decision alone.
+- OffsetFetch: answered from the offsets a view carries (a Stable classic group's, a consumer group's where none
+  can expire), as of the last request the coordinator applied for it, when the follower, woken after the fetch
+  arrived, finds nothing written to the group's requests-topic partition since that request; not written to the
+  requests topic (it changes nothing). While a request of the group this gateway forwarded is being applied (a
+  member acknowledging the partitions it is about to fetch for), the fetch waits for the view that follows it.
+- A consumer group's OffsetCommit: as a classic one, where the consumer group's rule accepts it whole (its member
+  at its epoch, `state.consumer.offsets.commit_member`), also while the member revokes partitions.
+- Once a KIP-848 heartbeat that declares something (a join, a leave, owned partitions) is forwarded to the
+  coordinator, the group's heartbeats are not answered from the view until the follower has read the views in a
+  round begun after the coordinator's answer (the view that step wrote, before its answer); one that arrives
+  meanwhile waits for that view. An older view would tell a member nothing changed, and it would hear of the new
+  target a heartbeat interval later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+import uuid
+from typing import Awaitable, Callable
+
+import msgspec
+
+from gateway.upstream.appender import AppendFailed, Appender
+from gateway.upstream.control import Json, unanswered
+from gateway.fast.views import ViewFollower
+from state.api import (BadRequest, Errors, PublishedView, commit_from_view, commit_response,
+                       consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
+                       heartbeat_from_view)
+
+log = logging.getLogger(__name__)
+
+REFRESH_TIMEOUT_S = 1.0
+"""How long an OffsetFetch waits for the view follower's fresh round before asking the coordinator."""
+
+HOLD_WAIT_S = 2.0
+"""How long an OffsetFetch or a held heartbeat waits for the view that follows a request of its group the gateway
+forwarded."""
+HOLD_POLL_S = 0.01
+
+LIVENESS_SESSION_FRACTION = 3
+"""A group's liveness interval is at most its smallest session timeout divided by this (Kafka's advice for the
+heartbeat interval), so that a member heartbeating at that advice is heard well within its session."""
+
+
+class Heartbeats:
+    """The heartbeats answered from views, per group, until they are written as one Liveness request."""
+
+    def __init__(self, appender: Appender, interval_ms: int, loop: asyncio.AbstractEventLoop,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._appender = appender
+        self._interval_s = interval_ms / 1000
+        self._loop = loop
+        self._clock = clock
+        self._pending: dict[str, dict[str, dict]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._ids = itertools.count()
+        self._prefix = f"liveness-{uuid.uuid4().hex[:8]}"
+        self.written = 0
+        """Liveness requests written (the benchmark counts control records)."""
+
+    def heard(self, group_id: str, view: PublishedView, member_id: str, instance: str | None, generation: int,
+              principal: str | None, answered: int) -> None:
+        members = self._pending.setdefault(group_id, {})
+        members[member_id] = {"member_id": member_id, "group_instance_id": instance, "generation_id": generation,
+                              "principal": principal, "heard_ms": int(self._clock() * 1000), "answered": answered}
+        if group_id not in self._timers:
+            interval = self._interval_s
+            session = view.min_session_timeout_ms()
+            if session is not None:
+                interval = min(interval, session / 1000 / LIVENESS_SESSION_FRACTION)
+            self._timers[group_id] = self._loop.call_later(interval, self.flush, group_id)
+
+    def flush(self, group_id: str) -> None:
+        """Write the group's pending Liveness request now, if it has one (not waited for: a lost one costs at most
+        a session restart the coordinator does not see)."""
+        timer = self._timers.pop(group_id, None)
+        if timer is not None:
+            timer.cancel()
+        members = self._pending.pop(group_id, None)
+        if not members:
+            return
+        body = {"api": "Liveness", "request_id": f"{self._prefix}-{next(self._ids)}", "group_id": group_id,
+                "members": list(members.values())}
+        self._appender.append(group_id, encode(body)).add_done_callback(_log_failure)
+        self.written += 1
+
+    def flush_all(self) -> None:
+        for group_id in list(self._pending):
+            self.flush(group_id)
+
+
+def _may_change_group(api: str, body: Json) -> bool:
+    """A KIP-848 heartbeat that declares something (a join, a leave, owned partitions, a subscription): its answer
+    may change what the group's other heartbeats are answered. (A classic JoinGroup is answered only once its join
+    phase ends: its answer cannot release a hold, docs/gateway.md.)"""
+    if api != "ConsumerGroupHeartbeat":
+        return False
+    try:
+        return not declares_nothing_new(decode_request(encode({**body, "request_id": ""})))
+    except BadRequest:
+        return False  # the coordinator refuses it
+
+
+def _at_once(answer: Json) -> Awaitable[Json]:
+    """An answer the gateway gives without waiting."""
+    done = asyncio.get_running_loop().create_future()
+    done.set_result(answer)
+    return done
+
+
+def _log_failure(written: asyncio.Future) -> None:
+    if not written.cancelled() and written.exception() is not None:
+        log.warning("a Liveness request could not be written: %s", written.exception())
+
+
+class FastPath:
+    def __init__(self, follower: ViewFollower, appender: Appender, heartbeats: Heartbeats,
+                 max_metadata_bytes: int, offset_fetch: bool = True) -> None:
+        self.follower = follower
+        self.offset_fetch_from_view = offset_fetch
+        self.appender = appender
+        self.heartbeats = heartbeats
+        self.max_metadata_bytes = max_metadata_bytes
+        self._ids = itertools.count()
+        self._prefix = f"fast-{uuid.uuid4().hex[:8]}"
+        self._forwarding: dict[str, int] = {}
+        """group id -> requests that may change it, forwarded to the coordinator and not yet answered."""
+        self._held: dict[str, float] = {}
+        """group id -> when the last of them was answered: no view answers before a follower round begun later."""
+
+    def answer(self, api: str, body: Json) -> Awaitable[Json | None] | None:
+        """The answer to a control request `body` (one group's, as the gateway would write it) where the group's
+        view decides it; None, or an awaitable that gives None: ask the coordinator."""
+        if api == "Heartbeat":
+            return self._heartbeat(body)
+        if api == "ConsumerGroupHeartbeat":
+            return self._consumer_heartbeat(body)
+        if api == "OffsetCommit":
+            return self._commit(body)
+        return None
+
+    async def offset_fetch(self, body: Json) -> Json | None:
+        """The answer to an OffsetFetch control request from the group's view, where its offsets are the group's
+        now (`state.api.fetch_from_view`): the follower reads the views and notes the requests topic's ends anew,
+        after this request arrived, so a commit acknowledged before it is seen. None: ask the coordinator."""
+        if not self.offset_fetch_from_view or not self.follower.fresh():
+            return None
+        try:
+            req = decode_request(encode({**body, "request_id": ""}))
+            ends = await asyncio.wait_for(self.follower.refresh(), REFRESH_TIMEOUT_S)
+        except (BadRequest, asyncio.TimeoutError):
+            return None
+        view = self.follower.view(req.group_id)
+        if ends is None or view is None or view.position is None:
+            return None  # no view, or one without offsets
+        log_end = ends.get(view.position.partition)
+        answer = fetch_from_view(view, req, log_end)
+        if answer is None and self._holds(req.group_id):
+            # A request of the group this gateway forwarded (a member acknowledging its partitions, just before
+            # its fetch) is being applied: the view its step publishes may cover `log_end`. Asking the
+            # coordinator instead would wait for the batch after that one.
+            await self._hold_ended(req.group_id)
+            answer = fetch_from_view(self.follower.view(req.group_id), req, log_end)
+        return None if answer is None else msgspec.to_builtins(answer)
+
+    def before_request(self, api: str, body: Json) -> None:
+        """A request of the group that waits for the coordinator is about to be written: the heartbeats answered
+        before it go first. One that may change what a heartbeat is answered holds the group's heartbeat answers
+        (`after_request`)."""
+        group_id = body["group_id"]
+        self.heartbeats.flush(group_id)
+        if _may_change_group(api, body):
+            self._forwarding[group_id] = self._forwarding.get(group_id, 0) + 1
+            self._held.pop(group_id, None)
+
+    def after_request(self, api: str, body: Json) -> None:
+        """The coordinator answered a request of the group `before_request` saw (or it failed): heartbeats wait
+        for the views read in a follower round begun after now, which hold the view the step that answered it
+        wrote (written before its answers)."""
+        if not _may_change_group(api, body):
+            return
+        group_id = body["group_id"]
+        left = self._forwarding.pop(group_id, 1) - 1
+        if left:
+            self._forwarding[group_id] = left
+        self._held[group_id] = time.monotonic()
+        self.follower.wake()
+
+    def _holds(self, group_id: str) -> bool:
+        """Whether a request that may change the group was forwarded to the coordinator and the view that followed
+        its answer is not read yet: a heartbeat answered from the older view would be told nothing changed, and
+        the member would hear of the change a heartbeat interval later. Commits and fetches need no hold: the
+        coordinator checks every commit answered, after the forwarded request, and a fetch is answered only from a
+        view as of the last request written to the group's partition."""
+        if group_id in self._forwarding:
+            return True
+        held = self._held.get(group_id)
+        if held is None:
+            return False
+        if self.follower.read_as_of < held:
+            return True
+        del self._held[group_id]
+        return False
+
+    async def _hold_ended(self, group_id: str) -> bool:
+        """Wait, at most HOLD_WAIT_S, until the group is no longer held; whether it is not."""
+        deadline = time.monotonic() + HOLD_WAIT_S
+        while self._holds(group_id):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(HOLD_POLL_S)
+        return True
+
+    def _request(self, body: Json):
+        view = self.follower.view(body["group_id"])
+        if view is None:
+            return None, None
+        try:
+            return view, decode_request(encode({**body, "request_id": ""}))
+        except BadRequest:
+            return None, None  # the coordinator says what is wrong with it
+
+    def _heartbeat(self, body: Json) -> Awaitable[Json] | None:
+        view, req = self._request(body)
+        if req is None:
+            return None
+        error = heartbeat_from_view(view, req)
+        if error is None:
+            return None
+        self.heartbeats.heard(req.group_id, view, req.member_id, req.group_instance_id, req.generation_id,
+                              req.principal, error)
+        return _at_once({"throttle_time_ms": 0, "error_code": error})
+
+    def _consumer_heartbeat(self, body: Json) -> Awaitable[Json | None] | None:
+        """A consumer group's (KIP-848) heartbeat that changes nothing for its member: answered at once, and heard
+        in the group's Liveness request like a classic one (its member epoch as the generation). While the group is
+        held (`_holds`), it waits for the view that follows (at most HOLD_WAIT_S), then is answered from it or asks
+        the coordinator: forwarding it at once would cost the same batch and write a request to the group's
+        partition, which sends the group's fetches to the coordinator."""
+        if self._holds(body["group_id"]):
+            return self._after_hold(body)
+        return self._consumer_heartbeat_now(body)
+
+    async def _after_hold(self, body: Json) -> Json | None:
+        if not await self._hold_ended(body["group_id"]):
+            return None
+        answer = self._consumer_heartbeat_now(body)
+        return None if answer is None else await answer
+
+    def _consumer_heartbeat_now(self, body: Json) -> Awaitable[Json] | None:
+        view, req = self._request(body)
+        if req is None:
+            return None
+        response = consumer_heartbeat_from_view(view, req)
+        if response is None:
+            return None
+        self.heartbeats.heard(req.group_id, view, req.member_id, req.instance_id, req.member_epoch, req.principal,
+                              response.error_code)
+        return _at_once(msgspec.to_builtins(response))
+
+    def _commit(self, body: Json) -> Awaitable[Json] | None:
+        view, req = self._request(body)
+        if req is None:
+            return None
+        answer = commit_from_view(view, req, self.max_metadata_bytes)
+        if answer is None:
+            return None
+        request_id = f"{self._prefix}-{next(self._ids)}"
+        written = self.appender.append(req.group_id, encode({**body, "request_id": request_id, "answered": answer}))
+        return self._after(written, msgspec.to_builtins(commit_response(req, answer)), body)
+
+    @staticmethod
+    async def _after(written: asyncio.Future, answer: Json, body: Json) -> Json:
+        try:
+            await written
+        except AppendFailed as exc:
+            log.warning("cannot append an OffsetCommit: %s", exc)
+            return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE, f"the control topic cannot be written: {exc}")
+        return answer
+
+    def close(self) -> None:
+        self.heartbeats.flush_all()
+        self.follower.close()

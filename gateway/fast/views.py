@@ -1,0 +1,216 @@
+"""The gateway's copy of the groups' views, and whether it is fresh enough to answer from (docs/gateway.md).
+
+A thread follows the views topic from its beginning (a compacted topic: each group's latest view, a tombstone for a
+deleted group) and its completeness marks (`streaming.kafka_io.view_marks`). Freshness is measured on this gateway's
+clock alone, never by comparing it with the coordinator's:
+
+- Every `SAMPLE_INTERVAL_S` the thread notes the time t and the log ends of the requests topic (E) and of the views
+  topic (V), then reads the views topic up to V.
+- Complete as of t: the marks read (the lowest of the latest mark of each views partition) name requests-topic
+  positions at or past E(t). Then every request written before t has been applied and its views written, and all
+  of them have been read: the views topic was read up to V(t), and a mark comes after the views it covers in each
+  partition.
+- Alive as of t: a mark was read at an offset at or past V(t) in its partition, so it was written after t. The
+  query writes one at least every second, idle or not, so a stopped query stops this clock.
+
+An OffsetFetch answered from a view needs the requests topic's ends as of after it arrived: `refresh` wakes the
+thread for a round at once and hands back the ends that round noted (`gateway.fast.fast_path`).
+
+A view is used while both instants are at most `bound_ms` old. A follower that lags reads a fresh mark late, and
+its instants are as old as its reading is: it is not fresh. A query that is stopped, or behind on its requests,
+leaves them old too. Otherwise (no view of the group, no mark, a bound passed) the gateway asks the coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import msgspec
+from kafka import KafkaConsumer, TopicPartition
+
+from state.api import MARK_KEY, PublishedView, decode_mark, decode_view
+from common.log_ends import high_watermarks
+
+log = logging.getLogger(__name__)
+
+SAMPLE_INTERVAL_S = 0.1
+"""How often the log ends are noted (one small fetch each): freshness is known to this much."""
+SAMPLES_KEPT_S = 60.0
+
+
+class ViewFollower:
+    def __init__(self, bootstrap_servers: str, views_topic: str, requests_topic: str, kafka_config: dict[str, Any],
+                 bound_ms: int) -> None:
+        self.views_topic = views_topic
+        self.requests_topic = requests_topic
+        self.bound_s = bound_ms / 1000
+        self._config = {"bootstrap_servers": bootstrap_servers, **kafka_config}
+        self._views: dict[str, PublishedView] = {}
+        self._marks: dict[int, tuple[int, dict[int, int]]] = {}
+        """views partition -> (offset, requests-topic positions) of the latest mark read there."""
+        self._samples: deque[tuple[float, dict[int, int], dict[int, int]]] = deque()
+        """(t, E, V) of recent samples, oldest first."""
+        self.complete_as_of = float("-inf")
+        self.alive_as_of = float("-inf")
+        self.read_as_of = float("-inf")
+        """When the last round began: every view written before then has been read."""
+        self._clients: tuple[KafkaConsumer, KafkaConsumer] | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._refreshes: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._refreshes_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="view-follower", daemon=True)
+
+    def start(self) -> "ViewFollower":
+        if self.bound_s > 0:
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        elif self._clients is not None:  # stepped by its owner, never started
+            for consumer in self._clients:
+                consumer.close()
+
+    # -- what the gateway asks ---------------------------------------------------------------------------------
+
+    def fresh(self, now: float | None = None) -> bool:
+        """Whether the views are complete and the coordinator alive as of at most `bound_ms` ago."""
+        now = time.monotonic() if now is None else now
+        return now - min(self.complete_as_of, self.alive_as_of) <= self.bound_s
+
+    def view(self, group_id: str) -> PublishedView | None:
+        """The group's view, if the views are fresh and it has one (None: ask the coordinator)."""
+        return self._views.get(group_id) if self.fresh() else None
+
+    def refresh(self) -> asyncio.Future:
+        """A round of the thread's begun after this call (it is woken for it): the future's result is the requests
+        topic's log ends it noted (partition -> end), the views read up to the views topic's ends noted with them;
+        None when the round failed."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        with self._refreshes_lock:
+            self._refreshes.append((loop, done))
+        self._wake.set()
+        return done
+
+    def wake(self) -> None:
+        """Begin the next round now (the fast path waits for a round begun after a forwarded request's answer)."""
+        self._wake.set()
+
+    def held_view(self, group_id: str) -> PublishedView | None:
+        """The group's view as read, fresh or not."""
+        return self._views.get(group_id)
+
+    # -- the thread --------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self._wake.clear()
+            with self._refreshes_lock:
+                waiting, self._refreshes = self._refreshes, []
+            ends = None
+            try:
+                following = self.step()
+                if following:
+                    ends = self._samples[-1][1]
+            except Exception as exc:  # noqa: BLE001 - the views go stale, the gateway asks the coordinator
+                log.warning("following %s: %s", self.views_topic, exc)
+                following = False
+            for loop, done in waiting:
+                loop.call_soon_threadsafe(_resolve, done, ends)
+            pause = SAMPLE_INTERVAL_S - (time.monotonic() - started) if following else 1.0
+            self._wake.wait(max(pause, 0.0))
+        for consumer in self._clients or ():
+            consumer.close()
+
+    def step(self) -> bool:
+        """One round of the thread's: note the log ends now, read the views up to them, move the two instants.
+        False: the topics are not there yet."""
+        if self._clients is None:
+            self._clients = self._consumers()
+            if self._clients is None:
+                return False
+        self.follow(*self._clients, time.monotonic())
+        return True
+
+    def _consumers(self) -> tuple[KafkaConsumer, KafkaConsumer] | None:
+        settings = {"enable_auto_commit": False, "group_id": None, "auto_offset_reset": "earliest", **self._config}
+        views = KafkaConsumer(client_id="groupcoord-gateway-views", fetch_max_wait_ms=10, **settings)
+        partitions = views.partitions_for_topic(self.views_topic)
+        requests = views.partitions_for_topic(self.requests_topic)
+        if not partitions or not requests:
+            log.info("waiting for topics %s and %s", self.views_topic, self.requests_topic)
+            views.close()
+            return None
+        self._views_parts = [TopicPartition(self.views_topic, p) for p in sorted(partitions)]
+        self._requests_parts = [TopicPartition(self.requests_topic, p) for p in sorted(requests)]
+        views.assign(self._views_parts)
+        views.seek_to_beginning(*self._views_parts)
+        marks = KafkaConsumer(client_id="groupcoord-gateway-ends", fetch_max_wait_ms=1,
+                              max_partition_fetch_bytes=1024, **settings)
+        self._ends = {tp: 0 for tp in self._views_parts + self._requests_parts}
+        return views, marks
+
+    def follow(self, views: KafkaConsumer, marks: KafkaConsumer, now: float) -> None:
+        self._ends = high_watermarks(marks, self._ends)
+        ends = {tp.partition: end for tp, end in self._ends.items() if tp.topic == self.requests_topic}
+        view_ends = {tp.partition: end for tp, end in self._ends.items() if tp.topic == self.views_topic}
+        self._samples.append((now, ends, view_ends))
+        while self._samples and self._samples[0][0] < now - SAMPLES_KEPT_S:
+            self._samples.popleft()
+        self._read(views, view_ends)
+        self._advance()
+        self.read_as_of = now
+
+    def _read(self, views: KafkaConsumer, ends: dict[int, int]) -> None:
+        while any(views.position(tp) < ends[tp.partition] for tp in self._views_parts):
+            for tp, records in views.poll(timeout_ms=100, max_records=10_000).items():
+                for record in records:
+                    self._apply(tp.partition, record.offset, record.key, record.value)
+            if self._stop.is_set():
+                return
+
+    def _apply(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
+        try:
+            if key == MARK_KEY:
+                mark = decode_mark(value or b"")
+                if mark.requests_topic == self.requests_topic:  # another query's marks (a shared topic) do not count
+                    self._marks[partition] = (offset, {int(p): o for p, o in mark.positions.items()})
+            elif key is not None:
+                group_id = key.decode("utf-8")
+                if value is None:
+                    self._views.pop(group_id, None)
+                else:
+                    self._views[group_id] = decode_view(value)
+        except (msgspec.DecodeError, UnicodeDecodeError, ValueError):
+            return  # not ours: the views topic holds views and marks only
+
+    def _advance(self) -> None:
+        if len(self._marks) < len(self._views_parts):
+            return
+        covered: dict[int, int] | None = None
+        for _, positions in self._marks.values():
+            covered = positions if covered is None else {p: min(o, positions.get(p, 0)) for p, o in covered.items()}
+        for t, ends, view_ends in reversed(self._samples):
+            if all(covered.get(p, 0) >= end for p, end in ends.items()):  # type: ignore[union-attr]
+                self.complete_as_of = max(self.complete_as_of, t)
+                break
+        for t, ends, view_ends in reversed(self._samples):
+            if any(offset >= view_ends.get(p, 0) for p, (offset, _) in self._marks.items()):
+                self.alive_as_of = max(self.alive_as_of, t)
+                break
+
+
+def _resolve(done: asyncio.Future, ends: dict[int, int] | None) -> None:
+    if not done.done():
+        done.set_result(ends)

@@ -1,0 +1,414 @@
+"""One client connection: requests read in order, each answered locally or forwarded, answers written in order.
+
+Kafka clients match answers to requests by order as well as correlation id, so every request takes a slot in a
+queue when it is read, and a writer task writes the slots' answers in that order, whichever finishes first: a
+JoinGroup parked in the coordinator holds back the answers behind it on that connection, as a Kafka broker, which
+handles one request per connection at a time, would hold them.
+
+- ApiVersions, SASL, FindCoordinator (groups) and the group APIs are answered by the gateway: heartbeats and
+  commits from the group's view where it decides (`gateway.fast.fast_path`), the rest by the coordinator; ShareFetch and
+  ShareAcknowledge by the share-partitions this process holds (`gateway.share`), whose sessions close with the
+  connection.
+- Everything else goes to this listener's upstream broker unchanged, on the connection's own upstream connection.
+  Answers that name brokers (Metadata, DescribeCluster, FindCoordinator for transactions, Fetch v16+ and Produce
+  v10+ when they carry node endpoints) get the gateway's listeners instead; all others go back byte for byte.
+- What breaks the protocol (a frame too large or too short, an API or version not advertised, a request that does
+  not decode, a request before authentication) closes the connection, as a Kafka broker closes it; so does an
+  upstream connection that dies under a request. Nothing a client sends reaches beyond its own connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from kafka.protocol.admin.cluster import DescribeClusterResponse
+from kafka.protocol.api_key import ApiKey
+from kafka.protocol.consumer.fetch import FetchResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kafka.protocol.metadata.metadata import MetadataResponse
+from kafka.protocol.producer.produce import ProduceResponse
+from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+                                 SaslHandshakeResponse)
+
+from gateway.security import apis as security_apis, authz
+from gateway.upstream import peek
+from gateway.security.acl import ANONYMOUS
+from gateway.upstream.control import GROUP_APIS, GroupApi, Json, control_requests, from_json, to_json
+from gateway.front.frames import FrameError, framed, read_frame, request_prefix
+from gateway.security.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSAGE, GroupAccess, Session, group_access
+from gateway.security.authentication import MAX_RECEIVE_BYTES, Exchange
+from gateway.security.scram import AuthenticationFailed
+from gateway.upstream.broker import Upstream
+from state.api import Errors
+
+if TYPE_CHECKING:
+    from gateway.front.server import Gateway
+
+log = logging.getLogger(__name__)
+
+MAX_IN_FLIGHT = 1000
+"""Requests of one connection read ahead of their answers; beyond, the gateway stops reading from it."""
+GROUP_COORDINATOR = 0
+UNSUPPORTED_SASL_MECHANISM = 33
+SASL_AUTHENTICATION_FAILED = 58
+SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
+_BEFORE_AUTHENTICATION = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})
+FAST_APIS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat", "OffsetCommit"})
+"""Group requests a gateway may answer from the group's view (`gateway.fast.fast_path`; OffsetFetch apart: one request
+may name several groups)."""
+
+
+@dataclass(frozen=True)
+class Closing:
+    """An answer after which the connection is closed (a failed authentication)."""
+
+    payload: bytes
+
+
+class ClientConnection:
+    def __init__(self, gateway: "Gateway", node_id: int | None, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.gateway = gateway
+        self.node_id = node_id
+        self._reader, self._writer = reader, writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.client_host = "/" + (peer[0] if peer else "")
+        self._authenticator = gateway.settings.authenticator
+        self.principal: str | None = None
+        self._authenticated = self._authenticator is None
+        self._handshake_version: int | None = None
+        self._exchange: Exchange | None = None
+        self._slots: asyncio.Queue[Awaitable[Any] | None] = asyncio.Queue(MAX_IN_FLIGHT)
+        self._upstream: Upstream | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    async def serve(self) -> None:
+        writer = asyncio.get_running_loop().create_task(self._write_answers())
+        try:
+            while not writer.done():
+                limit = self.gateway.settings.max_request_bytes if self._authenticated else MAX_RECEIVE_BYTES
+                frame = await read_frame(self._reader, limit)
+                if frame is None:
+                    break
+                slot = await self._handle(frame)
+                if slot is not None:
+                    await self._slots.put(slot)
+        except FrameError as exc:
+            log.info("closing %s: %s", self.peer, exc)
+        except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+            log.info("closing %s: %s", self.peer, exc or type(exc).__name__)
+        except Exception:  # noqa: BLE001 - a request that breaks the decoder closes its connection, nothing else
+            log.warning("closing %s: its request could not be handled", self.peer, exc_info=True)
+        finally:
+            writer.cancel()
+            for task in list(self._tasks):
+                task.cancel()
+            self.gateway.share.disconnected(self)
+            if self._upstream is not None:
+                self._upstream.close()
+            self._writer.close()
+
+    async def _write_answers(self) -> None:
+        while True:
+            slot = await self._slots.get()
+            try:
+                answer = await slot
+            except Exception as exc:  # noqa: BLE001 - the upstream died or an answer could not be built
+                log.info("closing %s: %s", self.peer, exc or type(exc).__name__)
+                self._writer.close()
+                return
+            if answer is None:
+                continue
+            closing = isinstance(answer, Closing)
+            self._writer.writelines(framed(answer.payload if closing else answer))
+            try:
+                await self._writer.drain()
+            except (ConnectionError, OSError):  # the client is gone; the reader sees it too
+                return
+            if closing:
+                self._writer.close()
+                return
+
+    # -- dispatch ------------------------------------------------------------------------------------------------
+
+    async def _handle(self, frame: bytes) -> Awaitable[Any] | None:
+        """The slot of one request (None: it gets no answer)."""
+        if self._handshake_version == 0 and not self._authenticated:
+            return self._ready(self._raw_token(frame))
+        api_key, version, correlation = request_prefix(frame)
+        if not self._authenticated and api_key not in _BEFORE_AUTHENTICATION:
+            raise FrameError(f"API {api_key} before SASL authentication")
+        if api_key == ApiKey.ApiVersions:
+            return self._ready(self._api_versions(frame, version, correlation))
+        if api_key in (ApiKey.SaslHandshake, ApiKey.SaslAuthenticate):
+            if self._authenticator is None:
+                raise FrameError("SASL on a listener without SASL")
+            return self._ready(self._sasl(api_key, frame, version, correlation))
+        lo, hi = self.gateway.versions.get(api_key, (0, -1))
+        if not lo <= version <= hi:
+            raise FrameError(f"API {api_key} v{version} is not served (advertised: v{lo}-v{hi})")
+        api = GROUP_APIS.get(api_key)
+        if api is not None:
+            return self._spawn(self._group(api, frame, version, correlation))
+        if api_key == SHARE_FETCH:
+            return self._spawn(self.gateway.share.fetch(self, frame, version, correlation))
+        if api_key == SHARE_ACKNOWLEDGE:
+            return self._spawn(self.gateway.share.acknowledge(self, frame, version, correlation))
+        if api_key == ApiKey.FindCoordinator:
+            request = FindCoordinatorRequest.decode(frame, version=version, header=True)
+            if request.key_type == GROUP_COORDINATOR:
+                return self._spawn(self._find_coordinator(request, version, correlation))
+        if api_key in security_apis.ACL_APIS and not self.gateway.authorizing:
+            return self._ready(security_apis.security_disabled(api_key, frame, version, correlation))
+        security = self.gateway.security
+        if security is not None and api_key in security_apis.served(self.gateway.authorizing):
+            return self._spawn(security_apis.answer(api_key, self._authz(), security, frame, version, correlation))
+        finish = None
+        if self.gateway.authorizing:
+            # Inline, not in a task: forwarded requests must reach the broker in the client's order.
+            plan = await authz.plan(self._authz(), api_key, frame, version, correlation)
+            if plan is not None:
+                if plan.close:
+                    raise FrameError(plan.close)
+                if plan.answer is not None:
+                    return self._ready(plan.answer)
+                frame, finish = plan.frame, plan.finish
+        if api_key == ApiKey.Produce and peek.produce_acks(frame, version) == 0:
+            await self._forward(frame, correlation, None, version, expect_response=False)
+            return None
+        rewrite = api_key in _ADDRESSES and version >= _ADDRESSES_FROM.get(api_key, 0)
+        answer = await self._forward(frame, correlation, api_key if rewrite else None, version)
+        if api_key == ApiKey.Produce and self.gateway.share.holder.waiting:
+            # a share fetch waits on some log: read it as soon as this produce is answered
+            answer = self._spawn(self._produced(answer, peek.produce(frame, version).topics))
+        return answer if finish is None else self._spawn(self._finish(answer, finish))
+
+    async def _finish(self, answer: Awaitable[bytes], finish: Callable[[bytes], bytes]) -> bytes:
+        return finish(await answer)
+
+    async def _produced(self, answer: Awaitable[bytes], topics: list[str | bytes]) -> bytes:
+        payload = await answer
+        self.gateway.share.produced(topics)
+        return payload
+
+    @property
+    def session(self) -> Session:
+        """Who this connection is, for the ACLs: its principal (User:ANONYMOUS without SASL) and IP address."""
+        return Session(self.principal or ANONYMOUS, self.client_host[1:])
+
+    def _authz(self) -> authz.Context:
+        return authz.Context(self.gateway.authorizer, self.session, self.gateway.topic_names)
+
+    def _ready(self, answer: Any) -> asyncio.Future:
+        future = asyncio.get_running_loop().create_future()
+        future.set_result(answer)
+        return future
+
+    def _spawn(self, work: Any) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- forwarding ----------------------------------------------------------------------------------------------
+
+    async def _forward(self, frame: bytes, correlation: int, rewrite: int | None, version: int,
+                       expect_response: bool = True) -> Awaitable[Any] | None:
+        """Send the frame upstream as it is; `rewrite`: the API key whose answer names brokers (`_rewrite`)."""
+        upstream = await self._upstream_connection()
+        answer = upstream.forward(frame, correlation, expect_response)
+        if answer is None or rewrite is None:
+            return answer
+        return self._spawn(self._rewrite(rewrite, answer, version))
+
+    async def _upstream_connection(self) -> Upstream:
+        if self._upstream is not None and not self._upstream.closed:
+            return self._upstream
+        s = self.gateway.settings
+        errors = []
+        for host, port in self.gateway.upstream_addresses(self.node_id):
+            try:
+                self._upstream = await Upstream.connect(host, port, s.upstream, s.connect_timeout_ms / 1000)
+                return self._upstream
+            except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
+                errors.append(f"{host}:{port}: {exc or type(exc).__name__}")
+        raise ConnectionError(f"no upstream broker for node {self.node_id}: {'; '.join(errors) or 'unknown node'}")
+
+    async def _rewrite(self, api_key: int, answer: Awaitable[bytes], version: int) -> bytes:
+        """Put the gateway's listeners where an upstream answer names brokers, learning the brokers on the way.
+        An answer that names none (a Fetch or Produce without KIP-951 endpoints: nearly all) goes back as it
+        came."""
+        payload = await answer
+        cls, named = _ADDRESSES[api_key]
+        response = cls.decode(payload, version=version, header=True)
+        entries = [(node_id, entry) for node_id, entry in named(response, version) if node_id >= 0]
+        if not entries:
+            return payload
+        self.gateway.learn_brokers((node_id, entry.host, entry.port) for node_id, entry in entries)
+        for node_id, entry in entries:
+            entry.host, entry.port = await self.gateway.node_address(node_id)
+        return bytes(response.encode(header=True))
+
+    # -- answered here -------------------------------------------------------------------------------------------
+
+    def _api_versions(self, frame: bytes, version: int, correlation: int) -> bytes:
+        api_keys = [{"api_key": k, "min_version": lo, "max_version": hi}
+                    for k, (lo, hi) in self.gateway.versions.items()]
+        if version > ApiVersionsRequest.max_version:
+            # Kafka answers a version it does not know at v0 with its versions, so the client retries lower.
+            return _encode(from_json(ApiVersionsResponse, 0, {"error_code": Errors.UNSUPPORTED_VERSION,
+                                                              "api_keys": api_keys}), 0, correlation)
+        ApiVersionsRequest.decode(frame, version=version, header=True)
+        doc = {**self.gateway.features, "error_code": Errors.NONE, "api_keys": api_keys, "throttle_time_ms": 0}
+        return _encode(from_json(ApiVersionsResponse, version, doc), version, correlation)
+
+    async def _find_coordinator(self, request: Any, version: int, correlation: int) -> bytes:
+        keys = request.coordinator_keys if version >= 4 else [request.key]
+        entries = []
+        for key in keys:
+            node_id = self.gateway.coordinator_for(key)
+            if self.gateway.authorizing and not authz.group_coordinator_allowed(self.gateway.authorizer,
+                                                                                self.session, key):
+                entries.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                                "error_code": GROUP_AUTHORIZATION_FAILED, "error_message": GROUP_MESSAGE})
+            elif node_id is None:
+                entries.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                                "error_code": Errors.COORDINATOR_NOT_AVAILABLE, "error_message": "no broker is known"})
+            else:
+                host, port = await self.gateway.node_address(node_id)
+                entries.append({"key": key, "node_id": node_id, "host": host, "port": port, "error_code": Errors.NONE,
+                                "error_message": None})
+        doc = {"throttle_time_ms": 0, "coordinators": entries} if version >= 4 else {"throttle_time_ms": 0,
+                                                                                     **entries[0]}
+        return _encode(from_json(FindCoordinatorResponse, version, doc), version, correlation)
+
+    async def _group(self, api: GroupApi, frame: bytes, version: int, correlation: int) -> bytes:
+        request = api.request.decode(frame, version=version, header=True)
+        doc = to_json(request, version)
+        # Authorization, before anything reaches the control topic (or is answered from the group view).
+        access = (group_access(self.gateway.authorizer, self.session, api.name, version, doc)
+                  if self.gateway.authorizing else GroupAccess(doc))
+        if access.request is None:
+            return _encode(from_json(api.response, version, access.answer), version, correlation)
+        merged = await self._group_answer(api, request, version, access.request)
+        return _encode(from_json(api.response, version, access.complete(merged)), version, correlation)
+
+    async def _group_answer(self, api: GroupApi, request: Any, version: int, doc: Json) -> Json:
+        """The answer to an authorized group request, as JSON: from the group's view where it decides (a heartbeat
+        or a commit, `gateway.fast.fast_path`), else from the coordinator, one control request per group."""
+        coordinator, fast_path = self.gateway.coordinator, self.gateway.fast_path
+        if api.name in FAST_APIS and fast_path is not None:
+            (body,) = control_requests(api, version, doc, self.principal)
+            fast = fast_path.answer(api.name, body)
+            answer = None if fast is None else await fast
+            if answer is not None:
+                return answer
+        if api.name == "OffsetFetch" and fast_path is not None:
+            bodies = control_requests(api, version, doc, self.principal)
+            fetched = await asyncio.gather(*(fast_path.offset_fetch(body) for body in bodies))
+            if all(answer is not None for answer in fetched):
+                return api.merge(doc, list(fetched), version)
+        timeout_s = self.gateway.timeout_s(api.name, doc)
+        if api.name == "ListGroups":
+            (body,) = control_requests(api, version, doc, self.principal)
+            answer = await coordinator.call(self.gateway.list_groups_key, body, timeout_s)
+            # Each node lists the groups it is named coordinator of, as Kafka's brokers do; the bootstrap all.
+            answer["groups"] = [g for g in answer.get("groups", [])
+                                if self.node_id is None or self.gateway.coordinator_for(g["group_id"]) == self.node_id]
+            return answer
+        extra = None
+        if api.name in _CLIENT_NAMED:  # our extension: Kafka takes these from the header and the socket
+            extra = {"client_id": request.header.client_id or "", "client_host": self.client_host}
+        bodies = control_requests(api, version, doc, self.principal, extra)
+        if fast_path is not None:
+            for body in bodies:
+                fast_path.before_request(api.name, body)
+        try:
+            if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
+                named = await self.gateway.member_id_round.answer(version, bodies[0])
+                if named is not None:
+                    return named
+            answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s) for body in bodies))
+        finally:
+            if fast_path is not None:
+                for body in bodies:
+                    fast_path.after_request(api.name, body)
+        return api.merge(doc, list(answers), version)
+
+    # -- SASL ------------------------------------------------------------------------------------------------
+
+    def _sasl(self, api_key: int, frame: bytes, version: int, correlation: int) -> bytes | Closing:
+        if self._authenticated:
+            raise FrameError("SASL after authentication (re-authentication is not supported)")
+        if api_key == ApiKey.SaslHandshake:
+            if self._exchange is not None:
+                raise FrameError("a second SaslHandshake")
+            request = SaslHandshakeRequest.decode(frame, version=version, header=True)
+            self._exchange = self._authenticator.start(request.mechanism)
+            enabled = self._authenticator.mechanisms
+            if self._exchange is None:
+                # Kafka answers with the mechanisms it has, then closes the connection.
+                log.info("closing %s: SASL mechanism %r is not enabled", self.peer, request.mechanism)
+                return Closing(_encode(SaslHandshakeResponse[version](
+                    error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled), version, correlation))
+            self._handshake_version = version
+            return _encode(SaslHandshakeResponse[version](error_code=Errors.NONE, mechanisms=enabled), version,
+                           correlation)
+        if self._handshake_version != 1:
+            raise FrameError("SaslAuthenticate without a SaslHandshake v1")
+        request = SaslAuthenticateRequest.decode(frame, version=version, header=True)
+        try:
+            challenge = self._exchange.evaluate(bytes(request.auth_bytes))
+        except AuthenticationFailed as exc:
+            log.info("authentication failed from %s: %s", self.peer, exc)
+            response = SaslAuthenticateResponse[version](
+                error_code=SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b"", session_lifetime_ms=0)
+            return Closing(_encode(response, version, correlation))
+        self._authenticate_if_complete()
+        response = SaslAuthenticateResponse[version](error_code=Errors.NONE, error_message=None,
+                                                     auth_bytes=challenge, session_lifetime_ms=0)
+        return _encode(response, version, correlation)
+
+    def _raw_token(self, token: bytes) -> bytes:
+        """SaslHandshake v0: tokens come unframed by Kafka's headers, and so do the answers; a failure closes."""
+        try:
+            challenge = self._exchange.evaluate(token)
+        except AuthenticationFailed as exc:
+            raise FrameError(str(exc)) from None
+        self._authenticate_if_complete()
+        return challenge
+
+    def _authenticate_if_complete(self) -> None:
+        if self._exchange.complete:
+            self._authenticated, self.principal = True, self._exchange.principal
+
+
+_CLIENT_NAMED = frozenset({"JoinGroup", "ConsumerGroupHeartbeat"})
+"""The requests whose member the coordinator shows with the client's id and host (DescribeGroups,
+ConsumerGroupDescribe)."""
+
+_ADDRESSES: dict[int, tuple[Any, Callable[[Any, int], list[tuple[int, Any]]]]] = {
+    ApiKey.Metadata: (MetadataResponse, lambda r, v: [(b.node_id, b) for b in r.brokers]),
+    ApiKey.DescribeCluster: (DescribeClusterResponse, lambda r, v: [(b.broker_id, b) for b in r.brokers]),
+    ApiKey.FindCoordinator: (FindCoordinatorResponse,
+                             lambda r, v: [(c.node_id, c) for c in (r.coordinators if v >= 4 else [r])]),
+    ApiKey.Fetch: (FetchResponse, lambda r, v: [(e.node_id, e) for e in r.node_endpoints]),
+    ApiKey.Produce: (ProduceResponse, lambda r, v: [(e.node_id, e) for e in r.node_endpoints]),
+}
+"""API key -> (response class, the (node id, struct with host and port) entries of an answer that name brokers)."""
+_ADDRESSES_FROM = {ApiKey.Fetch: 16, ApiKey.Produce: 10}
+"""Versions before these carry no node endpoints: their answers are never decoded (the hot path)."""
+
+
+def _encode(message: Any, version: int, correlation: int) -> bytes:
+    """A response of `version` (set when it was built) with its header; `encode(version=...)` would fail on a
+    response header in kafka-python 3.0.12."""
+    if message.API_VERSION != version:
+        raise ValueError(f"{type(message).__name__} was built at version {message.API_VERSION}, not {version}")
+    message.with_header(correlation_id=correlation)
+    return bytes(message.encode(header=True))

@@ -1,0 +1,259 @@
+"""The gateway: listeners that stand for the upstream brokers, and what all connections share.
+
+Port per broker, as kroxylicious does it: the bootstrap listener (`--listen HOST:PORT`) and one listener per
+upstream broker, on PORT+1, PORT+2, ... in the order brokers are first seen (ephemeral ports when PORT is 0).
+Metadata, FindCoordinator and DescribeCluster answers name these listeners under the upstream brokers' own node
+ids, so every connection a client opens lands on the gateway, and a connection to a node listener is forwarded to
+that broker. The group coordinator of a group is one of those nodes (librdkafka drops a coordinator whose node id
+Metadata does not name); which one is a hash of the group id, as Kafka spreads groups over brokers, so that
+ListGroups sent to every broker lists each group once. Every gateway answers for every group: several may run side
+by side, and any of them serves any client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl as ssl_module
+import time
+import zlib
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+
+from gateway.upstream.control import Json, to_json
+from gateway.upstream.coordinator import CoordinatorClient
+from gateway.fast.fast_path import FastPath
+from gateway.front.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
+from gateway.security.acl import Authorizer
+from gateway.security.authentication import Authenticator
+from gateway.fast.member_id_round import MemberIdRound
+from gateway.security.topics import SecurityTopics
+from gateway.upstream.broker import Upstream, UpstreamSecurity
+from gateway.front.versions import Versions, advertised
+from state.api import CoordinatorConfig
+
+log = logging.getLogger(__name__)
+
+JOIN_GRACE_MS = 2000
+"""Added to a JoinGroup's rebalance timeout for the coordinator's batch latency. Kafka answers a JoinGroup within
+the rebalance timeout; clients wait that plus 3 s (librdkafka) or 5 s (Java, kafka-python), so an answer the
+coordinator gives late but within this grace still reaches them, and a gateway that gives up answers before they
+do."""
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    bootstrap_servers: str
+    listen_host: str
+    listen_port: int
+    advertised_host: str
+    requests_topic: str
+    responses_topic: str
+    kafka_config: dict[str, Any] = field(default_factory=dict)
+    """kafka-python settings of the control-topic clients (security)."""
+    upstream: UpstreamSecurity = UpstreamSecurity()
+    authenticator: Authenticator | None = None
+    """SASL on the listeners when set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."""
+    authorization: bool = False
+    """Kafka's ACLs enforced on every request (`gateway.security.authz`), from the security topics."""
+    ssl: ssl_module.SSLContext | None = None
+    """TLS on the listeners when set."""
+    request_timeout_ms: int = 25_000
+    """How long a group request other than JoinGroup waits for the coordinator: less than Kafka clients' default
+    request timeout (30 s), so they get COORDINATOR_NOT_AVAILABLE and retry rather than drop the connection."""
+    response_fetch_wait_ms: int = 50
+    """How long the broker may hold the fetch that reads the coordinator's answers (`client.transport`)."""
+    views_topic: str = "group-coordinator-views"
+    view_bound_ms: int = 2000
+    """How recent a group's view must be for the gateway to answer heartbeats and commits from it
+    (`gateway.fast.views`); 0: never (every request waits for the coordinator)."""
+    liveness_interval_ms: int = 5000
+    """The longest a heartbeat answered from a view waits before the coordinator hears of it
+    (`gateway.fast.fast_path`)."""
+    offset_fetch_from_view: bool = True
+    """Answer an OffsetFetch from a Stable group's view where that holds the group's offsets now
+    (`gateway.fast.fast_path`); False: the coordinator answers every one."""
+    offset_metadata_max_bytes: int = 4096
+    """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    connect_timeout_ms: int = 10_000
+    coordinator_config: CoordinatorConfig | None = None
+    """The coordinator's settings (the `group.*` properties, as the query reads them), for the member-id round the
+    gateway answers itself by the core's rules (`gateway.fast.member_id_round`); None: the coordinator answers it."""
+
+
+ALLOW_ALL = Authorizer(allow_everyone_if_no_acl_found=True)
+"""Who may do what while authorization is off: everyone everything (the SCRAM management APIs still ask)."""
+TOPIC_IDS_REFRESH_S = 1.0
+"""At most one metadata request per this long to learn topic ids the gateway does not know."""
+
+
+class Gateway:
+    def __init__(self, settings: GatewaySettings, coordinator: CoordinatorClient,
+                 security: SecurityTopics | None = None, fast_path: FastPath | None = None) -> None:
+        self.settings = settings
+        self.coordinator = coordinator
+        self.member_id_round = (None if settings.coordinator_config is None
+                                else MemberIdRound(coordinator, settings.coordinator_config))
+        self.security = security
+        """The ACLs and SCRAM credentials the gateway follows (when authorization or SCRAM is on)."""
+        self.fast_path = fast_path
+        """Heartbeats and commits answered from the groups' views (None: every request waits for the coordinator)."""
+        self.authorizing = settings.authorization and security is not None
+        self._topic_names: dict[bytes, str] = {}
+        self._topic_ids_learned = 0.0
+        self.list_groups_key = coordinator.client_id
+        self.brokers: dict[int, tuple[str, int]] = {}
+        """Upstream node id -> the broker's own address."""
+        self.versions: Versions = {}
+        self.features: Json = {}
+        """The upstream's ApiVersions fields other than the versions (features), passed on as they are."""
+        self._addresses: dict[int, tuple[str, int]] = {}
+        self._servers: list[asyncio.AbstractServer] = []
+        self._listener_lock = asyncio.Lock()
+        self.bootstrap_port = 0
+        from gateway.share.fetch import Shares
+
+        self.share = Shares(self)
+        """Share sessions and the share-partitions this process holds (ShareFetch, ShareAcknowledge)."""
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._learn_upstream()
+        s = self.settings
+        server = await asyncio.start_server(partial(self._serve, None), s.listen_host, s.listen_port, ssl=s.ssl,
+                                            limit=STREAM_BUFFER_BYTES)
+        self._servers.append(server)
+        self.bootstrap_port = server.sockets[0].getsockname()[1]
+        for node_id in sorted(self.brokers):
+            await self.node_address(node_id)
+
+    @property
+    def bootstrap_address(self) -> str:
+        return f"{self.settings.advertised_host}:{self.bootstrap_port}"
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for server in self._servers:
+            await server.wait_closed()
+        await self.share.close()
+        if self.fast_path is not None:
+            self.fast_path.close()
+
+    async def _serve(self, node_id: int | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        from gateway.front.connection import ClientConnection
+
+        try:
+            await ClientConnection(self, node_id, reader, writer).serve()
+        except asyncio.CancelledError:  # shutting down; Python 3.11's streams would log the cancellation
+            pass
+
+    # -- the upstream cluster ----------------------------------------------------------------------------------
+
+    async def _learn_upstream(self) -> None:
+        """API versions, features and brokers, asked of the first bootstrap server that answers."""
+        errors = []
+        for host, port in _addresses(self.settings.bootstrap_servers):
+            try:
+                upstream = await Upstream.connect(host, port, self.settings.upstream,
+                                                  self.settings.connect_timeout_ms / 1000)
+            except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
+                errors.append(f"{host}:{port}: {exc}")
+                continue
+            try:
+                answer = await upstream.request(ApiVersionsRequest[3](
+                    client_software_name="groupcoord-gateway", client_software_version="1"), 3, ApiVersionsResponse)
+                if answer.error_code != 0:  # an older broker answers v0 with its versions
+                    answer = await upstream.request(ApiVersionsRequest[0](), 0, ApiVersionsResponse)
+                upstream_versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+                self.features = {k: v for k, v in to_json(answer, 3).items() if k not in ("api_keys", "error_code")}
+                self.versions = advertised(upstream_versions, self.settings.authenticator is not None,
+                                           self.authorizing, self.security is not None)
+                version = min(upstream_versions.get(MetadataRequest.API_KEY, (0, 0))[1], 12)
+                metadata = await upstream.request(MetadataRequest[version](topics=[]), version, MetadataResponse)
+                self.learn_brokers((b.node_id, b.host, b.port) for b in metadata.brokers)
+                return
+            finally:
+                upstream.close()
+        raise ConnectionError(f"no upstream broker answered: {'; '.join(errors)}")
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """The current ACL snapshot (every request sees one consistent set)."""
+        return self.security.authorizer if self.authorizing else ALLOW_ALL
+
+    async def topic_names(self, ids: list[bytes]) -> dict[bytes, str]:
+        """Names of topic ids (Fetch v13+ names topics by id; ACLs name them by name). Ids the gateway has not
+        seen make it ask the cluster's metadata, at most once per TOPIC_IDS_REFRESH_S; unknown ones are left out."""
+        if any(i not in self._topic_names for i in ids) and \
+                time.monotonic() - self._topic_ids_learned > TOPIC_IDS_REFRESH_S:
+            self._topic_ids_learned = time.monotonic()
+            for host, port in self.upstream_addresses(None):
+                try:
+                    upstream = await Upstream.connect(host, port, self.settings.upstream,
+                                                      self.settings.connect_timeout_ms / 1000)
+                except (OSError, asyncio.TimeoutError, ConnectionError):
+                    continue
+                try:
+                    metadata = await upstream.request(MetadataRequest[12](topics=None), 12, MetadataResponse)
+                    self._topic_names.update((t.topic_id.bytes, t.name) for t in metadata.topics if t.name)
+                    break
+                finally:
+                    upstream.close()
+        return {i: self._topic_names[i] for i in ids if i in self._topic_names}
+
+    def learn_brokers(self, brokers: Any) -> None:
+        """(node_id, host, port) of upstream brokers, as a Metadata or DescribeCluster answer names them."""
+        for node_id, host, port in brokers:
+            self.brokers[node_id] = (host, port)
+
+    def upstream_addresses(self, node_id: int | None) -> list[tuple[str, int]]:
+        """Where a connection to `node_id`'s listener goes; the bootstrap listener's goes to any broker."""
+        if node_id is not None:
+            return [self.brokers[node_id]] if node_id in self.brokers else []
+        return list(self.brokers.values()) + _addresses(self.settings.bootstrap_servers)
+
+    async def node_address(self, node_id: int) -> tuple[str, int]:
+        """The gateway listener that stands for upstream node `node_id` (started on first use)."""
+        if node_id not in self._addresses:
+            async with self._listener_lock:
+                if node_id not in self._addresses:
+                    s = self.settings
+                    port = 0 if s.listen_port == 0 else s.listen_port + 1 + len(self._addresses)
+                    server = await asyncio.start_server(partial(self._serve, node_id), s.listen_host, port,
+                                                        ssl=s.ssl, limit=STREAM_BUFFER_BYTES)
+                    self._servers.append(server)
+                    self._addresses[node_id] = (s.advertised_host, server.sockets[0].getsockname()[1])
+                    log.info("node %d (upstream %s) on %s:%d", node_id, self.brokers.get(node_id),
+                             *self._addresses[node_id])
+        return self._addresses[node_id]
+
+    def coordinator_for(self, key: str) -> int | None:
+        """The node the gateway names as the coordinator of group `key` (None: no broker known)."""
+        nodes = sorted(self.brokers)
+        return nodes[zlib.crc32(key.encode("utf-8")) % len(nodes)] if nodes else None
+
+    # -- group requests ----------------------------------------------------------------------------------------
+
+    def timeout_s(self, api: str, request: Json) -> float:
+        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS)."""
+        if api == "JoinGroup":
+            rebalance = request.get("rebalance_timeout_ms")
+            if rebalance is None or rebalance < 0:
+                rebalance = request.get("session_timeout_ms", 0)
+            return (max(rebalance, 0) + JOIN_GRACE_MS) / 1000
+        return self.settings.request_timeout_ms / 1000
+
+
+def _addresses(servers: str) -> list[tuple[str, int]]:
+    out = []
+    for item in servers.split(","):
+        host, _, port = item.strip().rpartition(":")
+        out.append((host.strip("[]"), int(port)))
+    return out

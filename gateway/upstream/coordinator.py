@@ -1,0 +1,81 @@
+"""The coordinator as the gateway sees it: control requests out, their answers awaited on the event loop.
+
+Requests are written by the gateway's one producer (`gateway.upstream.appender`); answers are read with the client
+library's Kafka transport (matched by `request_id`, read from the response partitions of the keys asked about), with
+every response partition watched from the start, so sending never waits for the reader. A request the coordinator
+does not answer within its budget is answered by the gateway with COORDINATOR_NOT_AVAILABLE, as Kafka's coordinator
+answers a write that timed out: clients then look the coordinator up again and retry, which is what they do when a
+broker's coordinator moves. A late answer is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any, Awaitable
+
+from client.transport import KafkaTransport, encode_request
+from gateway.upstream.appender import Appender
+from gateway.upstream.control import Json, unanswered
+from state.api import Errors
+
+log = logging.getLogger(__name__)
+
+
+class CoordinatorClient:
+    def __init__(self, bootstrap_servers: str, requests_topic: str, responses_topic: str,
+                 kafka_config: dict[str, Any], loop: asyncio.AbstractEventLoop, fetch_max_wait_ms: int = 50,
+                 ready_timeout_s: float = 60.0) -> None:
+        """Blocks until the response topic is being read (call it before the event loop serves clients)."""
+        self.client_id = f"groupcoord-gateway-{uuid.uuid4().hex[:8]}"
+        self._transport = KafkaTransport(bootstrap_servers, requests_topic, responses_topic,
+                                         client_id=self.client_id, fetch_max_wait_ms=fetch_max_wait_ms,
+                                         producing=False, **kafka_config)
+        self._transport.watch_all(ready_timeout_s)
+        self.appender = Appender(bootstrap_servers, requests_topic, kafka_config, loop)
+
+    def call(self, key: str, body: Json, timeout_s: float) -> Awaitable[Json]:
+        """The coordinator's answer to `body`, or COORDINATOR_NOT_AVAILABLE's. `body` is written (keyed by `key`)
+        before this returns, so requests are written in the order of the calls."""
+        request_id, future = self._transport.expect(key)
+        written = self.appender.append(key, encode_request(body, request_id))
+        return self._answer(request_id, asyncio.wrap_future(future), written, body, timeout_s)
+
+    async def _answer(self, request_id: str, answer: asyncio.Future, written: asyncio.Future, body: Json,
+                      timeout_s: float) -> Json:
+        try:
+            # asyncio.wait, not wait_for: a timeout must not cancel the future the reader thread completes.
+            await asyncio.wait({answer, written}, timeout=timeout_s, return_when=asyncio.FIRST_EXCEPTION)
+        finally:
+            self._transport.forget(request_id)
+        if answer.done():
+            return answer.result()
+        if written.done() and written.exception() is not None:
+            log.warning("cannot send %s: %s", body.get("api"), written.exception())
+            return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE,
+                              f"the control topic cannot be written: {written.exception()}")
+        return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE,
+                          f"the coordinator did not answer within {timeout_s:.1f} s")
+
+    async def append(self, key: str, body: Json) -> tuple[str, asyncio.Future]:
+        """Append `body` (keyed by `key`) to the control topic; return its request id once the broker has
+        acknowledged it, and the future of the coordinator's answer (`forget` the id when done with it). Raises
+        what the append raised."""
+        request_id, answer = self._transport.expect(key)
+        try:
+            await self.appender.append(key, encode_request(body, request_id))
+        except BaseException:
+            self._transport.forget(request_id)
+            raise
+        return request_id, asyncio.wrap_future(answer)
+
+    def forget(self, request_id: str) -> None:
+        self._transport.forget(request_id)
+
+    def close(self) -> None:
+        for stop in (self.appender.close, self._transport.close):
+            try:
+                stop()
+            except Exception as exc:  # noqa: BLE001 - stopping with the cluster gone: unsent requests are dropped
+                log.warning("closing the control-topic clients: %s", exc)
