@@ -22,6 +22,9 @@ from state.errors import (
     CoordinatorError,
 )
 from state.group import ClassicGroup, GroupState
+from state.share import admin as share_admin
+from state.share import coordinator as share
+from state.share.group import ShareGroup
 from state.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
 from state.wire import simple_response
 
@@ -42,6 +45,8 @@ def fire_timers(ctx: Context) -> None:
             offsets.on_expiration_timer(ctx, group)
         elif isinstance(group, ConsumerGroup):
             consumer.fire_timer(ctx, group, key)
+        elif isinstance(group, ShareGroup):
+            share.fire_timer(ctx, group, key)
         elif key == JOIN:
             membership.on_join_timer(ctx, group)
         elif key == SYNC:
@@ -71,6 +76,10 @@ def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
         ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL))
     elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
         ctx.respond(_error(req, INVALID_GROUP_ID))
+    elif api in share.SHARE_APIS:
+        share.handle(ctx, req)
+    elif isinstance(ctx.group, ShareGroup) and api not in _ANY_KIND:
+        ctx.respond(_not_this_kind(req))
     elif isinstance(ctx.group, ConsumerGroup) and api in _MEMBERSHIP:
         _classic_request_to_consumer_group(ctx, req, new_member_id)
     elif new_member_id is not None and api == "JoinGroup":
@@ -97,6 +106,23 @@ def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id
     sync_directory(ctx)
 
 
+_ANY_KIND = frozenset({"DescribeGroups", "DeleteGroups"})
+"""The APIs every kind of group answers its own way; the others are one kind's (Kafka answers a share group's
+id with another kind's API as below)."""
+
+
+def _not_this_kind(req: Request) -> Response:
+    """Another kind's API on a share group, as Kafka answers it: a JoinGroup INCONSISTENT_GROUP_PROTOCOL, the rest
+    GROUP_ID_NOT_FOUND (the group exists, but not as the kind the API is for)."""
+    if req.api == "JoinGroup":
+        return simple_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id="")
+    kind = "consumer" if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "OffsetCommit",
+                                     "OffsetFetch", "OffsetDelete") else "classic"
+    if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe"):
+        return simple_response(req, GROUP_ID_NOT_FOUND, error_message=f"Group {req.group_id} is not a {kind} group.")
+    return simple_response(req, GROUP_ID_NOT_FOUND)
+
+
 _GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})
 """The APIs whose group id may not be "" (Kafka's INVALID_GROUP_ID); OffsetCommit, OffsetFetch, DescribeGroups
 and DeleteGroups accept it."""
@@ -109,14 +135,14 @@ def _error(req: Request, error: int) -> Response:
     return simple_response(req, error)
 
 
-def next_deadline(group: ClassicGroup | ConsumerGroup | None) -> int | None:
+def next_deadline(group: ClassicGroup | ConsumerGroup | ShareGroup | None) -> int | None:
     return earliest(group.timers.values()) if group is not None else None
 
 
 def _describe(ctx: Context, req: Request) -> None:
     group = ctx.group
-    if group is None or isinstance(group, ConsumerGroup):
-        # Kafka's answer for no group, and (below DescribeGroups v6) for a consumer group: Dead, nothing else
+    if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
+        # Kafka's answer for no group, and (below DescribeGroups v6) for a consumer or share group: Dead
         return ctx.respond(simple_response(req, NONE))
     stable = group.state == GroupState.STABLE
     members = tuple(
@@ -135,6 +161,13 @@ def _delete_groups(ctx: Context, req: Request) -> None:
     group = ctx.group
     if group is None:
         return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
+    if isinstance(group, ShareGroup):
+        try:
+            share_admin.validate_delete(group)
+        except CoordinatorError as exc:
+            return ctx.respond(simple_response(req, exc.code))
+        share.delete_group(ctx, group)
+        return ctx.respond(simple_response(req, NONE))
     if isinstance(group, ConsumerGroup):
         try:
             validate_delete(group)

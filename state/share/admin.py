@@ -33,10 +33,10 @@ from state.consumer.topics import MetadataImage
 from state.context import CoordinatorResult
 from state.errors import CoordinatorError, Errors
 from state.records import Record
-from state.share import grant as grants
+from state.share.partitions import grant as grants
 from state.share import records
 from state.share.group import InitializedTopic, Partitions, ShareGroup, SharePartitionKey, ShareSnapshot
-from state.share.partition import UNRESOLVED, PersistedState
+from state.share.partitions.partition import UNRESOLVED, PersistedState
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 UNKNOWN_TOPIC_OR_PARTITION_MESSAGE = "This server does not host this topic-partition."

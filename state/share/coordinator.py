@@ -10,6 +10,8 @@ as Kafka answers it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import msgspec
 
 from schemas.share_group import (
@@ -19,14 +21,18 @@ from schemas.share_group import (
     IncrementalAlterGroupConfigsRequest,
     IncrementalAlterGroupConfigsResponse,
     ShareGrantRequest,
+    ShareGrantResponse,
     ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
     ShareUpdateRequest,
 )
 from schemas.messages import Request
-from state.context import Context, CoordinatorResult
+from state.context import Context, CoordinatorResult, sync_directory
+from state.records import HeartbeatOwed
 from state.errors import CoordinatorError, Errors
-from state.share import admin, configs, heartbeat, holding
+from state.share import admin, configs, heartbeat
+from state.share.partitions import holding
 from state.share import records as share_records
 from state.share.configs import ShareSettings
 from state.share.group import ShareGroup
@@ -48,8 +54,11 @@ def settings(ctx: Context) -> ShareSettings:
     return ShareSettings.of(ctx.group_configs, ctx.config)
 
 
-def apply(ctx: Context, result: CoordinatorResult) -> None:
-    """What Kafka's runtime does with a result: records appended (replayed), responses sent, timers applied."""
+def apply(ctx: Context, result: CoordinatorResult, view_neutral: bool = False) -> None:
+    """What Kafka's runtime does with a result: records appended (replayed), responses sent, timers applied.
+    `view_neutral`: the records change no view (a holder's update changes durable state only)."""
+    if result.records and not view_neutral:
+        ctx.view_changed = True
     for record in result.records:
         ctx.append(record)
     for response in result.responses:
@@ -61,18 +70,6 @@ def apply(ctx: Context, result: CoordinatorResult) -> None:
         else:
             ctx.cancel(op.key)
     sync_directory(ctx)
-
-
-def sync_directory(ctx: Context) -> None:
-    """A group-epoch record with the state for ListGroups whenever the share group's state or member count
-    changed since the last one (as a consumer group's)."""
-    group = ctx.group
-    if not isinstance(group, ShareGroup):
-        return
-    now = [group.state.value, len(group.members)]
-    if group.directory != now:
-        ctx.append(share_records.group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
-                                             members=len(group.members)))
 
 
 def _not_a_share_group(ctx: Context, req: Request) -> bool:
@@ -89,7 +86,10 @@ def handle(ctx: Context, req: Request) -> None:
             return ctx.respond(ShareGroupHeartbeatResponse(
                 request_id=req.request_id, group_id=req.group_id, error_code=Errors.GROUP_ID_NOT_FOUND,
                 error_message=f"Group {req.group_id} is not a share group."))
-        return apply(ctx, heartbeat.share_group_heartbeat(group, req, env(ctx)))  # type: ignore[arg-type]
+        result = heartbeat.share_group_heartbeat(group, req, env(ctx))  # type: ignore[arg-type]
+        if isinstance(group, ShareGroup) and req.member_id in group.heartbeat_owed:  # type: ignore[attr-defined]
+            ctx.append(HeartbeatOwed(req.member_id, False))  # type: ignore[attr-defined]
+        return apply(ctx, result)
     if api == "ShareGroupDescribe":
         if group is None or not isinstance(group, ShareGroup):
             message = (f"Group {req.group_id} not found." if group is None
@@ -108,6 +108,32 @@ def handle(ctx: Context, req: Request) -> None:
         apply(ctx, admin.alter_share_group_offsets(share, req, ctx.image, ctx.batch_ms))  # type: ignore[arg-type]
     elif api == "DeleteShareGroupOffsets":
         apply(ctx, admin.delete_share_group_offsets(share, req, ctx.image, ctx.batch_ms))  # type: ignore[arg-type]
+
+
+def handle_heard(ctx: Context, req: ShareGroupHeartbeatRequest, heard_ms: int) -> int | None:
+    """A heartbeat a gateway answered "nothing changed" from the view, run as of when it was heard: applied (the
+    session restarted from then) only when it changes nothing, as answered; otherwise the member owes a heartbeat
+    (it leaves the view, its next one reaches the coordinator), its session restarting all the same when the
+    coordinator would have answered without an error. Returns the error decided, None where the answer would have
+    been another one without error (as `state.consumer.coordinator.handle_heard`)."""
+    group: ShareGroup = ctx.group  # type: ignore[assignment]
+    result = heartbeat.share_group_heartbeat(group, req, replace(env(ctx), now_ms=heard_ms))
+    response = result.response
+    error = response.error_code
+    unchanged = (error == Errors.NONE and not result.records and response.assignment is None
+                 and response.member_epoch == req.member_epoch)
+    session = heartbeat.share_session_timeout_key(req.member_id)
+    for op in result.timers:
+        if unchanged or (error == Errors.NONE and op.key == session):
+            if isinstance(op, Schedule):
+                ctx.schedule(op.key, op.deadline_ms)
+            else:
+                ctx.cancel(op.key)
+    if unchanged:
+        return Errors.NONE
+    if req.member_id in group.members and req.member_id not in group.heartbeat_owed:
+        ctx.append(HeartbeatOwed(req.member_id, True))
+    return error or None
 
 
 def delete_group(ctx: Context, group: ShareGroup) -> None:
@@ -142,19 +168,11 @@ def restart(ctx: Context, group: ShareGroup) -> None:
 
 # -- internal requests of the holders ------------------------------------------------------------------------------
 
-_GRANT = msgspec.json.Decoder(ShareGrantRequest)
-_UPDATE = msgspec.json.Decoder(ShareUpdateRequest)
-
-
 def handle_grant(ctx: Context, body: dict) -> list[str]:
     """A gateway's `ShareGrant`: answered (GROUP_ID_NOT_FOUND when the group is not a share group)."""
-    try:
-        request = msgspec.convert(body, ShareGrantRequest)
-    except msgspec.ValidationError as exc:
-        raise BadRequest(f"ShareGrant: {exc}") from None
+    request = _parsed(body, ShareGrantRequest)
     group = ctx.group
     if not isinstance(group, ShareGroup):
-        from schemas.share_group import ShareGrantResponse
         ctx.respond(ShareGrantResponse(request_id=request.request_id, group_id=request.group_id,
                                        error_code=Errors.GROUP_ID_NOT_FOUND,
                                        error_message=f"Group {request.group_id} is not a share group."))
@@ -166,15 +184,12 @@ def handle_grant(ctx: Context, body: dict) -> list[str]:
 def handle_update(ctx: Context, body: dict) -> list[str]:
     """A holder's `ShareUpdate`: no answer; each refused share-partition is a dead letter of the request, saying
     why (a fenced holder's late update, a stale state epoch, an impossible transition)."""
-    try:
-        request = msgspec.convert(body, ShareUpdateRequest)
-    except msgspec.ValidationError as exc:
-        raise BadRequest(f"ShareUpdate: {exc}") from None
+    request = _parsed(body, ShareUpdateRequest)
     group = ctx.group
     if not isinstance(group, ShareGroup):
         return [f"ShareUpdate: group {request.group_id} is not a share group"]
     updated = holding.share_update(group, request, ctx.batch_ms)
-    apply(ctx, updated.result)
+    apply(ctx, updated.result, view_neutral=True)
     return list(updated.refused)
 
 
@@ -203,3 +218,20 @@ def handle_describe_configs(ctx: Context, req: DescribeGroupConfigsRequest) -> N
                                  configs.GROUP_CONFIG_SOURCE if is_set else configs.DEFAULT_CONFIG_SOURCE, False,
                                  configs.CONFIG_TYPE[d.type], d.doc if req.include_documentation else None)
             for d, value, is_set in described)))
+
+
+def _parsed(body: dict, cls: type):
+    try:
+        return msgspec.convert(body, cls)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"{body.get('api')}: {exc}", body=body) from None
+
+
+def handle_alter_configs_body(ctx: Context, body: dict) -> list[str]:
+    handle_alter_configs(ctx, _parsed(body, IncrementalAlterGroupConfigsRequest))
+    return []
+
+
+def handle_describe_configs_body(ctx: Context, body: dict) -> list[str]:
+    handle_describe_configs(ctx, _parsed(body, DescribeGroupConfigsRequest))
+    return []

@@ -14,8 +14,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from state.share.grant import Grant
-from state.share.partition import PersistedState
+from state.group import Offsets
+from state.share.partitions.grant import Grant
+from state.share.partitions.partition import PersistedState
 
 Partitions = Mapping[str, frozenset[int]]
 """topic id -> partitions."""
@@ -91,6 +92,8 @@ class ShareGroup:
         self.timers: dict[str, int] = {}
         self.clock_ms = -1
         self.heartbeat_owed: set[str] = set()
+        self.offsets = Offsets()
+        """Always empty: a share group commits nothing (the shell's two-part store reads every kind alike)."""
         self.wanted: dict[SharePartitionKey, str] = {}
         """Share-partitions another gateway was refused while one holds them (`SharePartitionWanted`)."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
-from assignors import simple
+from assignors.server import simple
 from schemas.share_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     ShareGroupHeartbeatRequest,

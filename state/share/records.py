@@ -30,7 +30,7 @@ from schemas.share_group import (
 )
 from state.records import Record
 from state.share.group import InitializedTopic, Partitions, ShareGroupMember, ShareSnapshot
-from state.share.partition import StateBatch
+from state.share.partitions.partition import StateBatch
 
 
 def topic_partitions(partitions: Partitions) -> tuple[ShareTopicPartitions, ...]:

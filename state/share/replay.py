@@ -27,10 +27,10 @@ from schemas.share_group import (
     ShareTopicPartitions,
 )
 from state.records import Record
-from state.share.grant import Grant
+from state.share.partitions.grant import Grant
 from state.share.group import InitializedTopic, Partitions, ShareGroup, ShareGroupMember, ShareSnapshot
 from state.share.records import SharePartitionWanted
-from state.share.partition import PersistedState, RecordState, StateBatch
+from state.share.partitions.partition import PersistedState, RecordState, StateBatch
 
 
 class IllegalStateError(Exception):

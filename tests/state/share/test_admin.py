@@ -19,7 +19,7 @@ from schemas.share_group import (
 from state.config import CoordinatorConfig
 from state.errors import CoordinatorError, Errors
 from state.share import admin, configs
-from state.share.partition import PersistedState
+from state.share.partitions.partition import PersistedState
 from state.share.replay import replay
 from tests.state.share.support import FOO, Share
 from tests.state.share.test_holding import grant, update

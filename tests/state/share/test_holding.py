@@ -1,13 +1,13 @@
 """The query's side of the share-partitions (docs/share-groups.md): grants to gateways under a lease, the holders'
 updates replayed into the durable state and checked, the snapshot a new holder starts from. Driven as the runtime
-drives it, with the holder's own rules (`state.share.partition`) producing the updates."""
+drives it, with the holder's own rules (`state.share.partitions.partition`) producing the updates."""
 
 from __future__ import annotations
 
 from schemas.share_group import ShareGrantPartition, ShareGrantRequest, ShareUpdatePartition, ShareUpdateRequest
 from state.errors import Errors
-from state.share import holding
-from state.share.partition import (
+from state.share.partitions import holding
+from state.share.partitions.partition import (
     AcknowledgementBatch,
     Limits,
     PersistedState,

@@ -2,10 +2,10 @@
 keeps, and the holders' updates it replays into the durable state.
 
 `share_grant(group, request, env)` answers a gateway's take, renew or release of share-partitions of the group with
-the grant rules (`state.share.grant`); a take's answer carries the durable state the holder starts from. A lease is
+the grant rules (`state.share.partitions.grant`); a take's answer carries the durable state the holder starts from. A lease is
 a timer of the group (`share_lease_key`); when it fires the share-partition is FREE at the next epoch.
-`share_update(group, request, env)` applies a holder's `ShareUpdate` with `state.share.partition.apply_update`,
-after checking its grant epoch (`state.share.grant.accepts_update`) and its state epoch; it answers nothing (the
+`share_update(group, request, env)` applies a holder's `ShareUpdate` with `state.share.partitions.partition.apply_update`,
+after checking its grant epoch (`state.share.partitions.grant.accepts_update`) and its state epoch; it answers nothing (the
 holder answered its client before it appended) and returns why each refused share-partition was refused. Each
 change of a share-partition writes its snapshot (version 100); the shell keeps the last of a key per step.
 Leases use the step's time (`Env.batch_ms`), never a request's arrival time: no gateway's clock is compared with
@@ -25,11 +25,11 @@ from schemas.share_group import (
 from state.context import CoordinatorResult
 from state.errors import Errors
 from state.records import Record
-from state.share import grant as grants
+from state.share.partitions import grant as grants
 from state.share import records
 from state.share.group import ShareGroup, SharePartitionKey, ShareSnapshot
 from state.share.heartbeat import Env
-from state.share.partition import UNRESOLVED, PersistedState, RecordState, StateBatch, UpdateRefused, apply_update
+from state.share.partitions.partition import UNRESOLVED, PersistedState, RecordState, StateBatch, UpdateRefused, apply_update
 from state.timers import Cancel, Schedule, TimerOperation
 
 SHARE_LEASE_PREFIX = "share-lease:"
