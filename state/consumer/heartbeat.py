@@ -9,7 +9,7 @@ heartbeat, as Kafka's:
    subscribed topics' metadata (their metadata hash, KIP-1101) bumps the group epoch;
 2. when the group epoch is ahead of the target assignment's, the server-side assignor computes a new target
    (the members' preferred assignor, else the first of `group.consumer.assignors`);
-3. the member is reconciled towards its target (`state.consumer.reconciliation`), and its session timer re-armed.
+3. the member is reconciled towards its target (`state.consumer.assignment.reconciliation`), and its session timer re-armed.
 
 Epoch -1 leaves (the member is fenced: its records tombstoned, the group epoch bumped); -2 is a static member's
 temporary leave (it keeps its partitions, at epoch -2, until it rejoins with its instance id or its session
@@ -27,7 +27,7 @@ the group's scheduled timers (Kafka's `timer.isScheduled`) and the server-side a
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 from msgspec import UNSET, structs
@@ -45,25 +45,23 @@ from schemas.consumer_group import (
 from schemas.messages import API_VERSIONS
 from state import records
 from state.config import CoordinatorConfig
-from state.consumer.conversion import downgrade_record, validate_online_downgrade
+from state.consumer.migration.conversion import downgrade_record, validate_online_downgrade
 from state.consumer.group import ConsumerGroup, delete_records, subscription_type
 from state.consumer.interval import heartbeat_interval_ms
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions, partitions_of, same_partitions
-from state.consumer.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
-from state.consumer.regex import InvalidRegularExpression, compile_regex, matching_topics
-from state.consumer.target import ServerAssignor, build_target_assignment
-from state.consumer.topics import (
-    EMPTY_IMAGE,
-    MetadataImage,
+from state.consumer.assignment.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
+from state.topics.regex import InvalidRegularExpression, compile_regex, matching_topics
+from state.consumer.assignment.target import build_target_assignment
+from state.topics.image import (
     ResolvedRegularExpression,
     kafka_uuid,
     metadata_hash,
 )
-from state.context import CoordinatorResult
+from state.runtime.step import CoordinatorResult, Env
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
-from state.timers import (
+from state.runtime.timers import (
     CONSUMER_JOIN_TIMEOUT_PREFIX,
     CONSUMER_REBALANCE_TIMEOUT_PREFIX,
     CONSUMER_REGEX_REFRESH,
@@ -81,37 +79,6 @@ from state.timers import (
 
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 """Kafka's minimum time between two resolutions of a group's regular expressions."""
-
-
-@dataclass(frozen=True)
-class Env:
-    """What a handler reads besides the group and the request."""
-
-    now_ms: int
-    config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
-    image: MetadataImage = EMPTY_IMAGE
-    timers: Mapping[str, int] = field(default_factory=dict)
-    """The group's scheduled timers, key -> deadline."""
-    assignors: Mapping[str, ServerAssignor] | None = None
-    """By name; None: `group.consumer.assignors` from `assignors.registry`."""
-    waited_ms: int = 0
-    """How long the request waited for its batch: the heartbeat interval told grows with it
-    (`state.consumer.interval`)."""
-
-    def assignor(self, name: str) -> ServerAssignor:
-        if self.assignors is not None:
-            found = self.assignors.get(name)
-        else:
-            from assignors import registry
-
-            found = registry.get(name, kind="server") if name in self.config.group_consumer_assignors else None
-        if found is None:
-            raise CoordinatorError(Errors.UNKNOWN_SERVER_ERROR, f"The server assignor {name} is not configured.")
-        return found  # type: ignore[return-value]
-
-    @property
-    def assignor_names(self) -> tuple[str, ...]:
-        return tuple(self.assignors) if self.assignors is not None else self.config.group_consumer_assignors
 
 
 def _result(written: Iterable[Record] = (), response: object = None,

@@ -29,8 +29,8 @@ from schemas.share_group import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
-from state.consumer.topics import MetadataImage
-from state.context import CoordinatorResult
+from state.topics.image import MetadataImage
+from state.runtime.step import CoordinatorResult
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.share.partitions import grant as grants

@@ -10,8 +10,6 @@ as Kafka answers it.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import msgspec
 
 from schemas.share_group import (
@@ -28,7 +26,8 @@ from schemas.share_group import (
     ShareUpdateRequest,
 )
 from schemas.messages import Request
-from state.context import Context, CoordinatorResult, sync_directory
+from state.runtime.context import Context, sync_directory
+from state.runtime.step import CoordinatorResult
 from state.records import HeartbeatOwed
 from state.errors import CoordinatorError, Errors
 from state.share import admin, configs, heartbeat
@@ -36,7 +35,7 @@ from state.share.partitions import holding
 from state.share import records as share_records
 from state.share.configs import ShareSettings
 from state.share.group import ShareGroup
-from state.timers import Schedule
+from state.runtime.timers import Schedule
 from state.wire import BadRequest, simple_response
 
 SHARE_APIS = frozenset({"ShareGroupHeartbeat", "ShareGroupDescribe", "DescribeShareGroupOffsets",
@@ -45,9 +44,8 @@ CONFIG_APIS = frozenset({"IncrementalAlterGroupConfigs", "DescribeGroupConfigs"}
 
 
 def env(ctx: Context) -> heartbeat.Env:
-    group = ctx.group
-    return heartbeat.Env(ctx.now_ms, ctx.config, ctx.image, group.timers if group is not None else {},
-                         ctx.group_configs)
+    base = ctx.env()
+    return heartbeat.Env(base.now_ms, ctx.config, base.image, base.timers, ctx.group_configs, base.waited_ms)
 
 
 def settings(ctx: Context) -> ShareSettings:
@@ -55,20 +53,11 @@ def settings(ctx: Context) -> ShareSettings:
 
 
 def apply(ctx: Context, result: CoordinatorResult, view_neutral: bool = False) -> None:
-    """What Kafka's runtime does with a result: records appended (replayed), responses sent, timers applied.
-    `view_neutral`: the records change no view (a holder's update changes durable state only)."""
+    """The step loop's take of a result (`Context.apply`), then the directory sync. `view_neutral`: the records
+    change no view (a holder's update changes durable state only)."""
     if result.records and not view_neutral:
         ctx.view_changed = True
-    for record in result.records:
-        ctx.append(record)
-    for response in result.responses:
-        ctx.respond(response)
-    for op in result.timers:
-        if isinstance(op, Schedule):
-            if ctx.group is not None:
-                ctx.schedule(op.key, op.deadline_ms)
-        else:
-            ctx.cancel(op.key)
+    ctx.apply(result)
     sync_directory(ctx)
 
 
@@ -117,7 +106,7 @@ def handle_heard(ctx: Context, req: ShareGroupHeartbeatRequest, heard_ms: int) -
     coordinator would have answered without an error. Returns the error decided, None where the answer would have
     been another one without error (as `state.consumer.coordinator.handle_heard`)."""
     group: ShareGroup = ctx.group  # type: ignore[assignment]
-    result = heartbeat.share_group_heartbeat(group, req, replace(env(ctx), now_ms=heard_ms))
+    result = heartbeat.share_group_heartbeat(group, req, env(ctx).at(heard_ms))
     response = result.response
     error = response.error_code
     unchanged = (error == Errors.NONE and not result.records and response.assignment is None

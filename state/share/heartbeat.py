@@ -19,7 +19,7 @@ Kafka's messages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 from assignors.server import simple
@@ -31,15 +31,16 @@ from schemas.share_group import (
     ShareTopicPartitions,
 )
 from state.config import CoordinatorConfig
-from state.consumer.topics import EMPTY_IMAGE, MetadataImage, metadata_hash, topic_ids
-from state.context import CoordinatorResult
+from state.topics.image import MetadataImage, metadata_hash, topic_ids
+from state.runtime import step
+from state.runtime.step import CoordinatorResult
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
 from state.share import records
 from state.share.configs import ShareSettings
 from state.share.group import InitializedTopic, Partitions, ShareGroup, ShareGroupMember
-from state.timers import Cancel, Schedule, TimerOperation
+from state.runtime.timers import Cancel, Schedule, TimerOperation
 
 SHARE_SESSION_TIMEOUT_PREFIX = "share-session-timeout:"
 """+ member id: a share member's session; it is fenced when it expires."""
@@ -51,19 +52,25 @@ def share_session_timeout_key(member_id: str) -> str:
     return SHARE_SESSION_TIMEOUT_PREFIX + member_id
 
 
-@dataclass(frozen=True)
-class Env:
-    """What a handler reads besides the group and the request."""
+class Env(step.Env):
+    """What a share handler reads besides the group and the request: the one shape's `Env`, and the group id's
+    configs (a share group's settings: `ShareSettings`)."""
 
-    now_ms: int
-    config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
-    image: MetadataImage = EMPTY_IMAGE
-    timers: Mapping[str, int] = field(default_factory=dict)
-    group_configs: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = ("group_configs",)
+
+    def __init__(self, now_ms: int, config: CoordinatorConfig | None = None, image: MetadataImage | None = None,
+                 timers: Mapping[str, int] | None = None, group_configs: Mapping[str, str] | None = None,
+                 waited_ms: int = 0, topics: bytes | None = None) -> None:
+        super().__init__(now_ms, config, image, timers, waited_ms=waited_ms, topics=topics)
+        self.group_configs: Mapping[str, str] = group_configs if group_configs is not None else {}
 
     @property
     def settings(self) -> ShareSettings:
         return ShareSettings.of(self.group_configs, self.config)
+
+    def at(self, now_ms: int) -> Env:
+        """The same environment at another time (a heartbeat a gateway heard earlier)."""
+        return Env(now_ms, self.config, self.image, self.timers, self.group_configs, self.waited_ms)
 
 
 def _result(written: Iterable[Record] = (), response: object = None,

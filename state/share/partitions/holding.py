@@ -22,7 +22,7 @@ from schemas.share_group import (
     ShareGrantResponse,
     ShareUpdateRequest,
 )
-from state.context import CoordinatorResult
+from state.runtime.step import CoordinatorResult
 from state.errors import Errors
 from state.records import Record
 from state.share.partitions import grant as grants
@@ -30,7 +30,7 @@ from state.share import records
 from state.share.group import ShareGroup, SharePartitionKey, ShareSnapshot
 from state.share.heartbeat import Env
 from state.share.partitions.partition import UNRESOLVED, PersistedState, RecordState, StateBatch, UpdateRefused, apply_update
-from state.timers import Cancel, Schedule, TimerOperation
+from state.runtime.timers import Cancel, Schedule, TimerOperation
 
 SHARE_LEASE_PREFIX = "share-lease:"
 """+ topic id:partition: a share-partition's lease; it is freed when it fires."""

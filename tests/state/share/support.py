@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from state.config import CoordinatorConfig
-from state.consumer.topics import MetadataImage, TopicImage
-from state.context import CoordinatorResult
+from state.topics.image import MetadataImage, TopicImage
+from state.runtime.context import CoordinatorResult
 from state.share import heartbeat
 from state.share.group import ShareGroup
 from state.share.replay import replay
-from state.timers import Schedule
+from state.runtime.timers import Schedule
 
 T = 1_700_000_000_000
 FOO, BAR = "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"

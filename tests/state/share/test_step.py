@@ -9,7 +9,7 @@ import json
 
 from state.batch import TOPIC_METADATA_GROUP, StoredGroup, decode_configs, decode_state, load_group, step_group
 from state.config import CoordinatorConfig
-from state.directory import GroupDirectory
+from state.views.directory import GroupDirectory
 from state.errors import Errors
 from state.share.group import ShareGroup
 from state.share.partitions.holding import share_lease_key
