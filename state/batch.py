@@ -77,7 +77,8 @@ from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row,
 from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
 from state.offsets.values import Offsets, StoredOffset
 from state.classic.member_id_round import PENDING_MEMBER, handle_pending_member
-from state.classic.membership import reschedule_heartbeat
+from state.classic.membership import session
+from state.runtime.step import CoordinatorResult
 from state.offsets.handlers import offsets_can_expire
 from state.share import coordinator as share
 from state.share.group import ShareGroup
@@ -280,8 +281,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         elif isinstance(group, ShareGroup):
             share.restart(ctx, group)
         else:
-            for member in group.members.values():
-                reschedule_heartbeat(ctx, member)
+            env = ctx.env()
+            ctx.apply(CoordinatorResult([], [], [session(member, env) for member in group.members.values()]))
         clock = now_ms
     dead_letters = []
     fired_at = None

@@ -60,7 +60,7 @@ def apply(ctx: Context, result: CoordinatorResult, rebalance: bool = True) -> No
         else:
             ctx.cancel(op.key)
     if downgraded and rebalance:
-        membership.prepare_rebalance(ctx, ctx.group)  # type: ignore[arg-type]
+        ctx.apply(membership.prepare_rebalance(ctx.group, ctx.env()))  # type: ignore[arg-type]
 
 
 def _load_classic_group(ctx: Context, record: Record) -> None:
@@ -68,8 +68,9 @@ def _load_classic_group(ctx: Context, record: Record) -> None:
         ctx.create_group()
     ctx.append(record)
     ctx.append(GroupLoaded(ctx.group.persisted))  # type: ignore[union-attr]
-    for member in ctx.group.members.values():  # type: ignore[union-attr]
-        membership.reschedule_heartbeat(ctx, member)
+    env = ctx.env()
+    ctx.apply(CoordinatorResult([], [], [membership.session(member, env)
+                                         for member in ctx.group.members.values()]))  # type: ignore[union-attr]
 
 
 def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:

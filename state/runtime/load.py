@@ -27,7 +27,8 @@ from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
 from state.runtime.context import Context
 from state.classic.group import ClassicGroup
-from state.classic.membership import prepare_rebalance, reschedule_heartbeat
+from state.classic.membership import prepare_rebalance, session
+from state.runtime.step import CoordinatorResult
 from state.share import coordinator as share
 from state.share.group import ShareGroup
 from state.records import GroupLoaded, decode_record
@@ -94,8 +95,8 @@ def on_loaded(ctx: Context) -> None:
         return share.restart(ctx, group)
     if group.directory is not None:  # a group metadata record was loaded: its members come back
         ctx.append(GroupLoaded(group.persisted))  # type: ignore[arg-type]
-        for member in group.members.values():
-            reschedule_heartbeat(ctx, member)
+        env = ctx.env()
+        ctx.apply(CoordinatorResult([], [], [session(member, env) for member in group.members.values()]))
     ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
     if len(group.members) > ctx.config.group_max_size:
-        prepare_rebalance(ctx, group)
+        ctx.apply(prepare_rebalance(group, ctx.env()))

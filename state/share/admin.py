@@ -31,6 +31,7 @@ from schemas.share_group import (
 )
 from state.topics.image import MetadataImage
 from state.runtime.step import CoordinatorResult
+from state.runtime.timers import Cancel
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.share.partitions import grant as grants
@@ -206,6 +207,12 @@ def validate_delete(group: ShareGroup) -> None:
     if group.members:
         raise CoordinatorError(Errors.NON_EMPTY_GROUP, "The group is not empty.")
     _throw_if_busy(group)
+
+
+def delete_group(group: ShareGroup) -> CoordinatorResult:
+    """DeleteGroups of a share group `validate_delete` let through: its tombstones and its timers cancelled. Its
+    configs stay with the group id, as Kafka's (they live in the cluster's metadata, not in the group)."""
+    return CoordinatorResult(delete_records(group), [], [Cancel(key) for key in sorted(group.timers)])
 
 
 def delete_records(group: ShareGroup) -> list[Record]:

@@ -125,17 +125,6 @@ def handle_heard(ctx: Context, req: ShareGroupHeartbeatRequest, heard_ms: int) -
     return error or None
 
 
-def delete_group(ctx: Context, group: ShareGroup) -> None:
-    """DeleteGroups of a share group (validated by the caller with `admin.validate_delete`): its tombstones, its
-    timers cancelled, its configs gone."""
-    for key in sorted(group.timers):
-        ctx.cancel(key)
-    for record in admin.delete_records(group):
-        ctx.append(record)
-    if ctx.group_configs:
-        ctx.append(share_records.group_config(ctx.group_id, {}))
-
-
 def fire_timer(ctx: Context, group: ShareGroup, key: str) -> None:
     if key.startswith(heartbeat.SHARE_SESSION_TIMEOUT_PREFIX):
         apply(ctx, heartbeat.on_session_timeout(group, key[len(heartbeat.SHARE_SESSION_TIMEOUT_PREFIX):], env(ctx)))

@@ -31,7 +31,7 @@ from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
 from state.runtime.context import Context
-from state.runtime.step import CoordinatorResult
+from state.runtime.step import CoordinatorResult, answer
 from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
@@ -159,19 +159,19 @@ def commit_answer(response: OffsetCommitResponse) -> CommitAnswer:
         for t in response.topics for p in t.partitions if p.error_code != response.error_code))
 
 
-def settle_commit(ctx: Context, req: OffsetCommitRequest, response: OffsetCommitResponse) -> None:
-    """Send the coordinator's answer, unless a gateway answered already: then compare."""
+def settle_commit(req: OffsetCommitRequest, response: OffsetCommitResponse) -> CoordinatorResult:
+    """The coordinator's answer, unless a gateway answered already: then the comparison of the two."""
     if req.answered is None:
-        return ctx.respond(response)
+        return answer(response)
     decided = commit_answer(response)
     detail = "" if decided.partition_errors == req.answered.partition_errors else \
         f"partitions answered {_errors(req.answered)}, decided {_errors(decided)}"
-    ctx.fast_answers.append(FastAnswer("OffsetCommit", req.member_id, req.answered.error_code, decided.error_code,
-                                       detail))
+    return CoordinatorResult(fast_answers=[FastAnswer("OffsetCommit", req.member_id, req.answered.error_code,
+                                                      decided.error_code, detail)])
 
 
-def _errors(answer: CommitAnswer) -> str:
-    return ", ".join(f"{e.topic}-{e.partition}: {e.error_code}" for e in answer.partition_errors) or "none"
+def _errors(given: CommitAnswer) -> str:
+    return ", ".join(f"{e.topic}-{e.partition}: {e.error_code}" for e in given.partition_errors) or "none"
 
 
 def handle_liveness(ctx: Context, body: dict) -> list[str]:
