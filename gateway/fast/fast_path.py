@@ -46,6 +46,7 @@ from gateway.fast.holds import Holds
 from gateway.fast.views import ViewFollower
 from state.api import (BadRequest, Errors, PublishedView, commit_from_view, commit_response,
                        consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
+                       share_heartbeat_from_view,
                        heartbeat_from_view)
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,9 @@ def _may_change_group(api: str, body: Json) -> bool:
     """A KIP-848 heartbeat that declares something (a join, a leave, owned partitions, a subscription): its answer
     may change what the group's other heartbeats are answered. (A classic JoinGroup is answered only once its join
     phase ends: its answer cannot release a hold, docs/gateway.md.)"""
+    if api == "ShareGroupHeartbeat":
+        return (body.get("member_epoch", 0) <= 0 or body.get("rack_id") is not None
+                or body.get("subscribed_topic_names") is not None)
     if api != "ConsumerGroupHeartbeat":
         return False
     try:
@@ -154,7 +158,7 @@ class FastPath:
         view decides it; None, or an awaitable that gives None: ask the coordinator."""
         if api == "Heartbeat":
             return self._heartbeat(body)
-        if api == "ConsumerGroupHeartbeat":
+        if api in ("ConsumerGroupHeartbeat", "ShareGroupHeartbeat"):
             return self._consumer_heartbeat(body)
         if api == "OffsetCommit":
             return self._commit(body)
@@ -240,7 +244,7 @@ class FastPath:
         return _at_once({"throttle_time_ms": 0, "error_code": error})
 
     def _consumer_heartbeat(self, body: Json) -> Awaitable[Json | None] | None:
-        """A consumer group's (KIP-848) heartbeat that changes nothing for its member: answered at once, and heard
+        """A consumer group's (KIP-848) or share group's (KIP-932) heartbeat that changes nothing for its member: answered at once, and heard
         in the group's Liveness request like a classic one (its member epoch as the generation). While the group is
         held (`_holds`), it waits for the view that follows (at most HOLD_WAIT_S), then is answered from it or asks
         the coordinator: forwarding it at once would cost the same batch and write a request to the group's
@@ -259,10 +263,15 @@ class FastPath:
         view, req = self._request(body)
         if req is None:
             return None
-        response = consumer_heartbeat_from_view(view, req)
+        if req.api == "ShareGroupHeartbeat":
+            response = share_heartbeat_from_view(view, req)
+            instance = None
+        else:
+            response = consumer_heartbeat_from_view(view, req)
+            instance = req.instance_id
         if response is None:
             return None
-        self.heartbeats.heard(req.group_id, view, req.member_id, req.instance_id, req.member_epoch, req.principal,
+        self.heartbeats.heard(req.group_id, view, req.member_id, instance, req.member_epoch, req.principal,
                               response.error_code)
         return _at_once(msgspec.to_builtins(response))
 

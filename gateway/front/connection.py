@@ -59,7 +59,7 @@ UNSUPPORTED_SASL_MECHANISM = 33
 SASL_AUTHENTICATION_FAILED = 58
 SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})
-FAST_APIS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat", "OffsetCommit"})
+FAST_APIS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "OffsetCommit"})
 """Group requests a gateway may answer from the group's view (`gateway.fast.fast_path`; OffsetFetch apart: one request
 may name several groups)."""
 
@@ -390,7 +390,7 @@ class ClientConnection:
             self._authenticated, self.principal = True, self._exchange.principal
 
 
-_CLIENT_NAMED = frozenset({"JoinGroup", "ConsumerGroupHeartbeat"})
+_CLIENT_NAMED = frozenset({"JoinGroup", "ConsumerGroupHeartbeat", "ShareGroupHeartbeat"})
 """The requests whose member the coordinator shows with the client's id and host (DescribeGroups,
 ConsumerGroupDescribe)."""
 

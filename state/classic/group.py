@@ -16,7 +16,6 @@ import base64
 import binascii
 import enum
 import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 

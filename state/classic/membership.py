@@ -5,9 +5,12 @@ Java behaviour is taken and marked "Java:". Requests Kafka parks (JoinGroup unti
 SyncGroup until the leader's assignment) are kept on the member (`Member.join`/`Member.sync`) and answered when
 the group gets there, from whichever request or timer gets it there.
 
-The handlers here decide and change nothing themselves: they read the group and append records
-(`state.records`, replayed at once by `state.runtime.context`), answer, and schedule or cancel timers. The group-id check
-and the API-level checks come before any of them, in `state.runtime.coordinator.handle`.
+The handlers have the one shape (`state.runtime.step`): (group, request, env) -> `CoordinatorResult`. They
+decide and change nothing themselves: they read the group and return records (`state.records`), responses and
+timer operations. Where Kafka's classic code reads what it just changed (a JoinGroup adds a member, then asks
+whether everyone has joined), the sub-results are composed with `then`, which replays one onto the group before
+the next is decided. The group-id check and the API-level checks come before any of them, in
+`state.runtime.coordinator`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from schemas.messages import (
 from state import rules
 from state.classic import server_assignment
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
-from state.runtime.context import Context
+from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.errors import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
@@ -42,6 +45,7 @@ from state.classic.group import ClassicGroup, GroupState, Member, Parked
 from state.records import (
     AssignmentsSet,
     GenerationStarted,
+    GroupCreated,
     JoinCompleted,
     JoinParked,
     JoinPhaseChanged,
@@ -59,7 +63,7 @@ from state.records import (
     SyncReceived,
     group_record,
 )
-from state.runtime.timers import JOIN, SYNC, heartbeat_key
+from state.runtime.timers import JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, Schedule, heartbeat_key, next_retention_check
 from state.wire import join_response, parked_join_response, simple_response, sync_response
 
 EMPTY = GroupState.EMPTY
@@ -68,28 +72,55 @@ COMPLETING = GroupState.COMPLETING_REBALANCE
 STABLE = GroupState.STABLE
 
 
+# -- the small results every handler here is made of ---------------------------------------------------------
+
+def _records(*records) -> CoordinatorResult:
+    return CoordinatorResult(list(records))
+
+
+def _timer(key: str, deadline_ms: int) -> CoordinatorResult:
+    """Arm the timer `key` at `deadline_ms`, replacing its deadline if it is armed (CoordinatorTimer.schedule)."""
+    return CoordinatorResult([], [], [Schedule(key, deadline_ms)])
+
+
+def _cancel(group: ClassicGroup | None, key: str) -> CoordinatorResult:
+    """Cancel the timer `key` if it is armed (a cancel of a timer that is not is no operation)."""
+    return CoordinatorResult([], [], [Cancel(key)]) if group is not None and key in group.timers else NOTHING
+
+
+def _session(member: Member, env: Env, timeout_ms: int | None = None) -> CoordinatorResult:
+    return CoordinatorResult([], [], [session(member, env, timeout_ms)])
+
+
+def create_group(group_id: str, env: Env) -> CoordinatorResult:
+    """A new Empty group (generation 0), as Kafka's getOrMaybeCreateClassicGroup, with its retention check
+    scheduled. Its first written record (Java writes an empty GroupMetadata record for a group a JoinGroup creates)
+    comes from the directory sync (`state.runtime.context.sync_directory`)."""
+    return CoordinatorResult([GroupCreated(group_id, env.now_ms)], [],
+                             [Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))])
+
+
 # -- JoinGroup ---------------------------------------------------------------------------------------------------
 
-def handle_join(ctx: Context, req: JoinGroupRequest, new_member_id: str | None = None) -> None:
+def join(group: ClassicGroup | None, req: JoinGroupRequest, env: Env,
+         new_member_id: str | None = None) -> CoordinatorResult:
     """`new_member_id`: the id a new member gets instead of a generated one (a member-id round the gateway
     answered, `state.classic.member_id_round`)."""
     member_id = req.member_id
-    session = req.session_timeout_ms
-    if not ctx.config.group_min_session_timeout_ms <= session <= ctx.config.group_max_session_timeout_ms:
-        return ctx.respond(join_response(req, INVALID_SESSION_TIMEOUT, member_id=member_id))
-    group = ctx.group
+    session_timeout = req.session_timeout_ms
+    if not env.config.group_min_session_timeout_ms <= session_timeout <= env.config.group_max_session_timeout_ms:
+        return answer(join_response(req, INVALID_SESSION_TIMEOUT, member_id=member_id))
+    done = NOTHING
     if group is None:
         if member_id != "":
-            return ctx.respond(join_response(req, UNKNOWN_MEMBER_ID, member_id=member_id))
-        group = ctx.create_group()
-    if not _accept_joining_member(group, member_id, ctx.config.group_max_size):
+            return answer(join_response(req, UNKNOWN_MEMBER_ID, member_id=member_id))
+        group, done = then(group, done, create_group(req.group_id, env))
+    if not _accept_joining_member(group, member_id, env.config.group_max_size):
         # Kafka removes the refused member (or pending member) and does not rebalance for it.
-        remove_member(ctx, group, member_id)
-        return ctx.respond(join_response(req, GROUP_MAX_SIZE_REACHED))
+        return done + remove_member(group, member_id) + answer(join_response(req, GROUP_MAX_SIZE_REACHED))
     if member_id == "":
-        _join_new_member(ctx, group, req, new_member_id)
-    else:
-        _join_existing_member(ctx, group, req)
+        return done + _join_new_member(group, req, env, new_member_id)
+    return done + _join_existing_member(group, req, env)
 
 
 def _accept_joining_member(group: ClassicGroup, member_id: str, max_size: int) -> bool:
@@ -107,63 +138,59 @@ def _protocols(req: JoinGroupRequest) -> list[tuple[str, str]]:
     return [(p.name, p.metadata) for p in req.protocols]
 
 
-def _join_new_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest, new_id: str | None) -> None:
+def _join_new_member(group: ClassicGroup, req: JoinGroupRequest, env: Env, new_id: str | None) -> CoordinatorResult:
     if not group.supports_protocols(req.protocol_type, _protocols(req)):
-        return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL))
+        return answer(join_response(req, INCONSISTENT_GROUP_PROTOCOL))
     instance = req.group_instance_id
     if new_id is None:
         new_id = group.member_id_for(instance if instance is not None else req.client_id, req.request_id,
-                                     ctx.now_ms)
+                                     env.now_ms)
     if instance is None and req.version >= 4:
         # KIP-394: hand out the id and wait for the member to come back with it; the group does not change.
-        ctx.append(PendingMemberAdded(new_id, group.id_counter + 1))
-        ctx.schedule(heartbeat_key(new_id), ctx.now_ms + req.session_timeout_ms)
-        return ctx.respond(join_response(req, MEMBER_ID_REQUIRED, member_id=new_id))
-    ctx.append(MemberIdIssued(group.id_counter + 1))
+        return CoordinatorResult([PendingMemberAdded(new_id, group.id_counter + 1)],
+                                 [join_response(req, MEMBER_ID_REQUIRED, member_id=new_id)],
+                                 [Schedule(heartbeat_key(new_id), env.now_ms + req.session_timeout_ms)])
+    group, done = then(group, NOTHING, _records(MemberIdIssued(group.id_counter + 1)))
     if instance is not None:
         existing = group.static_members.get(instance)
         if existing is None:
-            _add_member_then_rebalance_or_complete(ctx, group, req, new_id)
-        else:
-            try:
-                group.authorize(existing, req.principal)  # taking over a static member acts on it
-            except CoordinatorError as exc:
-                return ctx.respond(join_response(req, exc.code))
-            _replace_static_member_then_rebalance_or_complete(ctx, group, req, existing, new_id)
-    else:
-        _add_member_then_rebalance_or_complete(ctx, group, req, new_id)
+            return done + _add_member_then_rebalance_or_complete(group, req, new_id, env)
+        try:
+            group.authorize(existing, req.principal)  # taking over a static member acts on it
+        except CoordinatorError as exc:
+            return done + answer(join_response(req, exc.code))
+        return done + _replace_static_member_then_rebalance_or_complete(group, req, existing, new_id, env)
+    return done + _add_member_then_rebalance_or_complete(group, req, new_id, env)
 
 
-def _join_existing_member(ctx: Context, group: ClassicGroup, req: JoinGroupRequest) -> None:
+def _join_existing_member(group: ClassicGroup, req: JoinGroupRequest, env: Env) -> CoordinatorResult:
     member_id = req.member_id
     protocols = _protocols(req)
     if not group.supports_protocols(req.protocol_type, protocols):
-        return ctx.respond(join_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+        return answer(join_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
     if member_id in group.pending_members:
         if req.group_instance_id is not None:
             # Kafka never makes a static member pending; it throws here. We answer instead of failing.
-            return ctx.respond(join_response(req, INVALID_REQUEST, member_id=member_id))
-        return _add_member_then_rebalance_or_complete(ctx, group, req, member_id)
+            return answer(join_response(req, INVALID_REQUEST, member_id=member_id))
+        return _add_member_then_rebalance_or_complete(group, req, member_id, env)
     try:
         group.validate_member(member_id, req.group_instance_id, req.principal)
     except CoordinatorError as exc:
-        return ctx.respond(join_response(req, exc.code, member_id=member_id))
+        return answer(join_response(req, exc.code, member_id=member_id))
     member = group.members[member_id]
     if group.state == PREPARING:
-        _update_member_then_rebalance_or_complete(ctx, group, member, req)
-    elif group.state == COMPLETING:
+        return _update_member_then_rebalance_or_complete(group, member, req, env)
+    if group.state == COMPLETING:
         if member.matches(protocols):
             # The member lost the JoinGroup response: give it the current generation again.
-            ctx.respond(_current_generation_join_response(group, req, member_id,
-                                                          with_members=group.leader == member_id))
-        else:
-            _update_member_then_rebalance_or_complete(ctx, group, member, req)
-    elif group.leader == member_id or not member.matches(protocols):
+            return answer(_current_generation_join_response(group, req, member_id,
+                                                            with_members=group.leader == member_id))
+        return _update_member_then_rebalance_or_complete(group, member, req, env)
+    if group.leader == member_id or not member.matches(protocols):
         # Stable (an Empty group has no members to validate). A leader's JoinGroup always rebalances: it is
         # how a leader asks for a new assignment.
-        _update_member_then_rebalance_or_complete(ctx, group, member, req)
-    else:
-        ctx.respond(_current_generation_join_response(group, req, member_id, with_members=False))
+        return _update_member_then_rebalance_or_complete(group, member, req, env)
+    return answer(_current_generation_join_response(group, req, member_id, with_members=False))
 
 
 def _current_generation_join_response(group: ClassicGroup, req: JoinGroupRequest, member_id: str, *,
@@ -195,195 +222,198 @@ def _new_member(req: JoinGroupRequest, member_id: str) -> Member:
     )
 
 
-def _update_member(ctx: Context, member: Member, req: JoinGroupRequest) -> None:
+def _update_member(member: Member, req: JoinGroupRequest) -> CoordinatorResult:
     """The member as this JoinGroup describes it, its JoinGroup parked."""
-    ctx.append(MemberUpdated(member.member_id, _protocols(req), req.rebalance_timeout_ms, req.session_timeout_ms,
-                             _topic_partitions(req), Parked(req.request_id, req.version)))
+    return _records(MemberUpdated(member.member_id, _protocols(req), req.rebalance_timeout_ms,
+                                  req.session_timeout_ms, _topic_partitions(req), Parked(req.request_id, req.version)))
 
 
-def _add_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: JoinGroupRequest,
-                                           member_id: str) -> None:
+def _add_member_then_rebalance_or_complete(group: ClassicGroup, req: JoinGroupRequest, member_id: str,
+                                           env: Env) -> CoordinatorResult:
     member = _new_member(req, member_id)
+    added = []
     if group.state == PREPARING and group.previous_state == EMPTY and not group.new_member_added:
         # Java: any member added during a rebalance that started from Empty extends the initial delay
         # (Scala only while generation == 0).
-        ctx.append(JoinPhaseChanged(True, group.initial_delay))
-    ctx.append(MemberAdded(member))
+        added.append(JoinPhaseChanged(True, group.initial_delay))
+    added.append(MemberAdded(member))
     # New members cannot heartbeat yet; they are cut after the new-member join timeout instead.
-    reschedule_heartbeat(ctx, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-    _maybe_prepare_rebalance_or_complete_join(ctx, group)
+    group, done = then(group, NOTHING, CoordinatorResult(added, [], [session(member, env, NEW_MEMBER_JOIN_TIMEOUT_MS)]))
+    return done + _maybe_prepare_rebalance_or_complete_join(group, env)
 
 
-def _update_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, member: Member,
-                                              req: JoinGroupRequest) -> None:
-    _update_member(ctx, member, req)
-    _maybe_prepare_rebalance_or_complete_join(ctx, group)
+def _update_member_then_rebalance_or_complete(group: ClassicGroup, member: Member, req: JoinGroupRequest,
+                                              env: Env) -> CoordinatorResult:
+    group, done = then(group, NOTHING, _update_member(member, req))
+    return done + _maybe_prepare_rebalance_or_complete_join(group, env)
 
 
-def _replace_static_member_then_rebalance_or_complete(ctx: Context, group: ClassicGroup, req: JoinGroupRequest,
-                                                      old_id: str, new_id: str) -> None:
+def _replace_static_member_then_rebalance_or_complete(group: ClassicGroup, req: JoinGroupRequest, old_id: str,
+                                                      new_id: str, env: Env) -> CoordinatorResult:
     """KIP-345: a restarted static member takes over its old member id's place, assignment included; the old
     incarnation is fenced at once if it still waits for an answer."""
     current_leader = group.leader
     old = group.members[old_id]
-    _answer_parked(ctx, group, old, FENCED_INSTANCE_ID, member_id=old_id)
+    done = _answer_parked(group, old, FENCED_INSTANCE_ID, member_id=old_id)
     new = Member(new_id, old.group_instance_id, old.client_id, old.client_host, old.rebalance_timeout_ms,
                  old.session_timeout_ms, old.protocol_type, old.protocols, old.assignment,
                  topic_partitions=old.topic_partitions, principal=req.principal)
-    ctx.append(StaticMemberReplaced(old_id, new))
-    ctx.cancel(heartbeat_key(old_id))
+    group, done = then(group, done, _records(StaticMemberReplaced(old_id, new)))
+    group, done = then(group, done, _cancel(group, heartbeat_key(old_id)))
     # Re-armed with the old session timeout, before the request's timeouts are stored (as Kafka).
-    reschedule_heartbeat(ctx, new)
-    _update_member(ctx, new, req)
+    group, done = then(group, done, _session(new, env))
+    group, done = then(group, done, _update_member(new, req))
     if group.state == STABLE:
         if group.protocol_name == group.select_protocol():
             # No rebalance: persist the new member id and answer at once at the current generation.
-            ctx.append(JoinParked(new_id, None))
-            ctx.append(group_record(group, persist=True))
+            group, done = then(group, done, _records(JoinParked(new_id, None)))
+            group, done = then(group, done, _records(group_record(group, persist=True)))
             skip = req.version >= 9
             is_leader = group.leader == new_id
-            ctx.respond(_current_generation_join_response(
+            return done + answer(_current_generation_join_response(
                 group, req, new_id, with_members=skip and is_leader,
                 leader=group.leader if skip else current_leader, skip_assignment=skip and is_leader,
             ))
-        else:
-            prepare_rebalance(ctx, group)
-    elif group.state == COMPLETING:
-        prepare_rebalance(ctx, group)
-    else:
-        maybe_complete_join_phase(ctx, group)
+        return done + prepare_rebalance(group, env)
+    if group.state == COMPLETING:
+        return done + prepare_rebalance(group, env)
+    return done + maybe_complete_join_phase(group, env)
 
 
 # -- the join phase ----------------------------------------------------------------------------------------------
 
-def _maybe_prepare_rebalance_or_complete_join(ctx: Context, group: ClassicGroup) -> None:
+def _maybe_prepare_rebalance_or_complete_join(group: ClassicGroup, env: Env) -> CoordinatorResult:
     if group.can_rebalance():
-        prepare_rebalance(ctx, group)
-    else:
-        maybe_complete_join_phase(ctx, group)
+        return prepare_rebalance(group, env)
+    return maybe_complete_join_phase(group, env)
 
 
-def prepare_rebalance(ctx: Context, group: ClassicGroup) -> None:
+def prepare_rebalance(group: ClassicGroup, env: Env) -> CoordinatorResult:
+    done = NOTHING
     if group.state == COMPLETING:
-        _reset_and_propagate_assignment_with_error(ctx, group, REBALANCE_IN_PROGRESS)
+        group, done = then(group, done, _reset_and_propagate_assignment_with_error(group, REBALANCE_IN_PROGRESS,
+                                                                                 env))
     if group.pending_sync:
-        ctx.append(PendingSyncCleared())
-    ctx.cancel(SYNC)
+        group, done = then(group, done, _records(PendingSyncCleared()))
+    group, done = then(group, done, _cancel(group, SYNC))
     initial = group.state == EMPTY
-    ctx.append(StateChanged(PREPARING, ctx.now_ms))
+    group, done = then(group, done, _records(StateChanged(PREPARING, env.now_ms)))
     if initial:
         # KIP-134: hold the first rebalance of an Empty group so that more members can join it.
-        delay = ctx.config.group_initial_rebalance_delay_ms
-        ctx.append(JoinPhaseChanged(group.new_member_added, (delay, max(group.rebalance_timeout_ms() - delay, 0))))
-        ctx.schedule(JOIN, ctx.now_ms + delay)
-    elif group.has_all_members_joined():
-        complete_join(ctx, group)
-    else:
-        if group.initial_delay is not None:
-            ctx.append(JoinPhaseChanged(group.new_member_added, None))
-        ctx.schedule(JOIN, ctx.now_ms + group.rebalance_timeout_ms())
+        delay = env.config.group_initial_rebalance_delay_ms
+        phase = JoinPhaseChanged(group.new_member_added, (delay, max(group.rebalance_timeout_ms() - delay, 0)))
+        return then(group, done, CoordinatorResult([phase], [], [Schedule(JOIN, env.now_ms + delay)]))[1]
+    if group.has_all_members_joined():
+        return done + complete_join(group, env)
+    if group.initial_delay is not None:
+        group, done = then(group, done, _records(JoinPhaseChanged(group.new_member_added, None)))
+    return done + _timer(JOIN, env.now_ms + group.rebalance_timeout_ms())
 
 
-def maybe_complete_join_phase(ctx: Context, group: ClassicGroup) -> None:
+def maybe_complete_join_phase(group: ClassicGroup, env: Env) -> CoordinatorResult:
     """Complete as soon as everyone re-joined, except during the initial delay, which is never cut short."""
     if group.state == PREPARING and group.has_all_members_joined() and group.previous_state != EMPTY:
-        complete_join(ctx, group)
+        return complete_join(group, env)
+    return NOTHING
 
 
-def on_join_timer(ctx: Context, group: ClassicGroup) -> None:
+def on_join_timer(group: ClassicGroup, env: Env) -> CoordinatorResult:
     """The join phase's deadline: extend the initial delay while members keep coming (KIP-134), else complete.
     A timer that outlived its join phase does nothing."""
     if group.state != PREPARING:
-        return
+        return NOTHING
     if group.initial_delay is not None:
         delay, remaining = group.initial_delay
         if group.new_member_added and remaining != 0:
-            new_delay = min(ctx.config.group_initial_rebalance_delay_ms, remaining)
-            ctx.append(JoinPhaseChanged(False, (new_delay, max(remaining - delay, 0))))
-            ctx.schedule(JOIN, ctx.now_ms + new_delay)
-            return
-    complete_join(ctx, group)
+            new_delay = min(env.config.group_initial_rebalance_delay_ms, remaining)
+            return CoordinatorResult([JoinPhaseChanged(False, (new_delay, max(remaining - delay, 0)))], [],
+                                     [Schedule(JOIN, env.now_ms + new_delay)])
+    return complete_join(group, env)
 
 
-def complete_join(ctx: Context, group: ClassicGroup) -> None:
+def complete_join(group: ClassicGroup, env: Env) -> CoordinatorResult:
     """Kafka's completeClassicGroupJoin: drop dynamic members that did not re-join, start the next generation."""
-    ctx.cancel(JOIN)
+    group, done = then(group, NOTHING, _cancel(group, JOIN))
     if group.initial_delay is not None:
-        ctx.append(JoinPhaseChanged(group.new_member_added, None))
+        group, done = then(group, done, _records(JoinPhaseChanged(group.new_member_added, None)))
     for member in [m for m in group.members.values() if m.join is None and m.group_instance_id is None]:
-        remove_member(ctx, group, member.member_id)
+        group, done = then(group, done, remove_member(group, member.member_id))
     leader = group.joined_leader()
     if leader is None and group.members:
         # Only static members that did not re-join are left: wait another rebalance timeout for them.
-        ctx.schedule(JOIN, ctx.now_ms + group.rebalance_timeout_ms())
-        return
+        return done + _timer(JOIN, env.now_ms + group.rebalance_timeout_ms())
     if leader is not None and leader != group.leader:
-        ctx.append(LeaderElected(leader))
+        group, done = then(group, done, _records(LeaderElected(leader)))
     assignment: dict[str, str] | None = None
     if group.members:
         protocol = group.select_protocol()
         if server_assignment.is_server_protocol(protocol):
             assignment, error, message = server_assignment.compute(group, protocol)
             if assignment is None:
-                _fail_members(ctx, group, error, message)
+                group, done = then(group, done, _fail_members(group, error, message))
     if group.pending_sync:
-        ctx.append(PendingSyncCleared())
+        group, done = then(group, done, _records(PendingSyncCleared()))
     if not group.members:
-        ctx.append(GenerationStarted(group.generation + 1, None))
-        ctx.append(StateChanged(EMPTY, ctx.now_ms))
-        ctx.append(group_record(group, persist=True))
-        return
-    ctx.append(GenerationStarted(group.generation + 1, group.select_protocol()))
-    ctx.append(StateChanged(COMPLETING, ctx.now_ms))
+        group, done = then(group, done, _records(GenerationStarted(group.generation + 1, None)))
+        group, done = then(group, done, _records(StateChanged(EMPTY, env.now_ms)))
+        return then(group, done, _records(group_record(group, persist=True)))[1]
+    group, done = then(group, done, _records(GenerationStarted(group.generation + 1, group.select_protocol())))
+    group, done = then(group, done, _records(StateChanged(COMPLETING, env.now_ms)))
     if assignment is not None:
-        return _complete_with_server_assignment(ctx, group, assignment)
+        return done + _complete_with_server_assignment(group, assignment, env)
     leader_members = _members_metadata(group)
+    responses = []
+    sessions = []
     for member in group.members.values():
         if member.join is not None:
-            ctx.respond(parked_join_response(
+            responses.append(parked_join_response(
                 group.group_id, member.join.request_id, NONE, generation_id=group.generation,
                 protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
                 member_id=member.member_id, members=leader_members if member.member_id == group.leader else [],
             ))
-        reschedule_heartbeat(ctx, member)
-    ctx.append(JoinCompleted(await_sync=True))
-    ctx.schedule(SYNC, ctx.now_ms + group.rebalance_timeout_ms())
+        sessions.append(session(member, env))
+    return done + CoordinatorResult([JoinCompleted(await_sync=True)], responses,
+                                    [*sessions, Schedule(SYNC, env.now_ms + group.rebalance_timeout_ms())])
 
 
-def _complete_with_server_assignment(ctx: Context, group: ClassicGroup, assignment: dict[str, str]) -> None:
+def _complete_with_server_assignment(group: ClassicGroup, assignment: dict[str, str],
+                                     env: Env) -> CoordinatorResult:
     """Our extension: the coordinator assigned, so the group is Stable at once and nobody needs to sync first."""
-    ctx.append(AssignmentsSet(assignment))
+    group, done = then(group, NOTHING, _records(AssignmentsSet(assignment)))
+    responses = []
+    sessions = []
     for member in group.members.values():
         if member.join is not None:
-            ctx.respond(parked_join_response(
+            responses.append(parked_join_response(
                 group.group_id, member.join.request_id, NONE, generation_id=group.generation,
                 protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
                 skip_assignment=True, member_id=member.member_id,
             ))
-        reschedule_heartbeat(ctx, member)
-    ctx.append(JoinCompleted(await_sync=False))
-    ctx.append(StateChanged(STABLE, ctx.now_ms))
-    ctx.append(group_record(group, persist=True))
+        sessions.append(session(member, env))
+    group, done = then(group, done, CoordinatorResult([JoinCompleted(await_sync=False)], responses, sessions))
+    group, done = then(group, done, _records(StateChanged(STABLE, env.now_ms)))
+    return then(group, done, _records(group_record(group, persist=True)))[1]
 
 
-def _fail_members(ctx: Context, group: ClassicGroup, error: int, message: str) -> None:
+def _fail_members(group: ClassicGroup, error: int, message: str) -> CoordinatorResult:
     """The server assignor could not run: answer every parked JoinGroup with the error and empty the group,
     since no member can be given an assignment in this generation."""
+    done = NOTHING
     for member in list(group.members.values()):
         if member.join is not None:
-            ctx.respond(parked_join_response(group.group_id, member.join.request_id, error,
-                                             member_id=member.member_id, error_message=message))
-            ctx.append(JoinParked(member.member_id, None))
-        remove_member(ctx, group, member.member_id)
+            failed = answer(parked_join_response(group.group_id, member.join.request_id, error,
+                                                 member_id=member.member_id, error_message=message))
+            group, done = then(group, done, failed + _records(JoinParked(member.member_id, None)))
+        group, done = then(group, done, remove_member(group, member.member_id))
+    return done
 
 
 # -- SyncGroup ---------------------------------------------------------------------------------------------------
 
-def handle_sync(ctx: Context, req: SyncGroupRequest) -> None:
+def sync(group: ClassicGroup | None, req: SyncGroupRequest, env: Env) -> CoordinatorResult:
     gid, rid = req.group_id, req.request_id
-    group = ctx.group
     if group is None:
-        return ctx.respond(sync_response(gid, rid, UNKNOWN_MEMBER_ID))
+        return answer(sync_response(gid, rid, UNKNOWN_MEMBER_ID))
     member_id = req.member_id
     try:
         group.validate_member(member_id, req.group_instance_id, req.principal)
@@ -393,135 +423,143 @@ def handle_sync(ctx: Context, req: SyncGroupRequest) -> None:
                                                                                   group.protocol_name):
             raise CoordinatorError(INCONSISTENT_GROUP_PROTOCOL)
     except CoordinatorError as exc:
-        return ctx.respond(sync_response(gid, rid, exc.code))
+        return answer(sync_response(gid, rid, exc.code))
     member = group.members[member_id]
     if group.state == PREPARING:
-        ctx.respond(sync_response(gid, rid, REBALANCE_IN_PROGRESS))
-    elif group.state == COMPLETING:
-        ctx.append(SyncParked(member_id, Parked(rid, req.version)))  # which also ends its pending sync
+        return answer(sync_response(gid, rid, REBALANCE_IN_PROGRESS))
+    if group.state == COMPLETING:
+        group, done = then(group, NOTHING, _records(SyncParked(member_id, Parked(rid, req.version))))  # which also ends its pending sync
         if not group.pending_sync:
-            ctx.cancel(SYNC)
+            group, done = then(group, done, _cancel(group, SYNC))
         if group.leader == member_id:
-            ctx.append(AssignmentsSet({a.member_id: a.assignment for a in req.assignments}))
-            _propagate_assignment(ctx, group, NONE)
-            ctx.append(StateChanged(STABLE, ctx.now_ms))
-            ctx.append(group_record(group, persist=True))
-    else:
-        # Stable (an Empty group has no members to validate). Java does not reset the session here (Scala does).
-        _remove_pending_sync_member(ctx, group, member_id)
-        ctx.respond(sync_response(gid, rid, NONE, group.protocol_type, group.protocol_name, member.assignment))
+            group, done = then(group, done, _records(AssignmentsSet({a.member_id: a.assignment
+                                                                     for a in req.assignments})))
+            group, done = then(group, done, _propagate_assignment(group, NONE, env))
+            group, done = then(group, done, _records(StateChanged(STABLE, env.now_ms)))
+            group, done = then(group, done, _records(group_record(group, persist=True)))
+        return done
+    # Stable (an Empty group has no members to validate). Java does not reset the session here (Scala does).
+    return _remove_pending_sync_member(group, member_id) + answer(
+        sync_response(gid, rid, NONE, group.protocol_type, group.protocol_name, member.assignment))
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
 
 
-def _remove_pending_sync_member(ctx: Context, group: ClassicGroup, member_id: str) -> None:
+def _remove_pending_sync_member(group: ClassicGroup, member_id: str) -> CoordinatorResult:
+    done = NOTHING
     if member_id in group.pending_sync:
-        ctx.append(SyncReceived(member_id))
+        group, done = then(group, done, _records(SyncReceived(member_id)))
     if not group.pending_sync:
-        ctx.cancel(SYNC)
+        group, done = then(group, done, _cancel(group, SYNC))
+    return done
 
 
-def _propagate_assignment(ctx: Context, group: ClassicGroup, error: int) -> None:
+def _propagate_assignment(group: ClassicGroup, error: int, env: Env) -> CoordinatorResult:
     ok = error == NONE
+    responses = []
+    sessions = []
     for member in group.members.values():
         if member.sync is not None:
-            ctx.respond(sync_response(
+            responses.append(sync_response(
                 group.group_id, member.sync.request_id, error, group.protocol_type if ok else None,
                 group.protocol_name if ok else None, member.assignment,
             ))
             # A member whose session ran out while it waited here was kept; it gets a fresh session now.
-            reschedule_heartbeat(ctx, member)
-    ctx.append(ParkedSyncsAnswered())
+            sessions.append(session(member, env))
+    return CoordinatorResult([ParkedSyncsAnswered()], responses, sessions)
 
 
-def _reset_and_propagate_assignment_with_error(ctx: Context, group: ClassicGroup, error: int) -> None:
-    ctx.append(AssignmentsSet({}))
-    _propagate_assignment(ctx, group, error)
+def _reset_and_propagate_assignment_with_error(group: ClassicGroup, error: int, env: Env) -> CoordinatorResult:
+    group, done = then(group, NOTHING, _records(AssignmentsSet({})))
+    return then(group, done, _propagate_assignment(group, error, env))[1]
 
 
-def on_sync_timer(ctx: Context, group: ClassicGroup) -> None:
+def on_sync_timer(group: ClassicGroup, env: Env) -> CoordinatorResult:
     """Members that did not sync within the rebalance timeout after the join phase are removed. A timer that
     outlived its sync phase (nobody left to wait for) does nothing."""
-    if group.state in (COMPLETING, STABLE) and group.pending_sync:
-        for member_id in list(group.pending_sync):
-            remove_member(ctx, group, member_id)
-            ctx.members_expired += 1
-        prepare_rebalance(ctx, group)
+    if group.state not in (COMPLETING, STABLE) or not group.pending_sync:
+        return NOTHING
+    done = NOTHING
+    for member_id in list(group.pending_sync):
+        group, done = then(group, done, remove_member(group, member_id) + CoordinatorResult(members_expired=1))
+    return done + prepare_rebalance(group, env)
 
 
 # -- Heartbeat and session expiry --------------------------------------------------------------------------------
 
-def handle_heartbeat(ctx: Context, req: HeartbeatRequest) -> None:
-    ctx.respond(simple_response(req, heartbeat(ctx, req)))
-
-
-def heartbeat(ctx: Context, req: HeartbeatRequest, heard_ms: int | None = None) -> int:
-    """Kafka's classicGroupHeartbeat (`rules.heartbeat_error`): a timer reschedule and an answer, no record. The
+def heartbeat(group: ClassicGroup | None, req: HeartbeatRequest, env: Env,
+              heard_ms: int | None = None) -> CoordinatorResult:
+    """Kafka's classicGroupHeartbeat (`rules.heartbeat_error`): an answer and a timer reschedule, no record. The
     session of a member it accepts restarts from `heard_ms` when the heartbeat was answered before now (by a gateway,
     from the group's view, and reported in a Liveness request)."""
-    error = rules.heartbeat_error(ctx.group, req)
-    if rules.restarts_session(error):
-        member = ctx.group.members[req.member_id]  # type: ignore[union-attr]
-        late = 0 if heard_ms is None else max(ctx.now_ms - heard_ms, 0)
-        reschedule_heartbeat(ctx, member, member.session_timeout_ms - late)
-    return error
+    error = rules.heartbeat_error(group, req)
+    response = simple_response(req, error)
+    if not rules.restarts_session(error):
+        return answer(response)
+    member = group.members[req.member_id]  # type: ignore[union-attr]
+    late = 0 if heard_ms is None else max(env.now_ms - heard_ms, 0)
+    return answer(response, session(member, env, member.session_timeout_ms - late))
 
 
-def reschedule_heartbeat(ctx: Context, member: Member, timeout_ms: int | None = None) -> None:
-    ctx.schedule(heartbeat_key(member.member_id),
-                 ctx.now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
+def session(member: Member, env: Env, timeout_ms: int | None = None) -> Schedule:
+    """The member's session timer, restarted now (with its session timeout unless `timeout_ms` says otherwise)."""
+    return Schedule(heartbeat_key(member.member_id),
+                    env.now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
 
 
-def on_heartbeat_timer(ctx: Context, group: ClassicGroup, member_id: str) -> None:
+def on_heartbeat_timer(group: ClassicGroup, member_id: str, env: Env) -> CoordinatorResult:
     """A session ran out: the member (or pending member) is removed, unless it is waiting on the group."""
+    expired = CoordinatorResult(members_expired=1)
     if member_id in group.pending_members:
-        remove_member(ctx, group, member_id)
-        ctx.members_expired += 1
+        group, done = then(group, NOTHING, remove_member(group, member_id) + expired)
         # Java: an expiry completes even an initial rebalance when everyone left has joined.
         if group.state == PREPARING and group.has_all_members_joined():
-            complete_join(ctx, group)
-        return
+            return done + complete_join(group, env)
+        return done
     member = group.members.get(member_id)
     if member is None:  # the member left already: nothing to expire
-        return
+        return NOTHING
     # Members parked in JoinGroup or SyncGroup are waiting on the group, not failing; new members are not.
     if not member.is_new and (member.join is not None or member.sync is not None):
-        return
-    remove_member(ctx, group, member_id)
-    ctx.members_expired += 1
+        return NOTHING
+    group, done = then(group, NOTHING, remove_member(group, member_id) + expired)
     if group.state in (STABLE, COMPLETING):
-        prepare_rebalance(ctx, group)
-    elif group.state == PREPARING and group.has_all_members_joined():
-        complete_join(ctx, group)
+        return done + prepare_rebalance(group, env)
+    if group.state == PREPARING and group.has_all_members_joined():
+        return done + complete_join(group, env)
+    return done
 
 
-def remove_member(ctx: Context, group: ClassicGroup, member_id: str) -> None:
+def remove_member(group: ClassicGroup, member_id: str) -> CoordinatorResult:
     """Remove a member or pending member and drop its session timer; what it has parked is answered with
     UNKNOWN_MEMBER_ID, so that it re-joins if it is alive. Nothing happens for an id the group does not have."""
     member = group.members.get(member_id)
     if member is not None:
-        _answer_parked(ctx, group, member, UNKNOWN_MEMBER_ID)
-    elif member_id not in group.pending_members:
-        return
-    ctx.append(MemberRemoved(member_id))
-    ctx.cancel(heartbeat_key(member_id))
+        parked = _answer_parked(group, member, UNKNOWN_MEMBER_ID)
+    elif member_id in group.pending_members:
+        parked = NOTHING
+    else:
+        return NOTHING
+    return parked + _records(MemberRemoved(member_id)) + _cancel(group, heartbeat_key(member_id))
 
 
-def _answer_parked(ctx: Context, group: ClassicGroup, member: Member, error: int, member_id: str = "") -> None:
+def _answer_parked(group: ClassicGroup, member: Member, error: int, member_id: str = "") -> CoordinatorResult:
+    responses = []
     if member.join is not None:
-        ctx.respond(parked_join_response(group.group_id, member.join.request_id, error, member_id=member_id))
+        responses.append(parked_join_response(group.group_id, member.join.request_id, error, member_id=member_id))
     if member.sync is not None:
-        ctx.respond(sync_response(group.group_id, member.sync.request_id, error))
+        responses.append(sync_response(group.group_id, member.sync.request_id, error))
+    return CoordinatorResult([], responses)
 
 
 # -- LeaveGroup --------------------------------------------------------------------------------------------------
 
-def handle_leave(ctx: Context, req: LeaveGroupRequest) -> None:
-    group = ctx.group
+def leave(group: ClassicGroup | None, req: LeaveGroupRequest, env: Env) -> CoordinatorResult:
     results = []
     removed_any = False
+    done = NOTHING
     for entry in req.members:  # type: ignore[union-attr]
         member_id, instance = entry.member_id, entry.group_instance_id
         error = NONE
@@ -534,17 +572,17 @@ def handle_leave(ctx: Context, req: LeaveGroupRequest) -> None:
                 if target is None:
                     raise CoordinatorError(UNKNOWN_MEMBER_ID)
                 group.authorize(target, req.principal)
-                remove_member(ctx, group, target)
+                group, done = then(group, done, remove_member(group, target))
                 removed_any = True
             except CoordinatorError as exc:
                 error = exc.code
         elif member_id in group.pending_members:
-            remove_member(ctx, group, member_id)
+            group, done = then(group, done, remove_member(group, member_id))
             removed_any = True
         else:
             try:
                 group.validate_member(member_id, instance, req.principal)
-                remove_member(ctx, group, member_id)
+                group, done = then(group, done, remove_member(group, member_id))
                 removed_any = True
             except CoordinatorError as exc:
                 error = exc.code
@@ -552,10 +590,9 @@ def handle_leave(ctx: Context, req: LeaveGroupRequest) -> None:
     # Java: remove every leaving member first, then rebalance once (a leaving pending member counts too).
     if group is not None and removed_any:
         if group.state in (STABLE, COMPLETING):
-            prepare_rebalance(ctx, group)
+            group, done = then(group, done, prepare_rebalance(group, env))
         else:
-            maybe_complete_join_phase(ctx, group)
+            group, done = then(group, done, maybe_complete_join_phase(group, env))
     if req.version <= 2:
-        ctx.respond(simple_response(req, results[0].error_code))
-    else:
-        ctx.respond(simple_response(req, NONE, members=tuple(results)))
+        return done + answer(simple_response(req, results[0].error_code))
+    return done + answer(simple_response(req, NONE, members=tuple(results)))

@@ -19,7 +19,8 @@ from state.consumer import replay as consumer_replay
 from state.consumer.migration.conversion import upgrade_records, validate_online_upgrade
 from state.consumer.describe import consumer_group_describe
 from state.consumer.group import ConsumerGroup
-from state.runtime.context import Context, CoordinatorResult
+from state.runtime.context import Context
+from state.runtime.step import CoordinatorResult, Env, answer
 from state.errors import CoordinatorError, Errors
 from state.classic.group import ClassicGroup
 from state.records import GroupLoaded, HeartbeatOwed, Record, group_tombstone
@@ -33,10 +34,8 @@ from state.runtime.timers import (
 from state.wire import parked_join_response, simple_response, sync_response
 
 
-def env(ctx: Context, now_ms: int | None = None) -> heartbeat.Env:
-    group = ctx.group
-    return heartbeat.Env(ctx.now_ms if now_ms is None else now_ms, ctx.config, ctx.image,
-                         group.timers if group is not None else {}, waited_ms=ctx.waited_ms)
+def env(ctx: Context, now_ms: int | None = None) -> Env:
+    return ctx.env(now_ms)
 
 
 def apply(ctx: Context, result: CoordinatorResult, rebalance: bool = True) -> None:
@@ -61,7 +60,7 @@ def apply(ctx: Context, result: CoordinatorResult, rebalance: bool = True) -> No
         else:
             ctx.cancel(op.key)
     if downgraded and rebalance:
-        membership.prepare_rebalance(ctx, ctx.group)  # type: ignore[arg-type]
+        ctx.apply(membership.prepare_rebalance(ctx.group, ctx.env()))  # type: ignore[arg-type]
 
 
 def _load_classic_group(ctx: Context, record: Record) -> None:
@@ -69,8 +68,9 @@ def _load_classic_group(ctx: Context, record: Record) -> None:
         ctx.create_group()
     ctx.append(record)
     ctx.append(GroupLoaded(ctx.group.persisted))  # type: ignore[union-attr]
-    for member in ctx.group.members.values():  # type: ignore[union-attr]
-        membership.reschedule_heartbeat(ctx, member)
+    env = ctx.env()
+    ctx.apply(CoordinatorResult([], [], [membership.session(member, env)
+                                         for member in ctx.group.members.values()]))  # type: ignore[union-attr]
 
 
 def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:
@@ -191,12 +191,13 @@ def _start_retention(ctx: Context) -> None:
         ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
 
 
-def handle_describe(ctx: Context, req: ConsumerGroupDescribeRequest) -> None:
-    group = ctx.group
+def describe(group: ConsumerGroup | ClassicGroup | None, req: ConsumerGroupDescribeRequest,
+             env: Env) -> CoordinatorResult:
+    """ConsumerGroupDescribe (`state.consumer.describe`); a classic group is not a consumer group."""
     if isinstance(group, ClassicGroup):
-        return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
-                                           error_message=f"Group {req.group_id} is not a consumer group."))
-    ctx.respond(consumer_group_describe(group, req, ctx.config.group_consumer_assignors[0], ctx.image))
+        return answer(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
+                                      error_message=f"Group {req.group_id} is not a consumer group."))
+    return answer(consumer_group_describe(group, req, env.config.group_consumer_assignors[0], env.image))
 
 
 def fire_timer(ctx: Context, group: ConsumerGroup, key: str) -> None:

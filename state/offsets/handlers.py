@@ -1,7 +1,7 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset retention (KIP-211), after Kafka's OffsetMetadataManager.
 
-Handlers validate, then append one offset record (or tombstone) per partition; the offsets map changes only when
-those records are replayed (`state.runtime.context.replay`).
+Handlers have the one shape (`state.runtime.step`): they validate, then return one offset record (or tombstone) per
+partition; the offsets map changes only when those records are replayed (`state.runtime.context.replay`).
 """
 
 from __future__ import annotations
@@ -24,28 +24,33 @@ from state import rules
 from state.views import fast_answers
 from state.consumer.group import ConsumerGroup, delete_records
 from state.consumer.offsets import fetch_member_error, validate_offset_commit, validate_offset_fetch
-from state.runtime.context import Context
+from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE, CoordinatorError
 from state.classic.group import ClassicGroup, GroupState
 from state.offsets.values import OffsetValue
-from state.classic.membership import reschedule_heartbeat
+from state.classic.membership import create_group, session
 from state.records import group_tombstone, offset_record, offset_tombstone
-from state.runtime.timers import OFFSETS_EXPIRATION, next_retention_check
+from state.runtime.timers import OFFSETS_EXPIRATION, Schedule, next_retention_check
 from state.views.published import PublishedConsumerGroup, PublishedView
 from state.wire import simple_response
 
 
-def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
-    group = ctx.group
+def offset_commit(group: ClassicGroup | ConsumerGroup | None, req: OffsetCommitRequest,
+                  env: Env) -> CoordinatorResult:
+    """Kafka's commitOffset: the request's check (`state.rules.commit_error`, a consumer group's own), then each
+    partition's; an offset record per partition committed. A commit without group management (admin tools,
+    assign()) to no group creates a "simple" group; a classic member's accepted commit restarts its session. The
+    answer is the coordinator's, unless a gateway answered the commit already (`state.views.fast_answers`)."""
     partition_error = None
     if isinstance(group, ConsumerGroup):
-        error, partition_error = _consumer_commit_error(ctx, group, req)
+        error, partition_error = _consumer_commit_error(group, req, env)
     else:
         error = rules.commit_error(group, req)
+    done = NOTHING
     if error == NONE and group is None:
-        # A commit without group management (admin tools, assign()) creates a "simple" group.
-        group = ctx.create_group()
-    max_metadata = ctx.config.offset_metadata_max_bytes
+        group, done = then(group, done, create_group(req.group_id, env))
+    max_metadata = env.config.offset_metadata_max_bytes
+    written = []
     topics = []
     for topic in req.topics:
         partitions = []
@@ -57,24 +62,26 @@ def handle_commit(ctx: Context, req: OffsetCommitRequest) -> None:
             if code == NONE:
                 code = rules.partition_error(metadata, max_metadata)
             if code == NONE:
-                commit_ts = p.commit_timestamp if req.version == 1 and p.commit_timestamp >= 0 else ctx.now_ms
+                commit_ts = p.commit_timestamp if req.version == 1 and p.commit_timestamp >= 0 else env.now_ms
                 expire = req.retention_time_ms
-                ctx.append(offset_record(ctx.group_id, topic.name, p.partition_index, OffsetValue(
+                written.append(offset_record(req.group_id, topic.name, p.partition_index, OffsetValue(
                     p.committed_offset, p.committed_leader_epoch, metadata, commit_ts,
-                    ctx.now_ms + expire if expire >= 0 else None,
+                    env.now_ms + expire if expire >= 0 else None,
                 )))
             partitions.append(OffsetCommitResponsePartition(p.partition_index, code))
         topics.append(OffsetCommitResponseTopic(topic.name, tuple(partitions)))
+    sessions = []
     if error == NONE and isinstance(group, ClassicGroup) and group.state in (GroupState.STABLE,
                                                                            GroupState.PREPARING_REBALANCE):
         member = group.members.get(req.member_id)
         if member is not None:
-            reschedule_heartbeat(ctx, member)
-    fast_answers.settle_commit(ctx, req, simple_response(req, error, topics=tuple(topics)))
+            sessions.append(session(member, env))
+    return done + CoordinatorResult(written, [], sessions) + fast_answers.settle_commit(
+        req, simple_response(req, error, topics=tuple(topics)))
 
 
-def _consumer_commit_error(ctx: Context, group: ConsumerGroup,
-                           req: OffsetCommitRequest) -> tuple[int, Callable[[str, int], int] | None]:
+def _consumer_commit_error(group: ConsumerGroup, req: OffsetCommitRequest,
+                           env: Env) -> tuple[int, Callable[[str, int], int] | None]:
     """Kafka's ConsumerGroup.validateOffsetCommit (`state.consumer.offsets`): the request's error, and for an
     accepted one the check of each partition, for a member one epoch behind (KIP-1251: a partition it held since
     then may still be committed; the topic's id comes from the cluster's topics, and a topic they lack cannot be
@@ -85,7 +92,7 @@ def _consumer_commit_error(ctx: Context, group: ConsumerGroup,
                                        api_version=req.version, principal=req.principal)
     except CoordinatorError as exc:
         return exc.code, None
-    by_name = ctx.image.by_name
+    by_name = env.image.by_name
 
     def partition_error(topic: str, partition: int) -> int:
         found = by_name.get(topic)
@@ -94,17 +101,17 @@ def _consumer_commit_error(ctx: Context, group: ConsumerGroup,
     return NONE, partition_error
 
 
-def handle_fetch(ctx: Context, req: OffsetFetchRequest) -> None:
+def offset_fetch(group: ClassicGroup | ConsumerGroup | None, req: OffsetFetchRequest,
+                 env: Env) -> CoordinatorResult:
     """Any state, no member checks (classic groups; a consumer group checks the member and its epoch when the
     request names them, OffsetFetch v9+); unknown partitions answer offset -1."""
-    group = ctx.group
     if isinstance(group, ConsumerGroup):
         try:
             validate_offset_fetch(group, member_id=req.member_id, member_epoch=req.member_epoch,
                                   principal=req.principal)
         except CoordinatorError as exc:
-            return ctx.respond(simple_response(req, exc.code))
-    ctx.respond(fetch_response(req, group.offsets if group is not None else {}))
+            return answer(simple_response(req, exc.code))
+    return answer(fetch_response(req, group.offsets if group is not None else {}))
 
 
 def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], Any]) -> OffsetFetchResponse:
@@ -139,7 +146,7 @@ def fetch_from_view(view: PublishedView | None, req: OffsetFetchRequest,
     if isinstance(view, PublishedConsumerGroup):
         if view.committers is None:
             return None
-        try:  # the member and its epoch, as `handle_fetch` checks them, over the members as of `position`
+        try:  # the member and its epoch, as `offset_fetch` checks them, over the members as of `position`
             fetch_member_error(view.committers, req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
                                principal=req.principal)
         except CoordinatorError:
@@ -153,17 +160,18 @@ def _fetched(partition: int, value: Any) -> OffsetFetchResponsePartition:
     return OffsetFetchResponsePartition(partition, value.offset, value.leader_epoch, value.metadata, NONE)
 
 
-def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
+def offset_delete(group: ClassicGroup | ConsumerGroup | None, req: OffsetDeleteRequest,
+                  env: Env) -> CoordinatorResult:
     """KIP-496: offsets of topics a live consumer group still subscribes to are kept (86)."""
-    group = ctx.group
     if group is None:
-        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
+        return answer(simple_response(req, GROUP_ID_NOT_FOUND))
     if isinstance(group, ConsumerGroup):
         live = bool(group.members)  # Kafka's ConsumerGroup.validateOffsetDelete refuses nothing
     else:
         live = group.state != GroupState.EMPTY
         if live and group.protocol_type != "consumer":
-            return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
+            return answer(simple_response(req, NON_EMPTY_GROUP))
+    tombstones = []
     topics = []
     for topic in req.topics:
         name = topic.name
@@ -175,29 +183,32 @@ def handle_delete(ctx: Context, req: OffsetDeleteRequest) -> None:
             else:
                 code = NONE
                 if (name, index) in group.offsets:
-                    ctx.append(offset_tombstone(ctx.group_id, name, index))
+                    tombstones.append(offset_tombstone(req.group_id, name, index))
             partitions.append(OffsetDeleteResponsePartition(index, code))
         topics.append(OffsetDeleteResponseTopic(name, tuple(partitions)))
-    ctx.respond(simple_response(req, NONE, topics=tuple(topics)))
+    return CoordinatorResult(tombstones, [simple_response(req, NONE, topics=tuple(topics))])
 
 
-def on_expiration_timer(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
+def on_expiration_timer(group: ClassicGroup | ConsumerGroup, env: Env) -> CoordinatorResult:
     """The periodic retention check: tombstone expired offsets; an Empty group left without offsets is deleted
     (Java always writes the group tombstone; Scala only for generation > 0)."""
-    ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
+    tombstones = []
     retention_base = _retention_base(group)
     if retention_base is not None:
         for (topic, partition), value in sorted(group.offsets.items()):
             base = retention_base(topic, value)
             if base is None:
                 continue
-            expired = (ctx.now_ms >= value.expire_timestamp if value.expire_timestamp is not None
-                       else ctx.now_ms - base >= ctx.config.offsets_retention_ms)
+            expired = (env.now_ms >= value.expire_timestamp if value.expire_timestamp is not None
+                       else env.now_ms - base >= env.config.offsets_retention_ms)
             if expired:
-                ctx.append(offset_tombstone(ctx.group_id, topic, partition))
+                tombstones.append(offset_tombstone(group.group_id, topic, partition))
+    next_check = Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))
+    group, done = then(group, NOTHING, CoordinatorResult(tombstones, [], [next_check]))
     empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
     if empty and not group.offsets:
-        delete_group(ctx, group)
+        return done + delete_group(group)
+    return done
 
 
 def offsets_can_expire(group: ClassicGroup | ConsumerGroup) -> bool:
@@ -224,15 +235,14 @@ def _retention_base(group: ClassicGroup | ConsumerGroup) -> Callable[[str, Offse
     return None
 
 
-def delete_group(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
+def delete_group(group: ClassicGroup | ConsumerGroup) -> CoordinatorResult:
     """Tombstone every offset, then the group's metadata: the group is gone (a later request sees none)."""
-    for topic, partition in sorted(group.offsets):
-        ctx.append(offset_tombstone(ctx.group_id, topic, partition))
-    delete_group_metadata(ctx, group)
+    tombstones = [offset_tombstone(group.group_id, topic, partition) for topic, partition in sorted(group.offsets)]
+    return CoordinatorResult(tombstones) + delete_group_metadata(group)
 
 
-def delete_group_metadata(ctx: Context, group: ClassicGroup | ConsumerGroup) -> None:
+def delete_group_metadata(group: ClassicGroup | ConsumerGroup) -> CoordinatorResult:
     """Tombstone the group's metadata (a consumer group's records, in Kafka's order); offsets stay (a group left
     with offsets only is the simple group that holds them)."""
-    for record in delete_records(group) if isinstance(group, ConsumerGroup) else [group_tombstone(ctx.group_id)]:
-        ctx.append(record)
+    return CoordinatorResult(delete_records(group) if isinstance(group, ConsumerGroup)
+                             else [group_tombstone(group.group_id)])

@@ -8,12 +8,15 @@ handler runs.
 
 from __future__ import annotations
 
-from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, Request, Response
-from state.classic import membership
+from typing import Any, Callable
+
+from schemas.messages import DeleteGroupsRequest, Request, Response
+from state.classic import describe, membership
 from state.offsets import handlers as offsets
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
-from state.runtime.context import Context, CoordinatorResult, sync_directory
+from state.runtime.context import Context, sync_directory
+from state.runtime.step import CoordinatorResult, Env, answer
 from state.errors import (
     GROUP_ID_NOT_FOUND,
     INCONSISTENT_GROUP_PROTOCOL,
@@ -24,6 +27,9 @@ from state.errors import (
 )
 from state.classic.group import ClassicGroup, GroupState
 from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
+from state.share import admin as share_admin
+from state.share import coordinator as share
+from state.share.group import ShareGroup
 from state.wire import simple_response
 
 
@@ -40,15 +46,17 @@ def fire_timers(ctx: Context) -> None:
         key = due[1]
         ctx.cancel(key)  # a fired timer is gone; its handler schedules it again if it must
         if key == OFFSETS_EXPIRATION:
-            offsets.on_expiration_timer(ctx, group)
+            ctx.apply(offsets.on_expiration_timer(group, ctx.env()))
         elif isinstance(group, ConsumerGroup):
             consumer.fire_timer(ctx, group, key)
+        elif isinstance(group, ShareGroup):
+            share.fire_timer(ctx, group, key)
         elif key == JOIN:
-            membership.on_join_timer(ctx, group)
+            ctx.apply(membership.on_join_timer(group, ctx.env()))
         elif key == SYNC:
-            membership.on_sync_timer(ctx, group)
+            ctx.apply(membership.on_sync_timer(group, ctx.env()))
         elif key.startswith(HEARTBEAT_PREFIX):
-            membership.on_heartbeat_timer(ctx, group, key[len(HEARTBEAT_PREFIX):])
+            ctx.apply(membership.on_heartbeat_timer(group, key[len(HEARTBEAT_PREFIX):], ctx.env()))
         # else: a key this release does not know (a newer state): dropped rather than fired forever
         sync_directory(ctx)
     sync_directory(ctx)
@@ -72,10 +80,14 @@ def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
         ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL))
     elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
         ctx.respond(_error(req, INVALID_GROUP_ID))
+    elif api in share.SHARE_APIS:
+        share.handle(ctx, req)
+    elif isinstance(ctx.group, ShareGroup) and api not in _ANY_KIND:
+        ctx.respond(_not_this_kind(req))
     elif isinstance(ctx.group, ConsumerGroup) and api in _MEMBERSHIP:
         _classic_request_to_consumer_group(ctx, req, new_member_id)
     elif new_member_id is not None and api == "JoinGroup":
-        membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
+        ctx.apply(membership.join(ctx.group, req, ctx.env(), new_member_id))  # type: ignore[arg-type]
         sync_directory(ctx)
     else:
         _HANDLERS[api](ctx, req)
@@ -92,10 +104,27 @@ def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id
     as in `run`). Otherwise the consumer group serves the classic member (`state.consumer.migration.classic_members`)."""
     group: ConsumerGroup = ctx.group  # type: ignore[assignment]
     if req.api == "JoinGroup" and not group.members:
-        offsets.delete_group_metadata(ctx, group)
-        return membership.handle_join(ctx, req, new_member_id)  # type: ignore[arg-type]
+        ctx.apply(offsets.delete_group_metadata(group))
+        return ctx.apply(membership.join(ctx.group, req, ctx.env(), new_member_id))  # type: ignore[arg-type]
     consumer.handle_classic(ctx, req, new_member_id)
     sync_directory(ctx)
+
+
+_ANY_KIND = frozenset({"DescribeGroups", "DeleteGroups"})
+"""The APIs every kind of group answers its own way; the others are one kind's (Kafka answers a share group's
+id with another kind's API as below)."""
+
+
+def _not_this_kind(req: Request) -> Response:
+    """Another kind's API on a share group, as Kafka answers it: a JoinGroup INCONSISTENT_GROUP_PROTOCOL, the rest
+    GROUP_ID_NOT_FOUND (the group exists, but not as the kind the API is for)."""
+    if req.api == "JoinGroup":
+        return simple_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id="")
+    kind = "consumer" if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "OffsetCommit",
+                                     "OffsetFetch", "OffsetDelete") else "classic"
+    if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe"):
+        return simple_response(req, GROUP_ID_NOT_FOUND, error_message=f"Group {req.group_id} is not a {kind} group.")
+    return simple_response(req, GROUP_ID_NOT_FOUND)
 
 
 _GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})
@@ -110,53 +139,50 @@ def _error(req: Request, error: int) -> Response:
     return simple_response(req, error)
 
 
-def next_deadline(group: ClassicGroup | ConsumerGroup | None) -> int | None:
+def next_deadline(group: ClassicGroup | ConsumerGroup | ShareGroup | None) -> int | None:
     return earliest(group.timers.values()) if group is not None else None
 
 
-def _describe(ctx: Context, req: Request) -> None:
-    group = ctx.group
-    if group is None or isinstance(group, ConsumerGroup):
-        # Kafka's answer for no group, and (below DescribeGroups v6) for a consumer group: Dead, nothing else
-        return ctx.respond(simple_response(req, NONE))
-    stable = group.state == GroupState.STABLE
-    members = tuple(
-        DescribedGroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                             m.metadata(group.protocol_name) if stable else "", m.assignment if stable else "")
-        for m in group.members.values()
-    )
-    ctx.respond(simple_response(
-        req, NONE, group_state=group.state.value, protocol_type=group.protocol_type or "",
-        protocol_data=(group.protocol_name or "") if stable else "", members=members,
-        authorized_operations=NO_AUTHORIZED_OPERATIONS,
-    ))
-
-
-def _delete_groups(ctx: Context, req: Request) -> None:
-    group = ctx.group
+def delete_groups(group: ClassicGroup | ConsumerGroup | ShareGroup | None, req: DeleteGroupsRequest,
+                  env: Env) -> CoordinatorResult:
+    """DeleteGroups, for one group (Kafka's deleteGroups: an Empty classic group, a consumer group without members;
+    every offset tombstoned, then the group; a share group without members whose share-partitions no gateway
+    holds: its records and its share-partitions' tombstoned)."""
     if group is None:
-        return ctx.respond(simple_response(req, GROUP_ID_NOT_FOUND))
+        return answer(simple_response(req, GROUP_ID_NOT_FOUND))
+    if isinstance(group, ShareGroup):
+        try:
+            share_admin.validate_delete(group)
+        except CoordinatorError as exc:
+            return answer(simple_response(req, exc.code))
+        return share_admin.delete_group(group) + answer(simple_response(req, NONE))
     if isinstance(group, ConsumerGroup):
         try:
             validate_delete(group)
         except CoordinatorError as exc:
-            return ctx.respond(simple_response(req, exc.code))
+            return answer(simple_response(req, exc.code))
     elif group.state != GroupState.EMPTY:
-        return ctx.respond(simple_response(req, NON_EMPTY_GROUP))
-    offsets.delete_group(ctx, group)
-    ctx.respond(simple_response(req, NONE))
+        return answer(simple_response(req, NON_EMPTY_GROUP))
+    return offsets.delete_group(group) + answer(simple_response(req, NONE))
+
+
+def _shaped(handler: Callable[[Any, Any, Env], CoordinatorResult]) -> Callable[[Context, Request], None]:
+    """A handler of the one shape (`state.runtime.step`) run in this call's context, while the others move to it."""
+    def run_shaped(ctx: Context, req: Request) -> None:
+        ctx.apply(handler(ctx.group, req, ctx.env()))
+    return run_shaped
 
 
 _HANDLERS = {
-    "JoinGroup": membership.handle_join,
-    "SyncGroup": membership.handle_sync,
-    "Heartbeat": membership.handle_heartbeat,
-    "LeaveGroup": membership.handle_leave,
-    "OffsetCommit": offsets.handle_commit,
-    "OffsetFetch": offsets.handle_fetch,
-    "OffsetDelete": offsets.handle_delete,
-    "DescribeGroups": _describe,
-    "DeleteGroups": _delete_groups,
+    "JoinGroup": _shaped(membership.join),
+    "SyncGroup": _shaped(membership.sync),
+    "Heartbeat": _shaped(membership.heartbeat),
+    "LeaveGroup": _shaped(membership.leave),
+    "OffsetCommit": _shaped(offsets.offset_commit),
+    "OffsetFetch": _shaped(offsets.offset_fetch),
+    "OffsetDelete": _shaped(offsets.offset_delete),
+    "DescribeGroups": _shaped(describe.describe),
+    "DeleteGroups": _shaped(delete_groups),
     "ConsumerGroupHeartbeat": consumer.handle_heartbeat,
-    "ConsumerGroupDescribe": consumer.handle_describe,
+    "ConsumerGroupDescribe": _shaped(consumer.describe),
 }

@@ -62,10 +62,6 @@ class MetadataImage:
     def known(self) -> bool:
         return self.version >= 0
 
-    def partition_count(self, topic_id: str) -> int:
-        topic = self.by_id.get(topic_id)
-        return -1 if topic is None else topic.partitions
-
     def name_of(self, topic_id: str) -> str | None:
         topic = self.by_id.get(topic_id)
         return None if topic is None else topic.name

@@ -31,9 +31,13 @@ from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
 from state.runtime.context import Context
+from state.runtime.step import CoordinatorResult, answer
 from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
-from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
+from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
+from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from state.share import coordinator as share
+from state.share.group import ShareGroup
 from state.wire import BadRequest, simple_response
 
 LIVENESS = "Liveness"
@@ -83,6 +87,24 @@ def consumer_heartbeat_from_view(view: PublishedView | None,
     return ConsumerGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
                                           member_id=req.member_id, member_epoch=req.member_epoch,
                                           heartbeat_interval_ms=view.heartbeat_interval_ms)
+
+
+def share_heartbeat_from_view(view: PublishedView | None,
+                              req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse | None:
+    """The answer to a ShareGroupHeartbeat that changes nothing, where a share group's view decides it: a member
+    of the view at the group epoch, of the principal it is bound to, declaring nothing (no rack, no subscription:
+    librdkafka's regular share heartbeat); answered with its epoch and the interval, no assignment. None: ask the
+    coordinator."""
+    if not isinstance(view, PublishedShareGroup):
+        return None
+    member = view.members.get(req.member_id)
+    if (member is None or not rules.acts_for(member, req.principal) or req.member_epoch <= 0
+            or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
+            or req.rack_id is not None or req.subscribed_topic_names is not None):
+        return None
+    return ShareGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
+                                       member_id=req.member_id, member_epoch=req.member_epoch,
+                                       heartbeat_interval_ms=view.heartbeat_interval_ms)
 
 
 def declares_nothing_new(req: ConsumerGroupHeartbeatRequest) -> bool:
@@ -137,19 +159,19 @@ def commit_answer(response: OffsetCommitResponse) -> CommitAnswer:
         for t in response.topics for p in t.partitions if p.error_code != response.error_code))
 
 
-def settle_commit(ctx: Context, req: OffsetCommitRequest, response: OffsetCommitResponse) -> None:
-    """Send the coordinator's answer, unless a gateway answered already: then compare."""
+def settle_commit(req: OffsetCommitRequest, response: OffsetCommitResponse) -> CoordinatorResult:
+    """The coordinator's answer, unless a gateway answered already: then the comparison of the two."""
     if req.answered is None:
-        return ctx.respond(response)
+        return answer(response)
     decided = commit_answer(response)
     detail = "" if decided.partition_errors == req.answered.partition_errors else \
         f"partitions answered {_errors(req.answered)}, decided {_errors(decided)}"
-    ctx.fast_answers.append(FastAnswer("OffsetCommit", req.member_id, req.answered.error_code, decided.error_code,
-                                       detail))
+    return CoordinatorResult(fast_answers=[FastAnswer("OffsetCommit", req.member_id, req.answered.error_code,
+                                                      decided.error_code, detail)])
 
 
-def _errors(answer: CommitAnswer) -> str:
-    return ", ".join(f"{e.topic}-{e.partition}: {e.error_code}" for e in answer.partition_errors) or "none"
+def _errors(given: CommitAnswer) -> str:
+    return ", ".join(f"{e.topic}-{e.partition}: {e.error_code}" for e in given.partition_errors) or "none"
 
 
 def handle_liveness(ctx: Context, body: dict) -> list[str]:
@@ -161,6 +183,9 @@ def handle_liveness(ctx: Context, body: dict) -> list[str]:
         raise BadRequest(f"Liveness: {exc}") from None
     for heard in liveness.members:
         group = ctx.group
+        if isinstance(group, ShareGroup):
+            _share_liveness(ctx, liveness, heard)
+            continue
         if isinstance(group, ConsumerGroup) and not _classic_member(group, heard.member_id):
             _consumer_liveness(ctx, liveness, heard)
             continue
@@ -169,8 +194,12 @@ def handle_liveness(ctx: Context, body: dict) -> list[str]:
                                member_id=heard.member_id, group_instance_id=heard.group_instance_id)
         heard_ms = min(heard.heard_ms, ctx.now_ms)
         # a classic member's heartbeat heard before its group became a consumer group is served inside it
-        decided = (consumer.handle_classic_heard(ctx, req, heard_ms) if isinstance(group, ConsumerGroup)
-                   else heartbeat(ctx, req, heard_ms))
+        if isinstance(group, ConsumerGroup):
+            decided = consumer.handle_classic_heard(ctx, req, heard_ms)
+        else:
+            result = heartbeat(group, req, ctx.env(), heard_ms)  # its answer was the gateway's: not sent
+            ctx.apply(CoordinatorResult(result.records, [], result.timers))
+            decided = result.response.error_code  # type: ignore[union-attr]
         ctx.fast_answers.append(FastAnswer("Heartbeat", heard.member_id, heard.answered, decided))
     return []
 
@@ -190,3 +219,15 @@ def _consumer_liveness(ctx: Context, liveness: Liveness, heard: HeardMember) -> 
     ctx.fast_answers.append(FastAnswer(
         "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
         "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else ""))
+
+
+def _share_liveness(ctx: Context, liveness: Liveness, heard: HeardMember) -> None:
+    """A share group's heartbeat a gateway answered from its view (`share_heartbeat_from_view`; its member epoch
+    is `generation_id`), checked as a consumer group's (`state.share.coordinator.handle_heard`)."""
+    req = ShareGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
+                                     group_id=liveness.group_id, member_id=heard.member_id,
+                                     member_epoch=heard.generation_id)
+    decided = share.handle_heard(ctx, req, min(heard.heard_ms, ctx.now_ms))
+    ctx.fast_answers.append(FastAnswer(
+        "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
+        "a share group's heartbeat the coordinator would have answered otherwise" if decided is None else ""))

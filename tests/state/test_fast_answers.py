@@ -50,7 +50,7 @@ def answered_commit(ctx: GroupContext, req: OffsetCommitRequest, answer) -> dict
 
 
 class TestTheView:
-    """Every step of every core test checks that a view that changed is published (tests/state/runtime/context.py)."""
+    """Every step of every core test checks that a view that changed is published (tests/state/context.py)."""
 
     def test_a_step_that_changes_the_group_publishes_its_view_and_heartbeats_and_commits_do_not(self):
         ctx = GroupContext(NO_DELAY)

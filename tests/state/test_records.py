@@ -1,6 +1,6 @@
 """Records and replay, as rules (Kafka's GroupMetadataManagerTest style): a handler returns records, responses and
 timer operations; `replay` is the only way a group changes, live and when loading; a fired timer re-checks what
-it is for. Every GroupContext step also checks that nothing but replay changed the group (tests/state/runtime/context.py).
+it is for. Every GroupContext step also checks that nothing but replay changed the group (tests/state/context.py).
 """
 
 from __future__ import annotations

@@ -36,7 +36,6 @@ from state.consumer.migration.conversion import (
 )
 from state.consumer.group import ConsumerGroup, delete_records
 from state.consumer.heartbeat import (
-    Env,
     _cancel_member_timers,
     _result,
     _static_member,
@@ -59,7 +58,7 @@ from state.runtime.timers import (
     consumer_session_timeout_key,
     consumer_sync_timeout_key,
 )
-from state.runtime.context import CoordinatorResult
+from state.runtime.step import NOTHING, CoordinatorResult, Env, answer
 from state.wire import join_response, simple_response, sync_response
 
 MEMBER_ID_REQUIRED_VERSION = 4
@@ -91,9 +90,7 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
         # a consumer group keeps no pending member: the id (a gateway's, when it answered the round) is only told
         return _result(response=join_response(req, Errors.MEMBER_ID_REQUIRED, member_id=member_id))
 
-    out: list[Record] = []
-    timers: list[TimerOperation] = []
-    changed: dict[str, ConsumerGroupMember | None] = {}
+    taken_over, replaced_id = NOTHING, None
     replaced = None if req.group_instance_id is None else group.static_member(req.group_instance_id)
     existing = (group.members.get(member_id) if req.group_instance_id is None
                 else group.static_member(req.group_instance_id))
@@ -103,8 +100,8 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
     elif req.group_instance_id is None:
         member = ConsumerGroupMember(member_id)
     else:
-        member = _static_member(group, member_id, 0, req.group_instance_id, None, True, out, changed, req.principal,
-                                classic=True)
+        member, taken_over, replaced_id = _static_member(group, member_id, 0, req.group_instance_id, None, True,
+                                                         req.principal, classic=True)
     try:
         subscription = decode_subscription(base64.b64decode(req.protocols[0].metadata))
     except (ConsumerProtocolError, ValueError, struct.error):
@@ -124,17 +121,18 @@ def _join(group: ConsumerGroup, req: JoinGroupRequest, env: Env, new_member_id: 
             supported_protocols=tuple(ClassicProtocol(name=p.name, metadata=p.metadata) for p in req.protocols)),
     )
     owned = _ids(subscription.owned_partitions, env)
-    updated = update_and_reconcile(group, member, updated, owned, changed, out, timers, env)
+    changed = {} if replaced_id is None else {replaced_id: None}
+    updated, reconciled = update_and_reconcile(group, member, updated, owned, changed, env)
+    joined = taken_over + reconciled
     response = join_response(req, Errors.NONE, member_id=member_id, generation_id=updated.member_epoch,
                              protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=req.protocols[0].name)
     if (replaced is not None and replaced.member_id != member_id
             and validate_online_downgrade_with_replaced_member(group, replaced.member_id, config)):
-        return _downgrade(group, out, replaced.member_id, response, env)
+        return _downgrade(group, joined.records, replaced.member_id, response, env)
     rebalance_timeout = req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else req.session_timeout_ms
-    timers += [Cancel(consumer_join_timeout_key(member_id)),
-               Schedule(consumer_session_timeout_key(member_id), env.now_ms + req.session_timeout_ms),
-               Schedule(consumer_sync_timeout_key(member_id), env.now_ms + rebalance_timeout)]
-    return _result(out, response, timers)
+    return joined + answer(response, Cancel(consumer_join_timeout_key(member_id)),
+                           Schedule(consumer_session_timeout_key(member_id), env.now_ms + req.session_timeout_ms),
+                           Schedule(consumer_sync_timeout_key(member_id), env.now_ms + rebalance_timeout))
 
 
 def _downgrade(group: ConsumerGroup, written: list[Record], replaced: str, response: object,
