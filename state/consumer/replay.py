@@ -29,7 +29,7 @@ from schemas.consumer_group import (
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import ConsumerGroupMember, MemberState
 from state.topics.image import ResolvedRegularExpression
-from state.records import HeartbeatOwed, Record
+from state.records import Record
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
@@ -203,11 +203,3 @@ def epochs_of_record(topics: tuple[MemberTopicPartitions, ...], default_epoch: i
             epochs = (default_epoch,) * len(tp.partitions)
         out.setdefault(tp.topic_id, {}).update(zip(tp.partitions, epochs))
     return {t: dict(sorted(p.items())) for t, p in out.items()}
-
-
-def heartbeat_owed(group: ConsumerGroup, record: HeartbeatOwed) -> ConsumerGroup:
-    if record.owed:
-        group.heartbeat_owed.add(record.member_id)
-    else:
-        group.heartbeat_owed.discard(record.member_id)
-    return group

@@ -28,10 +28,14 @@ from state.errors import (
 )
 from state.classic.group import ClassicGroup, GroupState
 from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, earliest, is_due
+from state.share import admin as share_admin
+from state.share import coordinator as share
+from state.share import records as share_records
+from state.share.group import ShareGroup
 from state.wire import simple_response
 
 
-def fire_timers(group: ClassicGroup | ConsumerGroup | None, env: Env) -> CoordinatorResult:
+def fire_timers(group: ClassicGroup | ConsumerGroup | ShareGroup | None, env: Env) -> CoordinatorResult:
     """Fire every timer due at `env.now_ms`, earliest deadline first (ties by key), each with its own logic.
     A late call therefore replays the expiries in the order they would have happened. Ends with a directory
     sync, which also records the state a group was loaded in (`load_group` writes no records)."""
@@ -49,6 +53,8 @@ def fire_timers(group: ClassicGroup | ConsumerGroup | None, env: Env) -> Coordin
             fired = offsets.on_expiration_timer(group, timer_env)
         elif isinstance(group, ConsumerGroup):
             fired = consumer.on_timer(group, key, timer_env)
+        elif isinstance(group, ShareGroup):
+            fired = share.on_timer(group, key, timer_env)
         elif key == JOIN:
             fired = membership.on_join_timer(group, timer_env)
         elif key == SYNC:
@@ -62,7 +68,7 @@ def fire_timers(group: ClassicGroup | ConsumerGroup | None, env: Env) -> Coordin
     return then(group, done, sync_directory(group))[1]
 
 
-def handle(group: ClassicGroup | ConsumerGroup | None, req: Request, env: Env,
+def handle(group: ClassicGroup | ConsumerGroup | ShareGroup | None, req: Request, env: Env,
            new_member_id: str | None = None) -> CoordinatorResult:
     """Handle one request: its records, responses and timer operations. First the checks Kafka makes before the
     coordinator sees a request, in its order: KIP-559's, then the group id (INVALID_GROUP_ID); then the handler
@@ -74,6 +80,10 @@ def handle(group: ClassicGroup | ConsumerGroup | None, req: Request, env: Env,
         return answer(_error(req, INCONSISTENT_GROUP_PROTOCOL))
     if req.group_id == "" and api in _GROUP_ID_REQUIRED:
         return answer(_error(req, INVALID_GROUP_ID))
+    if api in share.SHARE_APIS:
+        return share.handle(group, req, env)
+    if isinstance(group, ShareGroup) and api not in _ANY_KIND:
+        return answer(_not_this_kind(req))
     if isinstance(group, ConsumerGroup) and api in _MEMBERSHIP:
         return _classic_request_to_consumer_group(group, req, env, new_member_id)
     if new_member_id is not None and api == "JoinGroup":
@@ -90,13 +100,17 @@ def handle(group: ClassicGroup | ConsumerGroup | None, req: Request, env: Env,
                              (len(records), len(result.timers)), group)
 
 
-def sync_directory(group: ClassicGroup | ConsumerGroup | None) -> CoordinatorResult:
+def sync_directory(group: ClassicGroup | ConsumerGroup | ShareGroup | None) -> CoordinatorResult:
     """A group metadata record when the state or protocol type changed since the last one, so the directory
     (ListGroups) follows every state change, not only those Kafka persists (a consumer group: its group-epoch
     record, with the state as our extension)."""
     if isinstance(group, ClassicGroup):
         if directory_changed(group):
             return CoordinatorResult([group_record(group)])
+    elif isinstance(group, ShareGroup):
+        if group.directory != [group.state.value, len(group.members)]:
+            return CoordinatorResult([share_records.group_epoch(group.group_id, group.group_epoch,
+                                                                group.metadata_hash, members=len(group.members))])
     elif group is not None:
         state = group.state.value
         if group.directory is None or group.directory[0] != state:
@@ -122,6 +136,23 @@ def _classic_request_to_consumer_group(group: ConsumerGroup, req: Request, env: 
     return done + sync_directory(served)
 
 
+_ANY_KIND = frozenset({"DescribeGroups", "DeleteGroups"})
+"""The APIs every kind of group answers its own way; the others are one kind's (Kafka answers a share group's
+id with another kind's API as below)."""
+
+
+def _not_this_kind(req: Request) -> Response:
+    """Another kind's API on a share group, as Kafka answers it: a JoinGroup INCONSISTENT_GROUP_PROTOCOL, the rest
+    GROUP_ID_NOT_FOUND (the group exists, but not as the kind the API is for)."""
+    if req.api == "JoinGroup":
+        return simple_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id="")
+    kind = "consumer" if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "OffsetCommit",
+                                     "OffsetFetch", "OffsetDelete") else "classic"
+    if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe"):
+        return simple_response(req, GROUP_ID_NOT_FOUND, error_message=f"Group {req.group_id} is not a {kind} group.")
+    return simple_response(req, GROUP_ID_NOT_FOUND)
+
+
 _GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})
 """The APIs whose group id may not be "" (Kafka's INVALID_GROUP_ID); OffsetCommit, OffsetFetch, DescribeGroups
 and DeleteGroups accept it."""
@@ -134,16 +165,23 @@ def _error(req: Request, error: int) -> Response:
     return simple_response(req, error)
 
 
-def next_deadline(group: ClassicGroup | ConsumerGroup | None) -> int | None:
+def next_deadline(group: ClassicGroup | ConsumerGroup | ShareGroup | None) -> int | None:
     return earliest(group.timers.values()) if group is not None else None
 
 
-def delete_groups(group: ClassicGroup | ConsumerGroup | None, req: DeleteGroupsRequest,
+def delete_groups(group: ClassicGroup | ConsumerGroup | ShareGroup | None, req: DeleteGroupsRequest,
                   env: Env) -> CoordinatorResult:
     """DeleteGroups, for one group (Kafka's deleteGroups: an Empty classic group, a consumer group without members;
-    every offset tombstoned, then the group)."""
+    every offset tombstoned, then the group; a share group without members whose share-partitions no gateway
+    holds: its records and its share-partitions' tombstoned)."""
     if group is None:
         return answer(simple_response(req, GROUP_ID_NOT_FOUND))
+    if isinstance(group, ShareGroup):
+        try:
+            share_admin.validate_delete(group)
+        except CoordinatorError as exc:
+            return answer(simple_response(req, exc.code))
+        return share_admin.delete_group(group) + answer(simple_response(req, NONE))
     if isinstance(group, ConsumerGroup):
         try:
             validate_delete(group)

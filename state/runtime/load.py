@@ -29,6 +29,9 @@ from state.runtime.replay import replay
 from state.classic.group import ClassicGroup
 from state.classic.membership import create_group, prepare_rebalance, session
 from state.runtime.step import NOTHING, CoordinatorResult, Env, applied, then
+from schemas.share_group import GroupConfigKey
+from state.share import coordinator as share
+from state.share.group import ShareGroup
 from state.records import GroupLoaded, decode_record
 from state.runtime.timers import OFFSETS_EXPIRATION, Schedule, next_retention_check
 
@@ -38,10 +41,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Loaded:
-    group: ClassicGroup | ConsumerGroup | None
+    group: ClassicGroup | ConsumerGroup | ShareGroup | None
     """The group as the records leave it; None: they leave none."""
     unreadable: list[tuple[int, str]] = field(default_factory=list)
     """(position in the records given, why) of every record that could not be decoded."""
+    configs: dict[str, str] = field(default_factory=dict)
+    """The group id's dynamic configs (record version 101), whatever its kind."""
 
 
 def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
@@ -49,7 +54,8 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
     """Replay this group's records (other groups' are passed over), then `on_loaded`. `read_at`, when given, holds
     each record's (partition, offset) in the records topic, which names a record that cannot be decoded."""
     env = Env(now_ms, config)
-    group: ClassicGroup | ConsumerGroup | None = None
+    group: ClassicGroup | ConsumerGroup | ShareGroup | None = None
+    configs: dict[str, str] = {}
     unreadable = []
     for position, (raw_key, raw_value) in enumerate(records):
         try:
@@ -66,10 +72,12 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
                 continue  # a tombstone of what is not there
             if isinstance(record.key, CLASSIC_KEYS):
                 group = applied(None, create_group(group_id, env))  # a consumer group's record creates its own
+        if type(record.key) is GroupConfigKey:
+            configs = {} if record.value is None else dict(record.value.configs)  # type: ignore[union-attr]
         group = replay(group, record)
     if group is not None:
-        group = applied(group, on_loaded(group, env.replace(timers=group.timers)))
-    return Loaded(group, unreadable)
+        group = applied(group, on_loaded(group, env.replace(timers=group.timers, group_configs=configs)))
+    return Loaded(group, unreadable, configs)
 
 
 CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey)
@@ -82,10 +90,12 @@ def _where(position: int, read_at: Sequence[tuple[int, int]]) -> str:
     return f"record {position}"
 
 
-def on_loaded(group: ClassicGroup | ConsumerGroup, env: Env) -> CoordinatorResult:
+def on_loaded(group: ClassicGroup | ConsumerGroup | ShareGroup, env: Env) -> CoordinatorResult:
     """Kafka's onLoaded, in the one handler shape (`state.runtime.step`)."""
     if isinstance(group, ConsumerGroup):
         return consumer.loaded(group, env)
+    if isinstance(group, ShareGroup):
+        return share.restarted(group, env)
     done = NOTHING
     if group.directory is not None:  # a group metadata record was loaded: its members come back
         group, done = then(group, done, CoordinatorResult([GroupLoaded(group.persisted)]))  # type: ignore[arg-type]

@@ -5,16 +5,17 @@ handler that reads its own writes replays a sub-result on the way (`then`). Writ
 (`state.records.Record`) also go to the records topic; in-memory ones (the rest of `state.records`) do not: they
 carry what Kafka's classic coordinator keeps only in memory.
 
-`replay` is the only code that changes a group: live, when a handler appends, and when a group is loaded from its
-records (`state.runtime.load`), where the same function replays the written records and then `GroupLoaded`. The transition
-table (`state.classic.group.VALID_PREVIOUS`) is checked on every `StateChanged`, loading included.
+The same function replays a group's written records when it is loaded (`state.runtime.load`), then `GroupLoaded`.
+The transition table (`state.classic.group.VALID_PREVIOUS`) is checked on every `StateChanged`, loading included.
 
-A group is of either kind, a `ClassicGroup` or a KIP-848 `ConsumerGroup`, and its records say which, as in Kafka:
+A group is of one kind, a `ClassicGroup`, a KIP-848 `ConsumerGroup` or a KIP-932 `ShareGroup`, and its records say
+which, as in Kafka (a share group replaces only a classic group with nothing in it, and nothing replaces it):
 a consumer-group record (`state.consumer.replay`) creates a consumer group, or replaces a classic group that has
 no members (the "simple" group that only holds offsets, which a conversion between the protocols leaves once it
 has tombstoned the old group); a classic group metadata value likewise replaces a consumer group without members.
 A group's tombstone removes its metadata, not its offsets (Kafka keeps offsets apart from groups): a group left
-with offsets only is a simple classic group, as Kafka creates one to hold committed offsets.
+with offsets only is a simple classic group, as Kafka creates one to hold committed offsets. The group id's configs
+(record version 101) are the runtime's, kept beside the group by the step loop.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from state.consumer import replay as consumer_replay
 from state.consumer.group import ConsumerGroup
 from state.errors import ReplayError
 from state.records import AnyRecord, GroupCreated, HeartbeatOwed, Record, kafka_group_value, offset_value_of, persisted_of
+from schemas.share_group import GroupConfigKey, ShareGroupRecordKey
+from state.share import replay as share_replay
+from state.share.group import ShareGroup
+from state.share.records import SharePartitionWanted
 
 
 # -- replay ------------------------------------------------------------------------------------------------------
@@ -43,11 +48,17 @@ def replay(group: ClassicGroup | None, record: AnyRecord) -> ClassicGroup | None
     return apply(group, record)
 
 
-Group = ClassicGroup | ConsumerGroup
+Group = ClassicGroup | ConsumerGroup | ShareGroup
+
+_SHARE_KEYS = frozenset(ShareGroupRecordKey.__args__) - {GroupConfigKey}  # type: ignore[attr-defined]
 
 
 def _written(group: Group | None, record: Record) -> Group | None:
     key, value = record.key, record.value
+    if type(key) is GroupConfigKey:
+        return group  # the group id's configs: the runtime's, kept beside the group (`state.batch`)
+    if isinstance(group, ShareGroup) and isinstance(key, (GroupMetadataKey, OffsetCommitKey)):
+        raise ReplayError(f"a classic group's record for share group {group.group_id}")
     if isinstance(key, GroupMetadataKey):
         if group is None:
             raise ReplayError("a group metadata record for a group that does not exist")
@@ -67,13 +78,46 @@ def _written(group: Group | None, record: Record) -> Group | None:
         else:
             group.offsets[tp] = offset_value_of(value)  # type: ignore[arg-type]
         return group
+    if type(key) in _SHARE_KEYS:
+        return _share_written(group, record)
     # a consumer group's record
+    if isinstance(group, ShareGroup):
+        if value is None:
+            return group
+        raise ReplayError(f"a consumer group record for share group {group.group_id}")
     if isinstance(group, ClassicGroup):
         if value is None:
             return group  # a consumer-group tombstone for a classic group: nothing of a consumer group is there
         group = _replaced(group, ConsumerGroup(group.group_id), "a consumer group record")
     after = consumer_replay.replay(group, record)
     return _offsets_only(group) if after is None and group is not None else after
+
+
+def _share_written(group: Group | None, record: Record) -> Group | None:
+    """A share group's record: a group id has one kind at a time, and no share group replaces another kind (Kafka
+    refuses the share APIs on a classic or consumer group); a classic group with nothing in it (no members, no
+    offsets) is the only one that gives way."""
+    if group is not None and not isinstance(group, ShareGroup):
+        if record.value is None:
+            return group
+        if group.members or group.offsets or (isinstance(group, ClassicGroup) and (group.protocol_type or
+                                                                                  group.pending_members)):
+            raise ReplayError(f"a share group record for group {group.group_id}, which is of another kind")
+        group = None
+    return share_replay.replay(group, record)
+
+
+def _share_wanted(group: ShareGroup, record: SharePartitionWanted) -> ShareGroup:
+    return share_replay.replay(group, record)  # type: ignore[return-value]
+
+
+def _heartbeat_owed(group: ConsumerGroup | ShareGroup, record: HeartbeatOwed) -> ConsumerGroup | ShareGroup:
+    """The fast path's record, of a consumer or a share group: a member owes the coordinator a heartbeat."""
+    if record.owed:
+        group.heartbeat_owed.add(record.member_id)
+    else:
+        group.heartbeat_owed.discard(record.member_id)
+    return group
 
 
 def _replaced(old: Group, new: Group, what: str) -> Group:
@@ -100,7 +144,8 @@ _CREATING: frozenset[type] = frozenset({GroupCreated, Record})
 """The records that may apply to no group: they create one (a written record checks its own key: a consumer group's
 value record creates the group, any other needs it)."""
 
-_REPLAY: dict[type, Callable] = {Record: _written, **classic_replay.REPLAY, HeartbeatOwed: consumer_replay.heartbeat_owed}
+_REPLAY: dict[type, Callable] = {Record: _written, **classic_replay.REPLAY, HeartbeatOwed: _heartbeat_owed,
+                                  SharePartitionWanted: _share_wanted}
 """By record type: a written record by its key (`_written`), an in-memory one of either kind by its type."""
 
 

@@ -21,7 +21,7 @@ passes on: after `then`, the group to read is the one it returned.
 
 `Env` is what a handler reads besides the group and the request: the time, the configuration, the cluster's topics
 (`image`, decoded on first use), the group's scheduled timers (Kafka's `timer.isScheduled`), the server-side
-assignors, and how long the request waited for its batch.
+assignors, how long the request waited for its batch, the group id's configs and the step's own time.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ class CoordinatorResult:
     """How many of `records` and `timers`, from the first, are on the group already (`then`) ..."""
     after: Any = field(default=None, repr=False, compare=False)
     """... and the group they left (a record may create, replace or remove the group object)."""
+    view_changed: bool = False
+    """Its records change the group's view though their keys would not say so (a share-partition's grant: its
+    snapshot is otherwise view-neutral, `state.batch`)."""
 
     @property
     def response(self) -> Response | None:
@@ -74,10 +77,11 @@ class CoordinatorResult:
         return [r for r in self.records if isinstance(r, Record)]
 
     def __add__(self, other: CoordinatorResult) -> CoordinatorResult:
-        if not (other.records or other.responses or other.timers or other.members_expired or other.fast_answers):
+        if not (other.records or other.responses or other.timers or other.members_expired or other.fast_answers
+                or other.view_changed):
             return self
         if not (self.records or self.responses or self.timers or self.members_expired or self.fast_answers
-                or self.replayed != (0, 0)):
+                or self.view_changed or self.replayed != (0, 0)):
             return other
         if other.replayed == (0, 0):
             replayed, after = self.replayed, self.after
@@ -88,7 +92,8 @@ class CoordinatorResult:
             raise ValueError("a replayed result after one that is not: replay the first (`then`)")
         return CoordinatorResult(self.records + other.records, self.responses + other.responses,
                                  self.timers + other.timers, self.members_expired + other.members_expired,
-                                 self.fast_answers + other.fast_answers, replayed, after)
+                                 self.fast_answers + other.fast_answers, replayed, after,
+                                 self.view_changed or other.view_changed)
 
     def is_replayed(self) -> bool:
         """Whether all of it is on the group already (`then`): nothing is left to replay."""
@@ -137,17 +142,20 @@ def then(group: Any, done: CoordinatorResult, more: CoordinatorResult) -> tuple[
         return (result.after if result.replayed != (0, 0) else group), result
     group = applied(group, result)
     return group, CoordinatorResult(result.records, result.responses, result.timers, result.members_expired,
-                                    result.fast_answers, (len(result.records), len(result.timers)), group)
+                                    result.fast_answers, (len(result.records), len(result.timers)), group,
+                                    result.view_changed)
 
 
 class Env:
     """What a handler reads besides the group and the request."""
 
-    __slots__ = ("now_ms", "config", "_image", "timers", "assignors", "waited_ms", "_topics")
+    __slots__ = ("now_ms", "config", "_image", "timers", "assignors", "waited_ms", "_topics", "group_configs",
+                 "batch_ms")
 
     def __init__(self, now_ms: int, config: CoordinatorConfig | None = None, image: MetadataImage | None = None,
                  timers: Mapping[str, int] | None = None, assignors: Mapping[str, ServerAssignor] | None = None,
-                 waited_ms: int = 0, topics: bytes | None = None) -> None:
+                 waited_ms: int = 0, topics: bytes | None = None, group_configs: Mapping[str, str] | None = None,
+                 batch_ms: int | None = None) -> None:
         self.now_ms = now_ms
         self.config = config if config is not None else CoordinatorConfig()
         self._image = image
@@ -159,6 +167,12 @@ class Env:
         """How long the request waited for its batch: the heartbeat interval told grows with it
         (`state.consumer.interval`)."""
         self._topics = topics
+        self.group_configs: Mapping[str, str] = group_configs if group_configs is not None else {}
+        """The group id's dynamic configs (IncrementalAlterConfigs on a GROUP resource), whatever its kind: record
+        version 101 sets them, and the step loop keeps them beside the group (`state.batch`)."""
+        self.batch_ms = now_ms if batch_ms is None else batch_ms
+        """The step's time (the micro-batch's); `now_ms` follows each request's arrival. What no gateway's clock
+        may move (a share-partition's lease) counts on this one."""
 
     @property
     def image(self) -> MetadataImage:
@@ -171,8 +185,9 @@ class Env:
     def replace(self, **changes: Any) -> Env:
         """This environment with some of its fields changed (`now_ms`, `timers`, ...)."""
         fields = {"now_ms": self.now_ms, "config": self.config, "image": self._image, "timers": self.timers,
-                  "assignors": self.assignors, "waited_ms": self.waited_ms, "topics": self._topics}
-        return Env(**{**fields, **changes})
+                  "assignors": self.assignors, "waited_ms": self.waited_ms, "topics": self._topics,
+                  "group_configs": self.group_configs, "batch_ms": self.batch_ms}
+        return type(self)(**{**fields, **changes})
 
     def assignor(self, name: str) -> ServerAssignor:
         if self.assignors is not None:

@@ -32,7 +32,10 @@ from state.consumer.offsets import commit_member
 from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
-from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
+from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
+from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from state.share import coordinator as share
+from state.share.group import ShareGroup
 from state.wire import simple_response
 
 LIVENESS = "Liveness"
@@ -82,6 +85,24 @@ def consumer_heartbeat_from_view(view: PublishedView | None,
     return ConsumerGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
                                           member_id=req.member_id, member_epoch=req.member_epoch,
                                           heartbeat_interval_ms=view.heartbeat_interval_ms)
+
+
+def share_heartbeat_from_view(view: PublishedView | None,
+                              req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse | None:
+    """The answer to a ShareGroupHeartbeat that changes nothing, where a share group's view decides it: a member
+    of the view at the group epoch, of the principal it is bound to, declaring nothing (no rack, no subscription:
+    librdkafka's regular share heartbeat); answered with its epoch and the interval, no assignment. None: ask the
+    coordinator."""
+    if not isinstance(view, PublishedShareGroup):
+        return None
+    member = view.members.get(req.member_id)
+    if (member is None or not rules.acts_for(member, req.principal) or req.member_epoch <= 0
+            or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
+            or req.rack_id is not None or req.subscribed_topic_names is not None):
+        return None
+    return ShareGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
+                                       member_id=req.member_id, member_epoch=req.member_epoch,
+                                       heartbeat_interval_ms=view.heartbeat_interval_ms)
 
 
 def declares_nothing_new(req: ConsumerGroupHeartbeatRequest) -> bool:
@@ -151,14 +172,17 @@ def _errors(given: CommitAnswer) -> str:
     return ", ".join(f"{e.topic}-{e.partition}: {e.error_code}" for e in given.partition_errors) or "none"
 
 
-def liveness(group: ClassicGroup | ConsumerGroup | None, request: Liveness, env: Env) -> CoordinatorResult:
+def liveness(group: ClassicGroup | ConsumerGroup | ShareGroup | None, request: Liveness,
+             env: Env) -> CoordinatorResult:
     """Each member heard, as its Heartbeat at the time it was heard (never later than now), in the one handler shape
     (`state.runtime.step`): its session restarted from then where the coordinator accepts it, no answer sent (the
     gateway answered), and what the gateway answered beside what the coordinator decided (`FastAnswer`)."""
     done = NOTHING
     for heard in request.members:
         heard_ms = min(heard.heard_ms, env.now_ms)
-        if isinstance(group, ConsumerGroup) and not _classic_member(group, heard.member_id):
+        if isinstance(group, ShareGroup):
+            checked = _share_liveness(group, request, heard, env, heard_ms)
+        elif isinstance(group, ConsumerGroup) and not _classic_member(group, heard.member_id):
             checked = _consumer_liveness(group, request, heard, env, heard_ms)
         else:
             req = HeartbeatRequest(request_id=request.request_id, api_version=4, principal=heard.principal,
@@ -193,3 +217,16 @@ def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMem
     return kept + CoordinatorResult(fast_answers=[FastAnswer(
         "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
         "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else "")])
+
+
+def _share_liveness(group: ShareGroup, liveness: Liveness, heard: HeardMember, env: Env,
+                    heard_ms: int) -> CoordinatorResult:
+    """A share group's heartbeat a gateway answered from its view (`share_heartbeat_from_view`; its member epoch
+    is `generation_id`), checked as a consumer group's (`state.share.coordinator.heard`)."""
+    req = ShareGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
+                                     group_id=liveness.group_id, member_id=heard.member_id,
+                                     member_epoch=heard.generation_id)
+    kept, decided = share.heard(group, req, env, heard_ms)
+    return kept + CoordinatorResult(fast_answers=[FastAnswer(
+        "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
+        "a share group's heartbeat the coordinator would have answered otherwise" if decided is None else "")])
