@@ -42,6 +42,7 @@ import msgspec
 
 from gateway.upstream.appender import AppendFailed, Appender
 from gateway.upstream.control import Json, unanswered
+from gateway.fast.holds import Holds
 from gateway.fast.views import ViewFollower
 from state.api import (BadRequest, Errors, PublishedView, commit_from_view, commit_response,
                        consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
@@ -139,7 +140,7 @@ def _log_failure(written: asyncio.Future) -> None:
 
 class FastPath:
     def __init__(self, follower: ViewFollower, appender: Appender, heartbeats: Heartbeats,
-                 max_metadata_bytes: int, offset_fetch: bool = True) -> None:
+                 max_metadata_bytes: int, offset_fetch: bool = True, holds: Holds | None = None) -> None:
         self.follower = follower
         self.offset_fetch_from_view = offset_fetch
         self.appender = appender
@@ -147,10 +148,10 @@ class FastPath:
         self.max_metadata_bytes = max_metadata_bytes
         self._ids = itertools.count()
         self._prefix = f"fast-{uuid.uuid4().hex[:8]}"
-        self._forwarding: dict[str, int] = {}
-        """group id -> requests that may change it, forwarded to the coordinator and not yet answered."""
-        self._held: dict[str, float] = {}
-        """group id -> when the last of them was answered: no view answers before a follower round begun later."""
+        self.holds = holds or Holds()
+        """Per group: requests that may change it, forwarded to the coordinator and not yet answered, and when the
+        last was answered: no view answers its heartbeats before a follower round begun later. Shared by the
+        processes of one gateway (`gateway.fast.holds`)."""
 
     def answer(self, api: str, body: Json) -> Awaitable[Json | None] | None:
         """The answer to a control request `body` (one group's, as the gateway would write it) where the group's
@@ -194,8 +195,7 @@ class FastPath:
         group_id = body["group_id"]
         self.heartbeats.flush(group_id)
         if _may_change_group(api, body):
-            self._forwarding[group_id] = self._forwarding.get(group_id, 0) + 1
-            self._held.pop(group_id, None)
+            self.holds.forwarding(group_id)
 
     def after_request(self, api: str, body: Json) -> None:
         """The coordinator answered a request of the group `before_request` saw (or it failed): heartbeats wait
@@ -203,11 +203,7 @@ class FastPath:
         wrote (written before its answers)."""
         if not _may_change_group(api, body):
             return
-        group_id = body["group_id"]
-        left = self._forwarding.pop(group_id, 1) - 1
-        if left:
-            self._forwarding[group_id] = left
-        self._held[group_id] = time.monotonic()
+        self.holds.answered(body["group_id"], time.monotonic())
         self.follower.wake()
 
     def _holds(self, group_id: str) -> bool:
@@ -216,15 +212,7 @@ class FastPath:
         the member would hear of the change a heartbeat interval later. Commits and fetches need no hold: the
         coordinator checks every commit answered, after the forwarded request, and a fetch is answered only from a
         view as of the last request written to the group's partition."""
-        if group_id in self._forwarding:
-            return True
-        held = self._held.get(group_id)
-        if held is None:
-            return False
-        if self.follower.read_as_of < held:
-            return True
-        del self._held[group_id]
-        return False
+        return self.holds.holds(group_id, self.follower.read_as_of)
 
     async def _hold_ended(self, group_id: str) -> bool:
         """Wait, at most HOLD_WAIT_S, until the group is no longer held; whether it is not."""

@@ -153,3 +153,18 @@ def test_a_topic_id_crosses_as_kafkas_uuid_text():
                 "assignment": {"topic_partitions": [{"topic_id": "AaIZp58ZdDC-jcJ7UM6YDg", "partitions": [1, 2]}]}}
     response = from_json(api.response, 1, api.merge(to_json(decoded, 1), [answered], 1))
     assert api.response.decode(response.encode(version=1), version=1).assignment.topic_partitions[0].topic_id == topic
+
+
+def test_an_answer_built_once_is_the_same_bytes_as_one_built_each_time_with_its_own_correlation_id():
+    from gateway.front.connection import _answer, _encode
+
+    commit = GROUP_APIS[8]
+    doc = {"throttle_time_ms": 0, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "error_code": 0}]}]}
+    for version in (2, 8, 9):
+        for correlation in (7, 8, -5, 2**31 - 1):
+            assert _answer(commit.response, version, doc, correlation) == _encode(
+                from_json(commit.response, version, doc), version, correlation)
+    heartbeat = GROUP_APIS[12]
+    for code in (0, 27):
+        assert _answer(heartbeat.response, 4, {"throttle_time_ms": 0, "error_code": code}, 3) == _encode(
+            from_json(heartbeat.response, 4, {"throttle_time_ms": 0, "error_code": code}), 4, 3)
