@@ -68,22 +68,27 @@ class GatewaySettings:
     response_fetch_wait_ms: int = 50
     """How long the broker may hold the fetch that reads the coordinator's answers (`client.transport`)."""
     views_topic: str = "group-coordinator-views"
+    fast_answers_by_coordinator: bool = False
+    """Every heartbeat, commit and fetch waits for the coordinator; no views are followed (`gateway.fast`)."""
     view_bound_ms: int = 2000
     """How recent a group's view must be for the gateway to answer heartbeats and commits from it
-    (`gateway.fast.views`); 0: never (every request waits for the coordinator)."""
+    (`gateway.fast.views`)."""
     liveness_interval_ms: int = 5000
     """The longest a heartbeat answered from a view waits before the coordinator hears of it
     (`gateway.fast.fast_path`)."""
-    offset_fetch_from_view: bool = True
-    """Answer an OffsetFetch from a Stable group's view where that holds the group's offsets now
-    (`gateway.fast.fast_path`); False: the coordinator answers every one."""
+    offset_fetch_by_coordinator: bool = False
+    """Every OffsetFetch waits for the coordinator, even where a view holds the group's offsets now
+    (`gateway.fast.fast_path`)."""
     offset_metadata_max_bytes: int = 4096
     """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
     max_request_bytes: int = MAX_REQUEST_BYTES
     connect_timeout_ms: int = 10_000
-    coordinator_config: CoordinatorConfig | None = None
+    member_id_round_by_coordinator: bool = False
+    """JoinGroup's member-id round waits for the coordinator instead of being answered here at once
+    (`gateway.fast.member_id_round`)."""
+    coordinator_config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     """The coordinator's settings (the `group.*` properties, as the query reads them), for the member-id round the
-    gateway answers itself by the core's rules (`gateway.fast.member_id_round`); None: the coordinator answers it."""
+    gateway answers itself by the core's rules."""
 
 
 ALLOW_ALL = Authorizer(allow_everyone_if_no_acl_found=True)
@@ -97,7 +102,7 @@ class Gateway:
                  security: SecurityTopics | None = None, fast_path: FastPath | None = None) -> None:
         self.settings = settings
         self.coordinator = coordinator
-        self.member_id_round = (None if settings.coordinator_config is None
+        self.member_id_round = (None if settings.member_id_round_by_coordinator
                                 else MemberIdRound(coordinator, settings.coordinator_config))
         self.security = security
         """The ACLs and SCRAM credentials the gateway follows (when authorization or SCRAM is on)."""
