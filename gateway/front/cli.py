@@ -176,8 +176,9 @@ async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
         ensure_topics({"bootstrap_servers": settings.bootstrap_servers, **settings.kafka_config}, props)
         security_cli.start(security, settings.authenticator, settings.authorization, props,
                            settings.bootstrap_servers, settings.kafka_config)
-        return CoordinatorClient(settings.bootstrap_servers, settings.requests_topic, settings.responses_topic,
-                                 settings.kafka_config, loop, settings.response_fetch_wait_ms)
+        return CoordinatorClient.connect(settings.bootstrap_servers, settings.requests_topic,
+                                         settings.responses_topic, settings.kafka_config, loop,
+                                         settings.response_fetch_wait_ms)
 
     try:
         coordinator = await loop.run_in_executor(None, connect)

@@ -127,7 +127,7 @@ class Gateway:
     async def start(self) -> None:
         await self._learn_upstream()
         s = self.settings
-        server = await asyncio.start_server(partial(self._serve, None), s.listen_host, s.listen_port, ssl=s.ssl,
+        server = await asyncio.start_server(partial(self.serve, None), s.listen_host, s.listen_port, ssl=s.ssl,
                                             limit=STREAM_BUFFER_BYTES)
         self._servers.append(server)
         self.bootstrap_port = server.sockets[0].getsockname()[1]
@@ -146,7 +146,9 @@ class Gateway:
         if self.fast_path is not None:
             self.fast_path.close()
 
-    async def _serve(self, node_id: int | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def serve(self, node_id: int | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one client connection, a listener's (`node_id`: the upstream node it stands for, None: the
+        bootstrap listener) or any other pair of streams, until it closes."""
         from gateway.front.connection import ClientConnection
 
         try:
@@ -172,16 +174,23 @@ class Gateway:
                 if answer.error_code != 0:  # an older broker answers v0 with its versions
                     answer = await upstream.request(ApiVersionsRequest[0](), 0, ApiVersionsResponse)
                 upstream_versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-                self.features = {k: v for k, v in to_json(answer, 3).items() if k not in ("api_keys", "error_code")}
-                self.versions = advertised(upstream_versions, self.settings.authenticator is not None,
-                                           self.authorizing, self.security is not None)
                 version = min(upstream_versions.get(MetadataRequest.API_KEY, (0, 0))[1], 12)
                 metadata = await upstream.request(MetadataRequest[version](topics=[]), version, MetadataResponse)
-                self.learn_brokers((b.node_id, b.host, b.port) for b in metadata.brokers)
+                self.know_upstream(upstream_versions,
+                                   {k: v for k, v in to_json(answer, 3).items() if k not in ("api_keys", "error_code")},
+                                   [(b.node_id, b.host, b.port) for b in metadata.brokers])
                 return
             finally:
                 upstream.close()
         raise ConnectionError(f"no upstream broker answered: {'; '.join(errors)}")
+
+    def know_upstream(self, versions: Versions, features: Json, brokers: list[tuple[int, str, int]]) -> None:
+        """What the gateway takes from the upstream cluster before it serves: its API versions (what the gateway
+        advertises follows from them), its ApiVersions features, and its brokers."""
+        self.features = features
+        self.versions = advertised(versions, self.settings.authenticator is not None, self.authorizing,
+                                   self.security is not None)
+        self.learn_brokers(brokers)
 
     @property
     def authorizer(self) -> Authorizer:
@@ -226,7 +235,7 @@ class Gateway:
                 if node_id not in self._addresses:
                     s = self.settings
                     port = 0 if s.listen_port == 0 else s.listen_port + 1 + len(self._addresses)
-                    server = await asyncio.start_server(partial(self._serve, node_id), s.listen_host, port,
+                    server = await asyncio.start_server(partial(self.serve, node_id), s.listen_host, port,
                                                         ssl=s.ssl, limit=STREAM_BUFFER_BYTES)
                     self._servers.append(server)
                     self._addresses[node_id] = (s.advertised_host, server.sockets[0].getsockname()[1])
