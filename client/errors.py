@@ -162,6 +162,11 @@ _TABLE: tuple[KafkaError, ...] = (
     _entry(Errors.DUPLICATE_VOTER, False, 'The voter is already part of the set of voters'),
     _entry(Errors.VOTER_NOT_FOUND, False, 'The voter is not part of the set of voters'),
     _entry(Errors.INVALID_REGULAR_EXPRESSION, False, 'The regular expression is not valid'),
+    _entry(Errors.REBOOTSTRAP_REQUIRED, False, 'Client metadata is stale: the client should rebootstrap'),
+    _entry(Errors.STREAMS_INVALID_TOPOLOGY, False, 'The supplied topology is invalid'),
+    _entry(Errors.STREAMS_INVALID_TOPOLOGY_EPOCH, False, 'The supplied topology epoch is invalid'),
+    _entry(Errors.STREAMS_TOPOLOGY_FENCED, False, 'The supplied topology epoch is outdated'),
+    _entry(Errors.SHARE_SESSION_LIMIT_REACHED, True, 'The limit of share sessions has been reached'),
 )
 
 ERRORS: dict[int, KafkaError] = {e.code: e for e in _TABLE}

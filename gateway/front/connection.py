@@ -6,7 +6,9 @@ JoinGroup parked in the coordinator holds back the answers behind it on that con
 handles one request per connection at a time, would hold them.
 
 - ApiVersions, SASL, FindCoordinator (groups) and the group APIs are answered by the gateway: heartbeats and
-  commits from the group's view where it decides (`gateway.fast.fast_path`), the rest by the coordinator.
+  commits from the group's view where it decides (`gateway.fast.fast_path`), the rest by the coordinator; ShareFetch and
+  ShareAcknowledge by the share-partitions this process holds (`gateway.share`), whose sessions close with the
+  connection.
 - Everything else goes to this listener's upstream broker unchanged, on the connection's own upstream connection.
   Answers that name brokers (Metadata, DescribeCluster, FindCoordinator for transactions, Fetch v16+ and Produce
   v10+ when they carry node endpoints) get the gateway's listeners instead; all others go back byte for byte.
@@ -53,6 +55,7 @@ MAX_IN_FLIGHT = 1000
 GROUP_COORDINATOR = 0
 UNSUPPORTED_SASL_MECHANISM = 33
 SASL_AUTHENTICATION_FAILED = 58
+SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})
 FAST_APIS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat", "OffsetCommit"})
 """Group requests a gateway may answer from the group's view (`gateway.fast.fast_path`; OffsetFetch apart: one request
@@ -105,6 +108,7 @@ class ClientConnection:
             writer.cancel()
             for task in list(self._tasks):
                 task.cancel()
+            self.gateway.share.disconnected(self)
             if self._upstream is not None:
                 self._upstream.close()
             self._writer.close()
@@ -151,6 +155,10 @@ class ClientConnection:
         api = GROUP_APIS.get(api_key)
         if api is not None:
             return self._spawn(self._group(api, frame, version, correlation))
+        if api_key == SHARE_FETCH:
+            return self._spawn(self.gateway.share.fetch(self, frame, version, correlation))
+        if api_key == SHARE_ACKNOWLEDGE:
+            return self._spawn(self.gateway.share.acknowledge(self, frame, version, correlation))
         if api_key == ApiKey.FindCoordinator:
             request = FindCoordinatorRequest.decode(frame, version=version, header=True)
             if request.key_type == GROUP_COORDINATOR:
@@ -175,10 +183,18 @@ class ClientConnection:
             return None
         rewrite = api_key in _ADDRESSES and version >= _ADDRESSES_FROM.get(api_key, 0)
         answer = await self._forward(frame, correlation, api_key if rewrite else None, version)
+        if api_key == ApiKey.Produce and self.gateway.share.holder.waiting:
+            # a share fetch waits on some log: read it as soon as this produce is answered
+            answer = self._spawn(self._produced(answer, peek.produce(frame, version).topics))
         return answer if finish is None else self._spawn(self._finish(answer, finish))
 
     async def _finish(self, answer: Awaitable[bytes], finish: Callable[[bytes], bytes]) -> bytes:
         return finish(await answer)
+
+    async def _produced(self, answer: Awaitable[bytes], topics: list[str | bytes]) -> bytes:
+        payload = await answer
+        self.gateway.share.produced(topics)
+        return payload
 
     @property
     def session(self) -> Session:

@@ -121,6 +121,10 @@ class Gateway:
         self._servers: list[asyncio.AbstractServer] = []
         self._listener_lock = asyncio.Lock()
         self.bootstrap_port = 0
+        from gateway.share.fetch import Shares
+
+        self.share = Shares(self)
+        """Share sessions and the share-partitions this process holds (ShareFetch, ShareAcknowledge)."""
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -143,6 +147,7 @@ class Gateway:
             server.close()
         for server in self._servers:
             await server.wait_closed()
+        await self.share.close()
         if self.fast_path is not None:
             self.fast_path.close()
 

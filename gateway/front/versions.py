@@ -8,8 +8,9 @@
   Produce v10+) and Produce (whose `acks` says whether an answer comes): the upstream's versions, capped at what
   kafka-python can decode.
 - Every other upstream API: the upstream's versions, forwarded byte for byte.
-- Left out: the group APIs of protocols the coordinator does not run (KIP-932 share groups, KIP-1071 streams
-  groups) and TxnOffsetCommit, which would commit to the upstream's own coordinator. A client configured for them
+- ShareFetch and ShareAcknowledge (KIP-932): the gateway's own versions (`gateway.share`).
+- Left out: the group APIs of protocols the coordinator does not run (KIP-1071 streams groups; KIP-932's group-side
+  APIs until the coordinator runs share groups) and TxnOffsetCommit, which would commit to the upstream's own coordinator. A client configured for them
   then fails fast with UnsupportedVersion instead of hanging.
 """
 
@@ -32,7 +33,7 @@ Versions = dict[int, tuple[int, int]]
 
 NOT_SERVED = frozenset({
     ApiKey.TxnOffsetCommit,
-    76, 77, 78, 79,  # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge (KIP-932)
+    76, 77,  # ShareGroupHeartbeat, ShareGroupDescribe (KIP-932)
     83, 84, 85, 86, 87,  # the share-group state APIs
     88, 89,  # StreamsGroupHeartbeat, StreamsGroupDescribe (KIP-1071)
     90, 91, 92,  # Describe/Alter/DeleteShareGroupOffsets
@@ -47,6 +48,10 @@ _DECODED = {
 }
 """API key -> the classes the gateway decodes for it: it advertises no version they do not know."""
 
+SHARE_APIS = {78: (1, 2), 79: (1, 2)}
+"""ShareFetch and ShareAcknowledge (KIP-932), answered by the gateway (`gateway.share`): Kafka 4.2's versions (v0 was
+4.0's early access); librdkafka 2.16 sends v1."""
+
 _SASL = {ApiKey.SaslHandshake: SaslHandshakeRequest.max_version,
          ApiKey.SaslAuthenticate: SaslAuthenticateRequest.max_version}
 
@@ -58,7 +63,7 @@ def advertised(upstream: Versions, sasl: bool, authorizing: bool = False, securi
     authorization)."""
     out: Versions = {}
     for key, (lo, hi) in upstream.items():
-        if key in NOT_SERVED or key in GROUP_APIS or key in _SASL or key == ApiKey.ApiVersions:
+        if key in NOT_SERVED or key in GROUP_APIS or key in SHARE_APIS or key in _SASL or key == ApiKey.ApiVersions:
             continue
         if authorizing and key not in POLICED:
             continue
@@ -68,6 +73,7 @@ def advertised(upstream: Versions, sasl: bool, authorizing: bool = False, securi
             out[key] = (lo, hi)
     for key, api in GROUP_APIS.items():
         out[key] = (0, api.max_version)
+    out.update(SHARE_APIS)
     out[ApiKey.ApiVersions] = (0, min(ApiVersionsRequest.max_version, ApiVersionsResponse.max_version))
     if sasl:
         out.update({key: (0, hi) for key, hi in _SASL.items()})

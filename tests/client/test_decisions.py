@@ -60,7 +60,7 @@ def test_errors_table_is_kafkas():
     assert for_code(Errors.MEMBER_ID_REQUIRED) is ERRORS[79]
     assert for_code(Errors.COORDINATOR_NOT_AVAILABLE).retriable and not for_code(Errors.ILLEGAL_GENERATION).retriable
     assert for_code(12345).name == "UNKNOWN_ERROR_CODE_12345"
-    assert set(range(-1, 129)) == set(ERRORS) == set(Errors)
+    assert set(range(-1, 134)) == set(ERRORS) == set(Errors)
     assert all(ERRORS[e].name == e.name for e in Errors)
 
 

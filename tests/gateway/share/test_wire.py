@@ -1,5 +1,6 @@
-"""KIP-932's messages as the gateway encodes and decodes them (`gateway.upstream.kafka_apis`): Kafka's versions, and the
-wire traps of the reference (`kafka-share-groups.md` §2, §7): a nullable struct as an int8 marker, records never null."""
+"""KIP-932's messages as the gateway encodes and decodes them (`gateway.upstream.kafka_apis`): Kafka's versions, and
+the wire traps of the reference (/work/shared/reference/kafka-share-groups.md §2, §7): a nullable struct as an int8
+marker, records never null."""
 
 from __future__ import annotations
 
