@@ -25,7 +25,7 @@ from admin.reset import ResetError, datetime_ms, duration_ms, new_offsets, read_
 from client.errors import GroupError, RequestTimeoutError, for_code
 from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, KafkaTransport, Transport
 from kafka import KafkaConsumer, KafkaProducer
-from state.properties import kafka_python_settings, read_properties
+from state.config import kafka_python_settings, read_properties
 from streaming.recovery.checkpoint import CheckpointError
 
 DEFAULT_RECORDS_TOPIC = "group-coordinator-records"

@@ -50,7 +50,7 @@ Assignment = dict[str, TopicPartitions]
 class PartitionAssignorError(Exception):
     """Kafka's PartitionAssignorException: a server-side assignor cannot compute the group's target assignment,
     for instance because a member subscribes to a topic the metadata does not have. Kafka's group coordinator
-    answers the request that triggered the assignment with UNKNOWN_SERVER_ERROR (see state/server_assignment.py)."""
+    answers the request that triggered the assignment with UNKNOWN_SERVER_ERROR (see state/classic/server_assignment.py)."""
 
 
 class SubscriptionType(Enum):

@@ -101,7 +101,7 @@ def kafka_options(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def client_config(options: Mapping[str, str]) -> dict[str, object]:
-    """kafka-python keyword arguments from the `kafka.*` keys (`state.properties.kafka_python_settings` of them
+    """kafka-python keyword arguments from the `kafka.*` keys (`state.config.kafka_python_settings` of them
     without the prefix); other keys are not kafka-python's, nor is `kafka.client`
     (`streaming.kafka_io.kafka_clients.chosen_client`)."""
     config = kafka_python_settings({key[len(KAFKA_PREFIX):]: value for key, value in options.items()

@@ -268,7 +268,7 @@ class ConsumerGroupMetadataValue(Struct, frozen=True, kw_only=True):
 
     epoch: Int32
     metadata_hash: Annotated[Int64, Versions("0+"), Meta(
-        description="tagged in Kafka; ours is computed by state.consumer.topics.metadata_hash")] = 0
+        description="tagged in Kafka; ours is computed by state.topics.image.metadata_hash")] = 0
     directory: Annotated[ConsumerGroupDirectoryEntry | UnsetType, Extension(
         "the group now, for ListGroups (written whenever its state changes; absent on the epoch bumps Kafka writes);"
         " ignored when loading")] = UNSET

@@ -15,9 +15,9 @@ from state.batch import (
     upgrade_state,
 )
 from state.config import CoordinatorConfig
-from state.directory import GroupDirectory
+from state.views.directory import GroupDirectory
 from state.errors import Errors
-from state.fast_answers import (
+from state.views.fast_answers import (
     FastAnswer,
     commit_from_view,
     commit_response,
@@ -25,10 +25,10 @@ from state.fast_answers import (
     declares_nothing_new,
     heartbeat_from_view,
 )
-from state.group import GroupState
-from state.offsets import fetch_from_view
-from state.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
-from state.properties import kafka_python_settings, read_properties
+from state.classic.group import GroupState
+from state.offsets.handlers import fetch_from_view
+from state.classic.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
+from state.config import kafka_python_settings, read_properties
 from state.records import decode_key
 from state.share.grant import lease_deadline
 from state.share.partition import (
@@ -50,8 +50,8 @@ from state.share.partition import (
     share_partition_from_snapshot,
     validate_acknowledgement_batches,
 )
-from state.timers import earliest, is_due
-from state.views import MARK_KEY, PublishedGroup, PublishedView, decode_mark, decode_view, encode_mark
+from state.runtime.timers import earliest, is_due
+from state.views.published import MARK_KEY, PublishedGroup, PublishedView, decode_mark, decode_view, encode_mark
 from state.wire import BadRequest, decode_request, encode, error_response
 
 __all__ = [

@@ -35,7 +35,7 @@ CONTRACT (the streaming job depends on exactly these names):
           responses        JSON values for the response topic (key = group_id)
           records          (key, value | None) for the compacted records topic; None value = tombstone
           dead_letters     (index into requests, reason) for records that could not be handled
-          next_deadline_ms when to be called again with no requests (None: no timer); see state.timers.is_due
+          next_deadline_ms when to be called again with no requests (None: no timer); see state.runtime.timers.is_due
         `GroupStep.stored(before)` is the StoredGroup to pass next time.
         Never raises for any input bytes. Deterministic: same arguments -> byte-identical GroupStep, whether the
         offsets come in `stored` or through `read_offsets`.
@@ -61,21 +61,25 @@ from msgspec import UNSET, UnsetType
 
 from schemas.consumer_group import TopicMetadata
 from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, OffsetCommitKey
-from state import coordinator, fast_answers, load, views
+from state.runtime import coordinator, load
+from state.views import fast_answers
+from state.views import published as views
 from state.config import CoordinatorConfig
-from state.context import Context
-from state.fast_answers import FastAnswer
+from state.runtime.context import Context
+from state.views.fast_answers import FastAnswer
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
 from state.consumer.stored import ConsumerGroupDoc
 from state.consumer.stored import from_doc as consumer_group_of
 from state.consumer.stored import to_doc as consumer_group_doc
-from state.consumer.topics import ImageRow, apply_topic_metadata, decode_image_row, image_doc
-from state.group import CURRENT, ClassicGroup, GroupDoc, GroupState, Offsets, StoredOffset
-from state.member_id_round import PENDING_MEMBER, handle_pending_member
-from state.membership import reschedule_heartbeat
-from state.offsets import offsets_can_expire
+from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row, image_doc
+from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
+from state.offsets.values import Offsets, StoredOffset
+from state.classic.member_id_round import PENDING_MEMBER, handle_pending_member
+from state.classic.membership import session
+from state.runtime.step import CoordinatorResult
+from state.offsets.handlers import offsets_can_expire
 from state.records import Record, kafka_group_value
 from state.wire import (
     API_VERSIONS,
@@ -135,10 +139,10 @@ class GroupStep:
     """The state each group metadata record of this call put the group in, in order (the job's metrics)."""
     view: bytes | None = None
     publish_view: bool = False
-    """The call may have changed the group's view (`state.views`), or was resumed: publish `view` on the views topic,
+    """The call may have changed the group's view (`state.views.published`), or was resumed: publish `view` on the views topic,
     keyed by the group id (None: a tombstone, the group is gone)."""
     fast_answers: tuple[FastAnswer, ...] = ()
-    """Requests a gateway answered from the group's view, as the coordinator checked them (`state.fast_answers`):
+    """Requests a gateway answered from the group's view, as the coordinator checked them (`state.views.fast_answers`):
     the job counts them and their mispredictions."""
 
     def stored(self, before: StoredGroup | None) -> StoredGroup | None:
@@ -269,8 +273,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         if isinstance(group, ConsumerGroup):
             consumer.restart_sessions(ctx, group)
         else:
-            for member in group.members.values():
-                reschedule_heartbeat(ctx, member)
+            env = ctx.env()
+            ctx.apply(CoordinatorResult([], [], [session(member, env) for member in group.members.values()]))
         clock = now_ms
     dead_letters = []
     fired_at = None
@@ -316,7 +320,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
     written = ctx.result.written
     only_offsets = group is decoded and _only_offsets(ctx.result.records)
-    # The group's view (state.views) changes only through a record other than an offset's, or when the group is
+    # The group's view (state.views.published) changes only through a record other than an offset's, or when the group is
     # loaded, created or deleted: then it is published (at times as it was, after a record of a rebalance that left
     # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release). A
     # step with a ConsumerGroupHeartbeat the coordinator answered publishes it too, changed or not: its position is
@@ -413,7 +417,7 @@ _TOPIC_METADATA = msgspec.json.Decoder(TopicMetadata)
 
 def _step_topics(stored: StoredGroup | None, requests: Sequence[bytes]) -> GroupStep:
     """A bucket's topic metadata after its `TopicMetadata` requests: the newest version wins, so a duplicate or a
-    late copy changes nothing (`state.consumer.topics.apply_topic_metadata`). A request that is not one is a dead
+    late copy changes nothing (`state.topics.image.apply_topic_metadata`). A request that is not one is a dead
     letter."""
     image = decode_image_row(None if stored is None else stored.metadata)
     before = image
@@ -429,7 +433,7 @@ def _step_topics(stored: StoredGroup | None, requests: Sequence[bytes]) -> Group
 
 
 def _pending_member(ctx: Context, body: dict) -> list[str]:
-    """A gateway's member-id round (`state.member_id_round`); a JoinGroup that is not valid is answered as one."""
+    """A gateway's member-id round (`state.classic.member_id_round`); a JoinGroup that is not valid is answered as one."""
     try:
         handle_pending_member(ctx, body)
     except BadRequest as exc:
@@ -462,7 +466,7 @@ _INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.hand
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
                config: CoordinatorConfig) -> StoredGroup | None:
-    """The stored group the records leave (see `state.load`; records that cannot be decoded are logged)."""
+    """The stored group the records leave (see `state.runtime.load`; records that cannot be decoded are logged)."""
     return encode_state(load.load(group_id, records, now_ms, config).group)
 
 

@@ -4,11 +4,17 @@ The classic group's settings (`group.*`, `offsets.*`) and the consumer group's (
 Kafka's names, defaults and start-up checks. Kafka's per-group overrides of the consumer group's session timeout
 and heartbeat interval (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`, set with
 IncrementalAlterConfigs) are not served: every group uses these values.
+
+`read_properties` and `kafka_python_settings` read Kafka's properties files and client settings, for the job and the
+admin tool alike (`conf/coordinator.properties`, the admin tool's `--command-config`). They live in the core's
+package because both the job (its executors too, which get `state/` but not `client/` or `admin/`) and the admin
+tool need them, and neither should import the other; they touch no Kafka client and no group state.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Mapping
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
@@ -102,3 +108,27 @@ class CoordinatorConfig:
         `downgrade` (consumer -> classic)."""
         policy = self.group_consumer_migration_policy
         return policy == "bidirectional" or policy == direction
+
+
+# -- properties files ----------------------------------------------------------------------------------------
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Java-properties subset: `key=value` or `key: value` lines, `#`/`!` comments, surrounding blanks ignored."""
+    props: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            props[line] = ""
+        else:
+            props[line[:sep].strip()] = line[sep + 1:].strip()
+    return props
+
+
+def kafka_python_settings(props: Mapping[str, str]) -> dict[str, object]:
+    """kafka-python keyword arguments from Kafka client property names (dots become underscores, case is folded);
+    numeric strings become ints because kafka-python's settings are typed and properties are strings."""
+    return {key.lower().replace(".", "_"): int(value) if isinstance(value, str) and value.lstrip("-").isdigit()
+            else value for key, value in props.items()}

@@ -154,7 +154,7 @@ class Errors(enum.IntEnum):
 # same member as `Errors.UNKNOWN_MEMBER_ID`, so each number is still defined once. The core reads them on every
 # request, and on Python 3.11 a module-level name is read about 20 times faster than `Errors.X` (EnumType's
 # __getattr__ puts every class attribute read on a slow path; 3.12 dropped it): core_bench's batched commits
-# measured 3-4% slower with `Errors.X` in state/offsets.py. Client code and tests write `Errors.X`.
+# measured 3-4% slower with `Errors.X` in state/offsets/handlers.py. Client code and tests write `Errors.X`.
 FENCED_INSTANCE_ID = Errors.FENCED_INSTANCE_ID
 GROUP_AUTHORIZATION_FAILED = Errors.GROUP_AUTHORIZATION_FAILED
 GROUP_ID_NOT_FOUND = Errors.GROUP_ID_NOT_FOUND

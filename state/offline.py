@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from state import coordinator
+from state.runtime import coordinator
 from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
-from state.context import Context
-from state.directory import GroupDirectory
+from state.runtime.context import Context
+from state.views.directory import GroupDirectory
 from state.records import consumer_directory_record, group_record
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id
 

@@ -1,6 +1,6 @@
 """Every record the core appends, and their constructors (Kafka's GroupCoordinatorRecordHelpers): one module.
 
-Two kinds, both applied by the one `state.context.replay`:
+Two kinds, both applied by the one `state.runtime.context.replay`:
 
 - **Written records** (`Record`): what Kafka writes to `__consumer_offsets`, as JSON (classes:
   `schemas.messages`). Keys follow Kafka's: the key's `version` is the record type (1 = offset commit, keyed by
@@ -16,7 +16,7 @@ Two kinds, both applied by the one `state.context.replay`:
   records, and a load rebuilds the membership from the last persisted group value (`GroupLoaded`), as Kafka does.
 
 Each in-memory record is a small frozen value (a msgspec Struct: cheap to build, as a join appends many) naming one change in Kafka's words; `replay` is the only code that
-reads them (`state.context`), and the group module (`state.group`) keeps the invariants they rely on.
+reads them (`state.runtime.context`), and the group module (`state.classic.group`) keeps the invariants they rely on.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ from schemas.messages import (
     RecordKey,
 )
 from state.consumer.member import ConsumerGroupMember, PartitionEpochs, Partitions
-from state.consumer.topics import ResolvedRegularExpression
-from state.group import ClassicGroup, GroupState, Member, OffsetValue, Parked
+from state.topics.image import ResolvedRegularExpression
+from state.classic.group import ClassicGroup, GroupState, Member, Parked
+from state.offsets.values import OffsetValue
 from state.wire import encode
 
 if TYPE_CHECKING:
@@ -368,7 +369,7 @@ class ParkedSyncsAnswered(Struct, frozen=True, gc=False):
 
 
 class StateChanged(Struct, frozen=True, gc=False):
-    """A transition, checked against `state.group.VALID_PREVIOUS` when replayed."""
+    """A transition, checked against `state.classic.group.VALID_PREVIOUS` when replayed."""
 
     state: GroupState
     timestamp: int
@@ -420,7 +421,7 @@ class HeartbeatOwed(Struct, frozen=True, gc=False):
     """A consumer group's member owes the coordinator a heartbeat (`owed`), or no longer does: a gateway answered
     its heartbeat from the group's view, and the coordinator, checking it, would have answered otherwise (the view
     was stale, or the topics changed). Its next heartbeat must reach the coordinator, so its view leaves it out
-    (`state.views`; the fast path, docs/gateway.md)."""
+    (`state.views.published`; the fast path, docs/gateway.md)."""
 
     member_id: str
     owed: bool

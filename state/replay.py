@@ -20,7 +20,7 @@ from typing import IO, Iterator
 
 from state.batch import StoredGroup, route, step_group
 from state.config import CoordinatorConfig
-from state.directory import GroupDirectory
+from state.views.directory import GroupDirectory
 
 
 class ReplayError(Exception):

@@ -1,7 +1,7 @@
 """The group directory for ListGroups: the latest group record per group, read from the records topic.
 
 ListGroups spans every group, so no single group's state can answer it. Each Python worker keeps one
-`state.directory.GroupDirectory` and, before answering, applies the records topic up to its high watermark (read
+`state.views.directory.GroupDirectory` and, before answering, applies the records topic up to its high watermark (read
 from fetch responses, not ListOffsets: see `streaming.kafka_io.kafka_clients.high_watermarks`). The answer reflects the
 records of all completed micro-batches; the current batch's own records are not yet written.
 """

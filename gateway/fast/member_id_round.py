@@ -6,7 +6,7 @@ does not change, and the answer follows from the request and the coordinator's s
 request, and once the broker has acknowledged it, answers MEMBER_ID_REQUIRED with the member id the core derives from
 that request (`state.api.pending_member_id`). The coordinator handles the appended request as the JoinGroup it is,
 with the same id: it keeps the member pending, for its session timeout, exactly as when it answers the round
-itself (`state.member_id_round`). The member's second JoinGroup, which joins the group, takes the coordinator's way,
+itself (`state.classic.member_id_round`). The member's second JoinGroup, which joins the group, takes the coordinator's way,
 after the appended request in the control topic, since it is sent only once this answer is read.
 
 The coordinator's own answer to the appended request still comes on the response topic: it is read and compared,

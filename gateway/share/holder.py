@@ -53,6 +53,8 @@ POLL_INTERVAL_S = 0.025
 """How often the log of a share-partition somebody waits on is read for new records (a Produce through this gateway
 wakes it at once)."""
 GRANT_TIMEOUT_S = 25.0
+CLOSE_WAIT_S = 2.0
+"""How long a stopping gateway waits for its appends in flight before it writes its releases."""
 
 
 def now_ms() -> int:
@@ -481,10 +483,20 @@ class Holder:
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Release everything held (a clean stop: the next holder need not wait for the leases)."""
+        """Release everything held (a clean stop: the next holder need not wait for the leases). The releases are
+        written after the appends in flight, and not waited for: the gateway's producer flushes them as it
+        closes."""
         for task in list(self._taking.values()) + list(self._pollers.values()) + list(self._renewers.values()):
             task.cancel()
-        await asyncio.gather(*(self._release(h) for h in list(self._held.values())), return_exceptions=True)
+        held = list(self._held.values())
+        for h in held:
+            self._drop(h, None)
+        if held:
+            await asyncio.wait([asyncio.ensure_future(h.quiet.wait()) for h in held], timeout=CLOSE_WAIT_S)
+        for h in held:
+            body = {"api": "ShareGrant", "group_id": h.key[0], "holder": self.id,
+                    "partitions": [_grant_op(h.key[1], h.key[2], "release", h.grant_epoch)]}
+            _retrieved_later(self._coordinator.call(h.key[0], body, CLOSE_WAIT_S))
 
 
 def _grant_op(topic_id: str, partition: int, operation: str, epoch: int) -> Json:
@@ -501,6 +513,10 @@ def _answer_for(answer: Json, topic_id: str, partition: int) -> Json | None:
 def _retrieved(done: asyncio.Future) -> None:
     if not done.cancelled():
         done.exception()
+
+
+def _retrieved_later(answer: Any) -> None:
+    asyncio.ensure_future(answer).add_done_callback(_retrieved)
 
 
 def _duration_ms(iso: str) -> int:

@@ -1,10 +1,10 @@
-"""The consumer group in the core's runtime: its requests, timers and load through the one `state.context.Context`.
+"""The consumer group in the core's runtime: its requests, timers and load through the one `state.runtime.context.Context`.
 
 The handlers of `state.consumer` are pure (group, request, environment) -> `CoordinatorResult`, as Kafka's
 GroupMetadataManager methods are; this module is their runtime, as Kafka's CoordinatorRuntime is: it hands them
 the group, the time, the configuration, the cluster's topics (`Context.image`) and the group's timers, then appends
 the result's records (replayed at once, the only way the group changes), answers, and applies the timer operations
-to the group's timers, which the shell calls it back at (`state.coordinator.next_deadline`). `state.coordinator`
+to the group's timers, which the shell calls it back at (`state.runtime.coordinator.next_deadline`). `state.runtime.coordinator`
 sends here what belongs to a consumer group.
 """
 
@@ -12,17 +12,19 @@ from __future__ import annotations
 
 from schemas.consumer_group import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
 from schemas.messages import GroupMetadataKey, HeartbeatRequest, Request
-from state import membership
-from state.consumer import classic_members, heartbeat
+from state.classic import membership
+from state.consumer import heartbeat
+from state.consumer.migration import classic_members
 from state.consumer import replay as consumer_replay
-from state.consumer.conversion import upgrade_records, validate_online_upgrade
+from state.consumer.migration.conversion import upgrade_records, validate_online_upgrade
 from state.consumer.describe import consumer_group_describe
 from state.consumer.group import ConsumerGroup
-from state.context import Context, CoordinatorResult
+from state.runtime.context import Context
+from state.runtime.step import CoordinatorResult, Env, answer
 from state.errors import CoordinatorError, Errors
-from state.group import ClassicGroup
+from state.classic.group import ClassicGroup
 from state.records import GroupLoaded, HeartbeatOwed, Record, group_tombstone
-from state.timers import (
+from state.runtime.timers import (
     CONSUMER_SESSION_TIMEOUT_PREFIX,
     OFFSETS_EXPIRATION,
     Schedule,
@@ -32,16 +34,14 @@ from state.timers import (
 from state.wire import parked_join_response, simple_response, sync_response
 
 
-def env(ctx: Context, now_ms: int | None = None) -> heartbeat.Env:
-    group = ctx.group
-    return heartbeat.Env(ctx.now_ms if now_ms is None else now_ms, ctx.config, ctx.image,
-                         group.timers if group is not None else {}, waited_ms=ctx.waited_ms)
+def env(ctx: Context, now_ms: int | None = None) -> Env:
+    return ctx.env(now_ms)
 
 
 def apply(ctx: Context, result: CoordinatorResult, rebalance: bool = True) -> None:
     """What Kafka's runtime does with a result: its records appended (replayed), its responses sent, its timers
     scheduled or cancelled (a timer of a group the records removed goes with it). A classic group metadata record
-    among them is a downgrade (`state.consumer.conversion`): the classic group is loaded from it, its members'
+    among them is a downgrade (`state.consumer.migration.conversion`): the classic group is loaded from it, its members'
     sessions start, and it prepares a rebalance, as Kafka's convertToClassicGroup, unless `rebalance` is False (a
     static member's JoinGroup that replaced the last member of the consumer protocol: the group stays Stable)."""
     downgraded = False
@@ -60,7 +60,7 @@ def apply(ctx: Context, result: CoordinatorResult, rebalance: bool = True) -> No
         else:
             ctx.cancel(op.key)
     if downgraded and rebalance:
-        membership.prepare_rebalance(ctx, ctx.group)  # type: ignore[arg-type]
+        ctx.apply(membership.prepare_rebalance(ctx.group, ctx.env()))  # type: ignore[arg-type]
 
 
 def _load_classic_group(ctx: Context, record: Record) -> None:
@@ -68,8 +68,9 @@ def _load_classic_group(ctx: Context, record: Record) -> None:
         ctx.create_group()
     ctx.append(record)
     ctx.append(GroupLoaded(ctx.group.persisted))  # type: ignore[union-attr]
-    for member in ctx.group.members.values():  # type: ignore[union-attr]
-        membership.reschedule_heartbeat(ctx, member)
+    env = ctx.env()
+    ctx.apply(CoordinatorResult([], [], [membership.session(member, env)
+                                         for member in ctx.group.members.values()]))  # type: ignore[union-attr]
 
 
 def handle_heartbeat(ctx: Context, req: ConsumerGroupHeartbeatRequest) -> None:
@@ -155,7 +156,7 @@ def handle_classic_heard(ctx: Context, req: HeartbeatRequest, heard_ms: int) -> 
 
 
 def handle_heard(ctx: Context, req: ConsumerGroupHeartbeatRequest, heard_ms: int) -> int | None:
-    """A heartbeat a gateway answered "nothing changed" from the group's view (`state.fast_answers`), run as if it
+    """A heartbeat a gateway answered "nothing changed" from the group's view (`state.views.fast_answers`), run as if it
     had arrived when it was heard. Applied only when it changes nothing, as answered: no record, no error, no
     assignment, the same epoch; then its timers (the member's session restarts from `heard_ms`), and no response
     (the member has its answer). Otherwise, where the coordinator would have answered it without an error, the
@@ -190,12 +191,13 @@ def _start_retention(ctx: Context) -> None:
         ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
 
 
-def handle_describe(ctx: Context, req: ConsumerGroupDescribeRequest) -> None:
-    group = ctx.group
+def describe(group: ConsumerGroup | ClassicGroup | None, req: ConsumerGroupDescribeRequest,
+             env: Env) -> CoordinatorResult:
+    """ConsumerGroupDescribe (`state.consumer.describe`); a classic group is not a consumer group."""
     if isinstance(group, ClassicGroup):
-        return ctx.respond(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
-                                           error_message=f"Group {req.group_id} is not a consumer group."))
-    ctx.respond(consumer_group_describe(group, req, ctx.config.group_consumer_assignors[0], ctx.image))
+        return answer(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
+                                      error_message=f"Group {req.group_id} is not a consumer group."))
+    return answer(consumer_group_describe(group, req, env.config.group_consumer_assignors[0], env.image))
 
 
 def fire_timer(ctx: Context, group: ConsumerGroup, key: str) -> None:

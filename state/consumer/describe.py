@@ -17,7 +17,7 @@ from schemas.consumer_group import (
 )
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import ConsumerGroupMember, Partitions
-from state.consumer.topics import MetadataImage
+from state.topics.image import MetadataImage
 from state.errors import Errors
 
 CLASSIC_MEMBER_TYPE = 0

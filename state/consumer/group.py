@@ -1,7 +1,7 @@
 """A consumer group as its records leave it, and the rules that read it: Kafka's ConsumerGroup (and ModernGroup).
 
 The fields below the docstring's line change only in `state.consumer.replay` (the runtime's timers and offsets
-through `state.context`, as a classic group's). The indexes after them (who holds
+through `state.runtime.context`, as a classic group's). The indexes after them (who holds
 which partition at which epoch, static members by instance id, subscription counts) are kept up to date there too,
 so handlers answer "is this partition free?" or "is the subscription homogeneous?" without scanning members.
 
@@ -18,9 +18,9 @@ from typing import Mapping
 from assignors.api import SubscriptionType
 from state import records
 from state.consumer.member import ConsumerGroupMember, Partitions
-from state.consumer.topics import ResolvedRegularExpression
+from state.topics.image import ResolvedRegularExpression
 from state.errors import CoordinatorError, Errors
-from state.group import Offsets
+from state.offsets.values import Offsets
 from state.records import Record
 
 
@@ -61,7 +61,7 @@ class ConsumerGroup:
         self.server_assignors: Counter[str] = Counter()
         # -- what the runtime keeps with the group, beside the records (as `ClassicGroup` keeps the same) -------------
         self.timers: dict[str, int] = {}
-        """Timer key -> deadline (`state.timers`); not records, as in Kafka."""
+        """Timer key -> deadline (`state.runtime.timers`); not records, as in Kafka."""
         self.offsets = Offsets()
         """The committed offsets: offset records, replayed as for a classic group, stored apart (`Offsets`)."""
         self.clock_ms = -1

@@ -9,7 +9,7 @@ heartbeat, as Kafka's:
    subscribed topics' metadata (their metadata hash, KIP-1101) bumps the group epoch;
 2. when the group epoch is ahead of the target assignment's, the server-side assignor computes a new target
    (the members' preferred assignor, else the first of `group.consumer.assignors`);
-3. the member is reconciled towards its target (`state.consumer.reconciliation`), and its session timer re-armed.
+3. the member is reconciled towards its target (`state.consumer.assignment.reconciliation`), and its session timer re-armed.
 
 Epoch -1 leaves (the member is fenced: its records tombstoned, the group epoch bumped); -2 is a static member's
 temporary leave (it keeps its partitions, at epoch -2, until it rejoins with its instance id or its session
@@ -27,7 +27,7 @@ the group's scheduled timers (Kafka's `timer.isScheduled`) and the server-side a
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 from msgspec import UNSET, structs
@@ -45,25 +45,23 @@ from schemas.consumer_group import (
 from schemas.messages import API_VERSIONS
 from state import records
 from state.config import CoordinatorConfig
-from state.consumer.conversion import downgrade_record, validate_online_downgrade
+from state.consumer.migration.conversion import downgrade_record, validate_online_downgrade
 from state.consumer.group import ConsumerGroup, delete_records, subscription_type
 from state.consumer.interval import heartbeat_interval_ms
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions, partitions_of, same_partitions
-from state.consumer.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
-from state.consumer.regex import InvalidRegularExpression, compile_regex, matching_topics
-from state.consumer.target import ServerAssignor, build_target_assignment
-from state.consumer.topics import (
-    EMPTY_IMAGE,
-    MetadataImage,
+from state.consumer.assignment.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
+from state.topics.regex import InvalidRegularExpression, compile_regex, matching_topics
+from state.consumer.assignment.target import build_target_assignment
+from state.topics.image import (
     ResolvedRegularExpression,
     kafka_uuid,
     metadata_hash,
 )
-from state.context import CoordinatorResult
+from state.runtime.step import NOTHING, CoordinatorResult, Env, answer
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
-from state.timers import (
+from state.runtime.timers import (
     CONSUMER_JOIN_TIMEOUT_PREFIX,
     CONSUMER_REBALANCE_TIMEOUT_PREFIX,
     CONSUMER_REGEX_REFRESH,
@@ -81,37 +79,6 @@ from state.timers import (
 
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 """Kafka's minimum time between two resolutions of a group's regular expressions."""
-
-
-@dataclass(frozen=True)
-class Env:
-    """What a handler reads besides the group and the request."""
-
-    now_ms: int
-    config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
-    image: MetadataImage = EMPTY_IMAGE
-    timers: Mapping[str, int] = field(default_factory=dict)
-    """The group's scheduled timers, key -> deadline."""
-    assignors: Mapping[str, ServerAssignor] | None = None
-    """By name; None: `group.consumer.assignors` from `assignors.registry`."""
-    waited_ms: int = 0
-    """How long the request waited for its batch: the heartbeat interval told grows with it
-    (`state.consumer.interval`)."""
-
-    def assignor(self, name: str) -> ServerAssignor:
-        if self.assignors is not None:
-            found = self.assignors.get(name)
-        else:
-            from assignors import registry
-
-            found = registry.get(name, kind="server") if name in self.config.group_consumer_assignors else None
-        if found is None:
-            raise CoordinatorError(Errors.UNKNOWN_SERVER_ERROR, f"The server assignor {name} is not configured.")
-        return found  # type: ignore[return-value]
-
-    @property
-    def assignor_names(self) -> tuple[str, ...]:
-        return tuple(self.assignors) if self.assignors is not None else self.config.group_consumer_assignors
 
 
 def _result(written: Iterable[Record] = (), response: object = None,
@@ -292,14 +259,12 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
     _throw_if_group_is_full(group, request.member_id, env.config)
     member_id = request.member_id or kafka_uuid(f"{group_id}\x00{request.request_id}\x00{env.now_ms}")
     owned = _owned(request)
-    out: list[Record] = []
-    timers: list[TimerOperation] = []
-    changed: dict[str, ConsumerGroupMember | None] = {}
+    taken_over, replaced = NOTHING, None
     if request.instance_id is None:
         member = _dynamic_member(group, member_id, request.member_epoch, owned, joining, request.principal)
     else:
-        member = _static_member(group, member_id, request.member_epoch, request.instance_id, owned, joining, out,
-                                changed, request.principal)
+        member, taken_over, replaced = _static_member(group, member_id, request.member_epoch, request.instance_id,
+                                                      owned, joining, request.principal)
 
     updated = replace(
         member,
@@ -317,8 +282,9 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
         client_host=request.client_host,
         principal=request.principal if request.principal is not None else member.principal,
     )
-    updated = update_and_reconcile(group, member, updated, owned, changed, out, timers, env)
-    timers.append(Schedule(consumer_session_timeout_key(member_id), env.now_ms + env.config.group_consumer_session_timeout_ms))
+    changed = {} if replaced is None else {replaced: None}
+    updated, reconciled = update_and_reconcile(group, member, updated, owned, changed, env)
+    session = Schedule(consumer_session_timeout_key(member_id), env.now_ms + env.config.group_consumer_session_timeout_ms)
 
     full_request = (request.rebalance_timeout_ms != -1 and request.topic_partitions is not None
                     and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None))
@@ -329,41 +295,43 @@ def _heartbeat(group: ConsumerGroup | None, request: ConsumerGroupHeartbeatReque
         request_id=request.request_id, group_id=group_id, error_code=Errors.NONE, member_id=updated.member_id,
         member_epoch=updated.member_epoch, heartbeat_interval_ms=heartbeat_interval_ms(env.config, env.waited_ms),
         assignment=assignment)
-    return _result(tuple(out), response, tuple(timers))
+    return taken_over + reconciled + answer(response, session)
 
 
 def update_and_reconcile(group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-                         owned: Partitions | None, changed: dict[str, ConsumerGroupMember | None],
-                         out: list[Record], timers: list[TimerOperation], env: Env) -> ConsumerGroupMember:
-    """Steps 1-3 of a heartbeat for a member whose declared state is `updated` (`member` as the group has it):
-    the subscription record and group epoch, a new target when the group epoch is ahead, and the reconciliation.
-    A classic member's JoinGroup inside a consumer group goes through the same steps (`state.consumer.migration`).
-    Returns the member as reconciled."""
+                         owned: Partitions | None, changed: Mapping[str, ConsumerGroupMember | None],
+                         env: Env) -> tuple[ConsumerGroupMember, CoordinatorResult]:
+    """Steps 1-3 of a heartbeat for a member whose declared state is `updated` (`member` as the group has it; the
+    other members `changed` by the same request: None when removed): the subscription record and group epoch, a new
+    target when the group epoch is ahead, and the reconciliation. A classic member's JoinGroup inside a consumer
+    group goes through the same steps (`state.consumer.migration`). Returns the member as reconciled, and the
+    records and timer operations of the three steps."""
     group_id = group.group_id
-    member_id = updated.member_id
-    changed[member_id] = updated
+    changed = {**changed, updated.member_id: updated}
 
     # 1. The member's subscription, the regular expressions, the group epoch.
     names_changed = False
+    subscription = NOTHING
     if updated != member:
-        out.append(records.member_subscription(group_id, updated))
+        subscription = CoordinatorResult([records.member_subscription(group_id, updated)])
         names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-    regex_status, regex_timers = _maybe_update_regular_expressions(group, member, updated, out, env)
-    timers += regex_timers
+    regex_status, regexes = _maybe_update_regular_expressions(group, member, updated, env)
     subscription_changed = names_changed or regex_status is not _RegexStatus.NO_CHANGE
     bump = group.group_epoch == 0 or names_changed or regex_status is _RegexStatus.UPDATED_AND_RESOLVED
-    group_epoch, kind = _update_subscription_metadata(group, bump, changed, out, env)
+    group_epoch, kind, epoch = _update_subscription_metadata(group, bump, changed, env)
 
     # 2. The target assignment.
     if group_epoch > group.assignment_epoch:
-        target = _update_target_assignment(group, group_epoch, updated, changed, kind, out, env)
+        target, assigned = _update_target_assignment(group, group_epoch, updated, changed, kind, env)
         target_epoch = group_epoch
     else:
-        target = group.target_of(updated.member_id, updated.instance_id)
+        target, assigned = group.target_of(updated.member_id, updated.instance_id), NOTHING
         target_epoch = group.assignment_epoch
 
     # 3. Reconciliation.
-    return _maybe_reconcile(group, updated, target_epoch, target, subscription_changed, owned, out, timers, env)
+    reconciled, reconciliation = _maybe_reconcile(group, updated, target_epoch, target, subscription_changed, owned,
+                                                  env)
+    return reconciled, subscription + regexes + epoch + assigned + reconciliation
 
 
 def response_assignment(partitions: Partitions) -> ConsumerGroupHeartbeatResponseAssignment:
@@ -401,10 +369,12 @@ def _dynamic_member(group: ConsumerGroup, member_id: str, epoch: int, owned: Par
 
 
 def _static_member(group: ConsumerGroup, member_id: str, epoch: int, instance_id: str, owned: Partitions | None,
-                   joining: bool, out: list[Record],
-                   changed: dict[str, ConsumerGroupMember | None], principal: str | None,
-                   classic: bool = False) -> ConsumerGroupMember:
-    """`classic`: the member joins with the classic protocol, so it replaces a member of its instance id that has
+                   joining: bool, principal: str | None,
+                   classic: bool = False) -> tuple[ConsumerGroupMember, CoordinatorResult, str | None]:
+    """The member of a static member's request, the records of its taking over its instance id's place (when it
+    comes back under a new member id), and the id of the member it replaced (None: none).
+
+    `classic`: the member joins with the classic protocol, so it replaces a member of its instance id that has
     not left (Kafka does, when either of them uses the classic protocol). Taking over the instance id acts on its
     member, which must belong to `principal` (`state.rules.authorize`), as a classic group's static member."""
     existing = group.static_member(instance_id)
@@ -413,13 +383,13 @@ def _static_member(group: ConsumerGroup, member_id: str, epoch: int, instance_id
         _throw_if_instance_id_is_fenced(member, member_id, instance_id)
         authorize_member(member, member_id, principal)
         _throw_if_member_epoch_is_invalid(member, epoch, owned)
-        return member
+        return member, NOTHING, None
     if existing is None:
         member = group.members.get(member_id)
         if member is None:
-            return ConsumerGroupMember(member_id)
+            return ConsumerGroupMember(member_id), NOTHING, None
         authorize_member(member, member_id, principal)
-        return member
+        return member, NOTHING, None
     authorize_member(existing, existing.member_id, principal)
     if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not (classic or existing.uses_classic_protocol):
         raise CoordinatorError(Errors.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
@@ -428,13 +398,12 @@ def _static_member(group: ConsumerGroup, member_id: str, epoch: int, instance_id
     # The instance comes back under a new member id: a copy of the member at epoch 0 takes its place, with its
     # subscription, target and partitions, so a rejoin moves no partition.
     member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-    out += _remove_member(group.group_id, existing.member_id)
-    out += [records.member_subscription(group.group_id, member),
-            records.target_assignment(group.group_id, member_id, group.target_assignment.get(existing.member_id, {})),
-            records.current_assignment(group.group_id, member)]
-    if existing.member_id != member_id:
-        changed[existing.member_id] = None
-    return member
+    taken_over = CoordinatorResult([
+        *_remove_member(group.group_id, existing.member_id),
+        records.member_subscription(group.group_id, member),
+        records.target_assignment(group.group_id, member_id, group.target_assignment.get(existing.member_id, {})),
+        records.current_assignment(group.group_id, member)])
+    return member, taken_over, existing.member_id if existing.member_id != member_id else None
 
 
 def _throw_if_static_member_is_unknown(member: ConsumerGroupMember | None, instance_id: str) -> ConsumerGroupMember:
@@ -480,8 +449,8 @@ class _RegexStatus(enum.Enum):
 
 
 def _maybe_update_regular_expressions(group: ConsumerGroup, member: ConsumerGroupMember,
-                                      updated: ConsumerGroupMember, out: list[Record],
-                                      env: Env) -> tuple[_RegexStatus, list[TimerOperation]]:
+                                      updated: ConsumerGroupMember,
+                                      env: Env) -> tuple[_RegexStatus, CoordinatorResult]:
     """Kafka's maybeUpdateRegularExpressions: a regular expression new to the group is compiled (an invalid one is
     INVALID_REGULAR_EXPRESSION) and resolved soon; one the group has resolved already counts at once; the last
     subscriber of one tombstones it. The group's expressions are resolved again (a timer due now, as Kafka's
@@ -490,10 +459,11 @@ def _maybe_update_regular_expressions(group: ConsumerGroup, member: ConsumerGrou
     old, new = member.regex, updated.regex
     status = _RegexStatus.NO_CHANGE
     refresh = False
+    tombstone: list[Record] = []
     if member.subscribed_topic_regex != updated.subscribed_topic_regex:
         status = _RegexStatus.UPDATED
         if old is not None and group.subscribed_regexes[old] == 1:
-            out.append(records.regular_expression_tombstone(group.group_id, old))
+            tombstone.append(records.regular_expression_tombstone(group.group_id, old))
         if new is not None:
             if group.subscribed_regexes[new] == 0:
                 try:
@@ -506,19 +476,19 @@ def _maybe_update_regular_expressions(group: ConsumerGroup, member: ConsumerGrou
         elif old is not None:
             status = _RegexStatus.UPDATED_AND_RESOLVED
     if not refresh and not group.subscribed_regexes:
-        return status, []
+        return status, CoordinatorResult(tombstone)
     if CONSUMER_REGEX_REFRESH in env.timers:
-        return status, []
+        return status, CoordinatorResult(tombstone)
     last = group.last_regex_refresh_ms
     if last is not None and env.now_ms <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
-        return status, []
+        return status, CoordinatorResult(tombstone)
     _, regexes = _counts_after(group, {member.member_id: updated})
     refresh = (refresh or len(regexes) != len(group.resolved_regexes)
                or group.last_regex_version < env.image.new_topics_version
                or last is None or env.now_ms > last + env.config.group_consumer_regex_refresh_interval_ms)
     if refresh and regexes:
-        return status, [Schedule(CONSUMER_REGEX_REFRESH, env.now_ms)]
-    return status, []
+        return status, CoordinatorResult(tombstone, [], [Schedule(CONSUMER_REGEX_REFRESH, env.now_ms)])
+    return status, CoordinatorResult(tombstone)
 
 
 def refresh_regular_expressions(group: ConsumerGroup | None, env: Env) -> CoordinatorResult:
@@ -571,11 +541,12 @@ def _topic_counts(names: Mapping[str, int], regexes: Mapping[str, int],
 
 
 def _update_subscription_metadata(group: ConsumerGroup, bump: bool,
-                                  changed: Mapping[str, ConsumerGroupMember | None], out: list[Record],
-                                  env: Env) -> tuple[int, SubscriptionType]:
+                                  changed: Mapping[str, ConsumerGroupMember | None],
+                                  env: Env) -> tuple[int, SubscriptionType, CoordinatorResult]:
     """Kafka's updateSubscriptionMetadata: the group epoch (bumped when asked, or when the subscribed topics'
-    metadata hash changed) and the subscription type, as they are once `changed` applies. Without a metadata
-    image the hash is not looked at (the group keeps the one it has until the cluster's topics are known)."""
+    metadata hash changed) and the subscription type, as they are once `changed` applies, and the records that
+    say so. Without a metadata image the hash is not looked at (the group keeps the one it has until the cluster's
+    topics are known)."""
     names, regexes = _counts_after(group, changed)
     topics = _topic_counts(names, regexes, group.resolved_regexes)
     added = sum(1 for m, new in changed.items() if new is not None and m not in group.members)
@@ -583,19 +554,21 @@ def _update_subscription_metadata(group: ConsumerGroup, bump: bool,
     kind = subscription_type(regexes, topics, len(group.members) + added - removed)
     epoch = group.group_epoch
     if not (bump or env.image.known):
-        return epoch, kind
+        return epoch, kind, NOTHING
     metadata = metadata_hash(topics, env.image) if env.image.known else group.metadata_hash
+    written = []
     if bump or metadata != group.metadata_hash:
         epoch += 1
-        out.append(records.group_epoch(group.group_id, epoch, metadata))
+        written.append(records.group_epoch(group.group_id, epoch, metadata))
     if group.has_subscription_metadata_record:
-        out.append(records.subscription_metadata_tombstone(group.group_id))
-    return epoch, kind
+        written.append(records.subscription_metadata_tombstone(group.group_id))
+    return epoch, kind, CoordinatorResult(written)
 
 
 def _update_target_assignment(group: ConsumerGroup, group_epoch: int, updated: ConsumerGroupMember,
                               changed: Mapping[str, ConsumerGroupMember | None], kind: SubscriptionType,
-                              out: list[Record], env: Env) -> Partitions:
+                              env: Env) -> tuple[Partitions, CoordinatorResult]:
+    """The new target (Kafka's TargetAssignmentBuilder): the member's part of it, and the records."""
     name = group.preferred_server_assignor(changed) or env.assignor_names[0]
     try:
         result = build_target_assignment(
@@ -606,8 +579,7 @@ def _update_target_assignment(group: ConsumerGroup, group_epoch: int, updated: C
     except PartitionAssignorError as exc:
         raise CoordinatorError(Errors.UNKNOWN_SERVER_ERROR,
                                f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}") from None
-    out += result.records
-    return result.members.get(updated.member_id, {})
+    return result.members.get(updated.member_id, {}), CoordinatorResult(list(result.records))
 
 
 def _subscribed(group: ConsumerGroup, member: ConsumerGroupMember, target: Partitions,
@@ -622,26 +594,27 @@ def _subscribed(group: ConsumerGroup, member: ConsumerGroupMember, target: Parti
 
 
 def _maybe_reconcile(group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target: Partitions,
-                     subscription_changed: bool, owned: Partitions | None, out: list[Record],
-                     timers: list[TimerOperation], env: Env) -> ConsumerGroupMember:
+                     subscription_changed: bool, owned: Partitions | None,
+                     env: Env) -> tuple[ConsumerGroupMember, CoordinatorResult]:
     """Kafka's maybeReconcile: a current-assignment record when the member moves; the revocation deadline armed
     when it must revoke partitions (with the epoch it must leave), cancelled otherwise."""
     subscribed, inconsistent = _subscribed(group, member, target, env)
     enforce = subscription_changed or inconsistent
     if not enforce and member.is_reconciled_to(target_epoch):
-        return member
+        return member, NOTHING
     updated = reconcile(member, target_epoch=target_epoch, target=target,
                         partition_epoch=group.current_partition_epoch, owned=owned, subscribed=subscribed,
                         enforce_subscription=enforce)
-    if updated != member:
-        out.append(records.current_assignment(group.group_id, updated))
-        if updated.state is MemberState.UNREVOKED_PARTITIONS:
-            key = consumer_rebalance_timeout_key(updated.member_id, updated.member_epoch)
-            timers += _cancel_rebalance_timers(updated.member_id, env, keep=key)
-            timers.append(Schedule(key, env.now_ms + updated.rebalance_timeout_ms))
-        else:
-            timers += _cancel_rebalance_timers(updated.member_id, env)
-    return updated
+    if updated == member:
+        return updated, NOTHING
+    moved = [records.current_assignment(group.group_id, updated)]
+    if updated.state is MemberState.UNREVOKED_PARTITIONS:
+        key = consumer_rebalance_timeout_key(updated.member_id, updated.member_epoch)
+        timers = [*_cancel_rebalance_timers(updated.member_id, env, keep=key),
+                  Schedule(key, env.now_ms + updated.rebalance_timeout_ms)]
+    else:
+        timers = _cancel_rebalance_timers(updated.member_id, env)
+    return updated, CoordinatorResult(moved, [], timers)
 
 
 # -- timers --------------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ Commits, as Kafka 4.3 (KIP-1251) checks them:
 - an epoch below 0 on a group without members is an admin's (or a consumer without group management): accepted;
 - a TxnOffsetCommit without member (epoch -1, member id "", no instance id) is accepted;
 - an unknown member id is UNKNOWN_MEMBER_ID, another principal's member GROUP_AUTHORIZATION_FAILED (our binding,
-  `state.rules.authorize`); a member of the classic protocol (`state.consumer.classic_members`)
+  `state.rules.authorize`); a member of the classic protocol (`state.consumer.migration.classic_members`)
   commits with any version and its generation, which must be its member epoch (ILLEGAL_GENERATION); a member of the
   consumer protocol must commit with OffsetCommit v9+ (UNSUPPORTED_VERSION);
 - the member's epoch commits every partition; a newer epoch is STALE_MEMBER_EPOCH; an older one commits a
@@ -68,7 +68,7 @@ def commit_member(members: Mapping[str, M], group_id: str, *, member_id: str, in
                   member_epoch: int, api_version: int, transactional: bool = False,
                   principal: str | None = None) -> M | None:
     """The commit rule over the group's members (the group's own, or its view's: a gateway answers a commit this
-    accepts whole, `state.fast_answers.commit_from_view`): None when every partition is accepted; the member when
+    accepts whole, `state.views.fast_answers.commit_from_view`): None when every partition is accepted; the member when
     it commits with an older epoch (each partition is then checked, `validate_offset_commit`); CoordinatorError for
     a refused commit."""
     if member_epoch < 0 and not members:
@@ -102,7 +102,7 @@ def validate_offset_fetch(group: ConsumerGroup, *, member_id: str | None, member
 
 def fetch_member_error(members: Mapping[str, Committer], group_id: str, *, member_id: str | None,
                        member_epoch: int, principal: str | None = None) -> None:
-    """The fetch rule over the group's members (the group's own, or its view's: `state.offsets.fetch_from_view`):
+    """The fetch rule over the group's members (the group's own, or its view's: `state.offsets.handlers.fetch_from_view`):
     CoordinatorError when the fetch names a member it may not fetch for."""
     if member_id is None and member_epoch < 0:
         return

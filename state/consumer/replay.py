@@ -28,7 +28,7 @@ from schemas.consumer_group import (
 )
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import ConsumerGroupMember, MemberState
-from state.consumer.topics import ResolvedRegularExpression
+from state.topics.image import ResolvedRegularExpression
 from state.records import Record
 
 LEAVE_GROUP_MEMBER_EPOCH = -1

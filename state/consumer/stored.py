@@ -3,11 +3,11 @@ keeps beside them.
 
 The group's own part is its records, the latest of each key (`snapshot`: what compaction of the records topic
 would leave, written in the order Kafka's load would replay them), so that decoding a stored group (`from_doc`)
-is the same replay that loads one from the records topic (`state.load`) and that a live call makes: there is no
+is the same replay that loads one from the records topic (`state.runtime.load`) and that a live call makes: there is no
 second encoding of a group to keep in step with the first. Beside them: the timers, the clock, the directory entry
 last written, the members owing a heartbeat (the fast path) and the time of the last regular-expression resolution
 (which a log holds only in records since tombstoned). Offsets are stored apart, as a classic group's
-(`state.group.Offsets`).
+(`state.offsets.values.Offsets`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import msgspec
 from state import records
 from state.consumer.group import ConsumerGroup
 from state.consumer.replay import replay
-from state.group import Offsets
+from state.offsets.values import Offsets
 from state.records import Record, decode_record
 
 

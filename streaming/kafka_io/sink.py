@@ -31,7 +31,7 @@ from streaming.kafka_io.kafka_clients import cached_producer
 
 GROUP_STATES = tuple(s.value for s in GroupState)
 FAST_APIS = {"Heartbeat": "heartbeats", "OffsetCommit": "commits"}
-"""The requests gateways answer from a group's view (`state.fast_answers`), and their summary columns' names."""
+"""The requests gateways answer from a group's view (`state.views.fast_answers`), and their summary columns' names."""
 
 SUMMARY_COUNTS = ["responses", "records", "dead_letters", "groups_called", "groups_with_timer", "members_expired",
                   "timer_rows", *(f"groups_to_{s}" for s in GROUP_STATES), *(f"fast_{a}" for a in FAST_APIS.values()),

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
-from state import coordinator
+from state.runtime import coordinator
 from state.batch import (
     TOPIC_METADATA_GROUP,
     GroupStep,
@@ -28,12 +28,12 @@ from state.batch import (
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.stored import snapshot
-from state.context import Context, CoordinatorResult, replay
+from state.runtime.context import Context, CoordinatorResult, replay
 from state.errors import Errors
-from state.group import ClassicGroup
-from state.load import load
-from state.timers import Cancel
-from state.views import encode_view, view_of
+from state.classic.group import ClassicGroup
+from state.runtime.load import load
+from state.runtime.timers import Cancel
+from state.views.published import encode_view, view_of
 from state.wire import BadRequest, decode_request
 from tests.state.schemas import validate_record, validate_request, validate_response, validator
 

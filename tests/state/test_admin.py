@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from state.batch import route
-from state.directory import GroupDirectory
+from state.views.directory import GroupDirectory
 from state.errors import Errors
 from tests.state.context import GroupContext, assignment, subscription
 from tests.state.schemas import validate_response

@@ -11,11 +11,11 @@ import pytest
 from schemas.messages import CommitAnswer, HeartbeatRequest, OffsetCommitRequest
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from state.fast_answers import commit_from_view, commit_response, heartbeat_from_view
-from state.group import GroupState
-from state.offsets import fetch_from_view
+from state.views.fast_answers import commit_from_view, commit_response, heartbeat_from_view
+from state.classic.group import GroupState
+from state.offsets.handlers import fetch_from_view
 from state.rules import commit_error, heartbeat_error
-from state.views import PublishedGroup, decode_view, encode_view, view_of
+from state.views.published import PublishedGroup, decode_view, encode_view, view_of
 from state.wire import decode_request
 from tests.state.context import GroupContext
 

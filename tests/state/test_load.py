@@ -7,7 +7,7 @@ import json
 from state.batch import decode_state, load_group, step_group
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from state.group import GroupState
+from state.classic.group import GroupState
 from tests.state.context import GroupContext, assignment
 
 CONFIG = CoordinatorConfig()

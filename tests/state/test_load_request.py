@@ -6,7 +6,7 @@ import json
 
 from state.batch import route, step_group
 from state.config import CoordinatorConfig
-from state.group import GroupState
+from state.classic.group import GroupState
 from tests.state.context import GroupContext
 
 

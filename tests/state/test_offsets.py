@@ -6,7 +6,7 @@ import pytest
 
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from state.group import GroupState
+from state.classic.group import GroupState
 from tests.state.context import GroupContext, subscription
 
 NO_DELAY = CoordinatorConfig(group_initial_rebalance_delay_ms=0)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from state.batch import StoredGroup, step_group
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from state.group import GroupState
+from state.classic.group import GroupState
 from tests.state.context import GroupContext, assignment, subscription
 
 CONFIG = CoordinatorConfig(

@@ -10,14 +10,15 @@ import logging
 
 import pytest
 
-from state import coordinator
+from state.runtime import coordinator
 from state.batch import step_group
-from state.context import Context, ReplayError, replay
+from state.runtime.context import Context, ReplayError, replay
 from state.errors import Errors
-from state.group import GroupState, IllegalTransition, Member, OffsetValue
-from state.load import load
+from state.classic.group import GroupState, IllegalTransition, Member
+from state.offsets.values import OffsetValue
+from state.runtime.load import load
 from state.records import GroupLoaded, MemberAdded, Record, StateChanged, group_tombstone, offset_record
-from state.timers import JOIN, SYNC, Schedule, heartbeat_key
+from state.runtime.timers import JOIN, SYNC, Schedule, heartbeat_key
 from state.wire import decode_request
 from tests.state.context import GroupContext
 
@@ -113,7 +114,7 @@ def test_a_corrupt_later_group_record_is_reported_with_its_position_not_skipped_
     ctx = GroupContext()
     ctx.stable_group(2)
     records = ctx.records + [corrupt_copy_of_last_group_record(ctx)]
-    with caplog.at_level(logging.ERROR, logger="state.load"):
+    with caplog.at_level(logging.ERROR, logger="state.runtime.load"):
         loaded = load("g", records, ctx.now_ms, ctx.config)
     position = len(records) - 1
     assert [p for p, _ in loaded.unreadable] == [position]

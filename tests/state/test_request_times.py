@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from state.config import CoordinatorConfig
 from state.errors import Errors
-from state.group import GroupState
+from state.classic.group import GroupState
 from tests.state.context import GroupContext
 
 SESSION = 10_000

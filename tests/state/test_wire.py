@@ -176,7 +176,7 @@ def test_old_heartbeat_versions_ignore_the_instance_id():
 
 def test_an_unexpected_failure_dead_letters_that_request_only_and_rolls_it_back(monkeypatch):
     """A handler bug must not leave half a change behind: the step is re-run without the failing request."""
-    from state import coordinator
+    from state.runtime import coordinator
 
     ctx, state = stable_state()
     a, _ = list(ctx.group.members)

@@ -15,7 +15,7 @@ from schemas.messages import OffsetCommitKey
 from state.api import encode
 from state.batch import decode_state, step_group
 from state.config import CoordinatorConfig
-from state.group import GroupState
+from state.classic.group import GroupState
 from streaming.recovery.rebuild import rebuild
 from tests.state.context import GroupContext
 from tests.support.kafka import producer, read_topic, send_raw

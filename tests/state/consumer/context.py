@@ -22,10 +22,10 @@ from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.heartbeat import Env, consumer_group_heartbeat, on_timer
 from state.consumer.replay import replay
-from state.consumer.topics import EMPTY_IMAGE, MetadataImage
-from state.context import CoordinatorResult as Result
+from state.topics.image import EMPTY_IMAGE, MetadataImage
+from state.runtime.context import CoordinatorResult as Result
 from state.records import Record
-from state.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
+from state.runtime.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
 from state.wire import encode
 from tests.state.consumer.support import MockAssignor, assignment
 from tests.state.schemas import validate_record, validator
@@ -172,7 +172,7 @@ def build_group(ctx: ConsumerContext, epoch: int, members: Iterable, targets: di
     members' subscribed topics in the context's image, so the group is up to date with it."""
     from state import records
     from state.consumer.member import partitions_of
-    from state.consumer.topics import metadata_hash
+    from state.topics.image import metadata_hash
 
     members = list(members)
     topics = {t for m in members for t in m.subscribed_topic_names}

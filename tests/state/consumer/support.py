@@ -7,7 +7,7 @@ from typing import Mapping
 
 from assignors.api import Cluster, GroupSpec, PartitionAssignorError
 from assignors.consumer_protocol import TopicPartitions
-from state.consumer.topics import MetadataImage, TopicImage, kafka_uuid
+from state.topics.image import MetadataImage, TopicImage, kafka_uuid
 
 
 def topic_id(name: str) -> str:

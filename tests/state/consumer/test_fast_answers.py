@@ -10,9 +10,9 @@ import json
 import msgspec
 
 from state.errors import Errors
-from state.fast_answers import commit_from_view
-from state.offsets import fetch_from_view
-from state.views import PublishedConsumerGroup, decode_view, encode_view, view_of
+from state.views.fast_answers import commit_from_view
+from state.offsets.handlers import fetch_from_view
+from state.views.published import PublishedConsumerGroup, decode_view, encode_view, view_of
 from state.wire import decode_request
 from tests.state.consumer.test_step import T, assigned, consumer_context, two_members
 from tests.state.context import GroupContext

@@ -13,7 +13,7 @@ from state import records
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroupState
 from state.consumer.member import ConsumerGroupMember, MemberState
-from state.consumer.topics import kafka_uuid, metadata_hash
+from state.topics.image import kafka_uuid, metadata_hash
 from state.errors import Errors
 from tests.state.consumer.context import CLIENT_HOST, CLIENT_ID, ConsumerContext, build_group, error, fields, ok
 from tests.state.consumer.support import MockAssignor, assignment, epochs, image

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from state.config import CoordinatorConfig
 from state.consumer.interval import heartbeat_interval_ms
-from state.fast_answers import consumer_heartbeat_from_view
-from state.views import decode_view
+from state.views.fast_answers import consumer_heartbeat_from_view
+from state.views.published import decode_view
 from tests.state.consumer.test_step import consumer_context, heartbeat_request
 
 KAFKA = CoordinatorConfig()

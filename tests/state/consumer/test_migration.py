@@ -23,15 +23,15 @@ from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import MemberState
 from state.errors import Errors
-from state.group import ClassicGroup, GroupState
-from state.timers import (
+from state.classic.group import ClassicGroup, GroupState
+from state.runtime.timers import (
     HEARTBEAT_PREFIX,
     JOIN,
     consumer_join_timeout_key,
     consumer_session_timeout_key,
     consumer_sync_timeout_key,
 )
-from state.member_id_round import PENDING_MEMBER, pending_member_id
+from state.classic.member_id_round import PENDING_MEMBER, pending_member_id
 from tests.state.consumer.support import topic_id
 from tests.state.context import GroupContext, assignment, subscription
 
@@ -240,7 +240,7 @@ def test_a_new_classic_member_gets_a_member_id_then_joins():
 
 
 def test_a_member_id_round_a_gateway_answered_keeps_nothing_in_a_consumer_group():
-    """The round's `PendingMember` (state.member_id_round) names the gateway's id; a consumer group keeps no pending
+    """The round's `PendingMember` (state.classic.member_id_round) names the gateway's id; a consumer group keeps no pending
     member (Kafka: MEMBER_ID_REQUIRED and nothing else), and the member joins with that id."""
     ctx = context()
     ctx.consumer_join("B")

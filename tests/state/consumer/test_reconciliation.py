@@ -1,4 +1,4 @@
-"""A member's reconciliation towards its target (state.consumer.reconciliation), case by case as Kafka's
+"""A member's reconciliation towards its target (state.consumer.assignment.reconciliation), case by case as Kafka's
 CurrentAssignmentBuilderTest checks it (the trunk version, with subscriptions and regular expressions: KAFKA-19431,
 KAFKA-19449, KAFKA-19974). Inputs and expected members are Kafka's; each test names Kafka's case it ports.
 
@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from state.consumer.member import ConsumerGroupMember, MemberState, partitions_of
-from state.consumer.reconciliation import reconcile, subscribed_topic_ids
+from state.consumer.assignment.reconciliation import reconcile, subscribed_topic_ids
 from state.errors import CoordinatorError, Errors
 from tests.state.consumer.support import assignment, epochs, image, topic_id
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from schemas.consumer_group import TopicMetadata, TopicMetadataTopic
 from state import records
 from state.consumer.member import MemberState
-from state.consumer.topics import ResolvedRegularExpression, apply_topic_metadata, metadata_hash
-from state.timers import CONSUMER_REGEX_REFRESH
+from state.topics.image import ResolvedRegularExpression, apply_topic_metadata, metadata_hash
+from state.runtime.timers import CONSUMER_REGEX_REFRESH
 from tests.state.consumer.context import ConsumerContext, build_group, fields, ok
 from tests.state.consumer.support import assignment, image, topic_id
 from tests.state.consumer.test_heartbeat import G, IMAGE, M1, M2, member
@@ -157,7 +157,7 @@ def test_without_topic_metadata_the_group_keeps_its_hash():
     """A group rebuilt from the records before the cluster's topics arrive is not rebalanced for lack of them."""
     ctx = ConsumerContext(image=IMAGE)
     build_group(ctx, 10, [member(M1, assigned=[("foo", (0, 1, 2, 3, 4, 5)), ("bar", (0, 1, 2))])])
-    from state.consumer.topics import EMPTY_IMAGE
+    from state.topics.image import EMPTY_IMAGE
 
     ctx.image = EMPTY_IMAGE
     result = ctx.heartbeat(M1, 10)

@@ -1,4 +1,4 @@
-"""The group's target assignment (state.consumer.target), as Kafka's TargetAssignmentBuilderTest checks it: what
+"""The group's target assignment (state.consumer.assignment.target), as Kafka's TargetAssignmentBuilderTest checks it: what
 the assignor is given, and a record only for members whose target changed, then the epoch record. Inputs and
 expected records are Kafka's; each test names Kafka's case it ports. Group "my-group", epoch 20."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from assignors.api import SubscriptionType
 from state import records
 from state.consumer.member import ConsumerGroupMember
-from state.consumer.target import build_target_assignment
+from state.consumer.assignment.target import build_target_assignment
 from tests.state.consumer.support import MockAssignor, assignment, image, topic_id
 
 IMAGE = image(("foo", 6), ("bar", 6))

@@ -1,0 +1,96 @@
+"""Rebuild a group from its records, as Kafka loads `__consumer_offsets` when it becomes coordinator.
+
+One rebuild path: the written records are replayed with the same `state.runtime.context.replay` a live call uses, then
+`on_loaded` does what Kafka's `GroupMetadataManager.onLoaded` does, through the same records and timers as any
+handler: the membership comes back from the last persisted group value (`GroupLoaded`: Stable with its members and
+assignments, or Empty, whatever state the `directory` part names; the transition table sees the path there), every
+member gets a fresh session timer, and a group above `group.max.size` rebalances. Offsets are the latest record
+per partition.
+
+A record that cannot be decoded is not skipped in silence: it is logged with where it was read (its records-topic
+partition and offset, when the caller says; otherwise its position in the records given) and returned in `Loaded.unreadable`, which the caller counts (a LoadGroup request turns each into a dead letter).
+The group still loads from the other records, as a consumer of a compacted topic would; what the bad record held
+is reported, not guessed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import msgspec
+
+from schemas.messages import GroupMetadataKey, OffsetCommitKey
+from state.config import CoordinatorConfig
+from state.consumer import coordinator as consumer
+from state.consumer.group import ConsumerGroup
+from state.runtime.context import Context
+from state.classic.group import ClassicGroup
+from state.classic.membership import prepare_rebalance, session
+from state.runtime.step import CoordinatorResult
+from state.records import GroupLoaded, decode_record
+from state.runtime.timers import OFFSETS_EXPIRATION, next_retention_check
+
+log = logging.getLogger(__name__)
+
+
+
+@dataclass
+class Loaded:
+    group: ClassicGroup | ConsumerGroup | None
+    """The group as the records leave it; None: they leave none."""
+    unreadable: list[tuple[int, str]] = field(default_factory=list)
+    """(position in the records given, why) of every record that could not be decoded."""
+
+
+def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
+         config: CoordinatorConfig, read_at: Sequence[tuple[int, int]] = ()) -> Loaded:
+    """Replay this group's records (other groups' are passed over), then `on_loaded`. `read_at`, when given, holds
+    each record's (partition, offset) in the records topic, which names a record that cannot be decoded."""
+    ctx = Context(group_id, None, now_ms, config)
+    unreadable = []
+    for position, (raw_key, raw_value) in enumerate(records):
+        try:
+            record = decode_record(raw_key, raw_value)
+        except msgspec.DecodeError as exc:
+            where = _where(position, read_at)
+            log.error("group %s: %s of its load cannot be decoded, not loaded: %s", group_id, where, exc)
+            unreadable.append((position, f"{where} cannot be decoded: {exc}"))
+            continue
+        if record.key.group_id != group_id:
+            continue
+        if ctx.group is None:
+            if record.value is None:
+                continue  # a tombstone of what is not there
+            if isinstance(record.key, CLASSIC_KEYS):
+                ctx.create_group()  # a consumer group's record creates its group itself
+        ctx.append(record)
+    if ctx.group is not None:
+        on_loaded(ctx)
+    return Loaded(ctx.group, unreadable)
+
+
+CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey)
+
+
+def _where(position: int, read_at: Sequence[tuple[int, int]]) -> str:
+    if position < len(read_at) and read_at[position][1] >= 0:
+        partition, offset = read_at[position]
+        return f"records-topic partition {partition} offset {offset}"
+    return f"record {position}"
+
+
+def on_loaded(ctx: Context) -> None:
+    group = ctx.group
+    if group is None:
+        return
+    if isinstance(group, ConsumerGroup):
+        return consumer.on_loaded(ctx, group)
+    if group.directory is not None:  # a group metadata record was loaded: its members come back
+        ctx.append(GroupLoaded(group.persisted))  # type: ignore[arg-type]
+        env = ctx.env()
+        ctx.apply(CoordinatorResult([], [], [session(member, env) for member in group.members.values()]))
+    ctx.schedule(OFFSETS_EXPIRATION, next_retention_check(ctx.now_ms, ctx.config))
+    if len(group.members) > ctx.config.group_max_size:
+        ctx.apply(prepare_rebalance(group, ctx.env()))

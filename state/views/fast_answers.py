@@ -1,0 +1,197 @@
+"""Answers from a group's published view (docs/gateway.md, "Fast answers"): a gateway's, and the coordinator's check.
+
+A gateway answers a Heartbeat or an OffsetCommit itself only where the view decides positively, with the rules of
+`state.rules` (`heartbeat_from_view`, `commit_from_view`); everything else waits for the coordinator.
+
+The coordinator stays the only authority: every fast-answered request still reaches it, in the control topic's
+order, and it decides as always. Its own answer is not sent (the client has one already); where it differs from
+the one given, that is a misprediction (`FastAnswer.mispredicted`), which the shell counts and logs. What it
+stores (offsets, sessions) is what it decided, never what the gateway answered.
+
+- An OffsetCommit a gateway answered carries that answer (`answered`): `settle_commit`.
+- Heartbeats a gateway answered reach the coordinator coalesced, as one internal `Liveness` request per group and
+  interval naming each member heard, when and with which answer: `handle_liveness` takes each as that member's
+  Heartbeat (the same rule, the session restarted from when it was heard).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import msgspec
+
+from schemas.consumer_group import (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+                                    ConsumerViewCommitter)
+from schemas.messages import (CommitAnswer, HeardMember, HeartbeatRequest, Liveness, OffsetCommitRequest,
+                              OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+                              PartitionError)
+from state import rules
+from state.consumer import coordinator as consumer
+from state.consumer.group import ConsumerGroup
+from state.consumer.offsets import commit_member
+from state.runtime.context import Context
+from state.runtime.step import CoordinatorResult, answer
+from state.errors import NONE, CoordinatorError
+from state.classic.membership import heartbeat
+from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
+from state.wire import BadRequest, simple_response
+
+LIVENESS = "Liveness"
+
+
+@dataclass(frozen=True, slots=True)
+class FastAnswer:
+    """A request a gateway answered from a view, checked by the coordinator: what the gateway answered and what
+    the coordinator decided (error codes; for a commit, the request's)."""
+
+    api: str
+    member_id: str
+    answered: int
+    decided: int
+    detail: str = ""
+
+    @property
+    def mispredicted(self) -> bool:
+        return self.answered != self.decided or bool(self.detail)
+
+
+def heartbeat_from_view(view: PublishedView | None, req: HeartbeatRequest) -> int | None:
+    """The answer to a Heartbeat where the view decides it positively (a member of the view with the view's
+    generation: NONE, REBALANCE_IN_PROGRESS while preparing a rebalance); None: ask the coordinator (a consumer
+    group's view never decides a classic request)."""
+    if not isinstance(view, PublishedGroup):
+        return None
+    error = rules.heartbeat_error(view, req)
+    return error if rules.restarts_session(error) else None
+
+
+def consumer_heartbeat_from_view(view: PublishedView | None,
+                                 req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse | None:
+    """The answer to a ConsumerGroupHeartbeat that changes nothing, where the view decides it: a member of the view
+    (reconciled to the group's target) at its epoch, declaring nothing new (every field null or -1, as a regular
+    heartbeat of librdkafka's is), of the principal the member is bound to; it is answered with its epoch, the
+    interval and no assignment. None: ask the coordinator (another principal's member, a join, a leave, an
+    acknowledgement, a change of subscription, a member it must tell something)."""
+    if not isinstance(view, PublishedConsumerGroup):
+        return None
+    member = view.members.get(req.member_id)
+    if (member is None or not rules.acts_for(member, req.principal)
+            or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
+            or (req.instance_id is not None and req.instance_id != member.instance_id)
+            or not declares_nothing_new(req)):
+        return None
+    return ConsumerGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
+                                          member_id=req.member_id, member_epoch=req.member_epoch,
+                                          heartbeat_interval_ms=view.heartbeat_interval_ms)
+
+
+def declares_nothing_new(req: ConsumerGroupHeartbeatRequest) -> bool:
+    """A member's regular heartbeat, as librdkafka sends it between changes: at an epoch (no join, no leave), every
+    other field null or -1 (no subscription, assignor, rack, rebalance timeout or owned partitions). Only the
+    coordinator's state can make its answer other than "nothing changed"."""
+    return (req.member_epoch > 0 and req.rack_id is None and req.rebalance_timeout_ms == -1
+            and req.subscribed_topic_names is None and req.subscribed_topic_regex is None
+            and req.server_assignor is None and req.topic_partitions is None)
+
+
+def commit_from_view(view: PublishedView | None, req: OffsetCommitRequest,
+                     max_metadata_bytes: int) -> CommitAnswer | None:
+    """The answer to an OffsetCommit where the view accepts it, with the per-partition errors that do not depend on
+    the group; None: ask the coordinator. A classic group's: a member of the view with the view's generation in
+    Stable or PreparingRebalance, or a commit without generation to an Empty group. A consumer group's: a commit
+    the consumer group's rule accepts for every partition (`state.consumer.offsets.commit_member`: its member at
+    its epoch, with v9+ for a member of the consumer protocol, or without member to a group without members); a
+    member one epoch behind, whose partitions are checked one by one (KIP-1251), is left to the coordinator."""
+    if isinstance(view, PublishedGroup):
+        if rules.commit_error(view, req) != NONE:
+            return None
+    elif view is None or view.committers is None or not _commits_whole(view.committers, req):
+        return None
+    return CommitAnswer(NONE, tuple(
+        PartitionError(t.name, p.partition_index, code) for t in req.topics for p in t.partitions
+        if (code := rules.partition_error(p.committed_metadata, max_metadata_bytes)) != NONE))
+
+
+def _commits_whole(committers: Mapping[str, ConsumerViewCommitter], req: OffsetCommitRequest) -> bool:
+    try:
+        return commit_member(committers, req.group_id, member_id=req.member_id, instance_id=req.group_instance_id,
+                             member_epoch=req.generation_id_or_member_epoch,  # type: ignore[arg-type]
+                             api_version=req.version, principal=req.principal) is None
+    except CoordinatorError:
+        return False
+
+
+def commit_response(req: OffsetCommitRequest, answer: CommitAnswer) -> OffsetCommitResponse:
+    """The response `answer` stands for, as the coordinator would have sent it."""
+    errors = {(e.topic, e.partition): e.error_code for e in answer.partition_errors}
+    return simple_response(req, answer.error_code, topics=tuple(  # type: ignore[return-value]
+        OffsetCommitResponseTopic(t.name, tuple(OffsetCommitResponsePartition(
+            p.partition_index, errors.get((t.name, p.partition_index), answer.error_code)) for p in t.partitions))
+        for t in req.topics))
+
+
+def commit_answer(response: OffsetCommitResponse) -> CommitAnswer:
+    """An OffsetCommit response as `CommitAnswer`: its error and the partitions with another one."""
+    return CommitAnswer(response.error_code, tuple(
+        PartitionError(t.name, p.partition_index, p.error_code)
+        for t in response.topics for p in t.partitions if p.error_code != response.error_code))
+
+
+def settle_commit(req: OffsetCommitRequest, response: OffsetCommitResponse) -> CoordinatorResult:
+    """The coordinator's answer, unless a gateway answered already: then the comparison of the two."""
+    if req.answered is None:
+        return answer(response)
+    decided = commit_answer(response)
+    detail = "" if decided.partition_errors == req.answered.partition_errors else \
+        f"partitions answered {_errors(req.answered)}, decided {_errors(decided)}"
+    return CoordinatorResult(fast_answers=[FastAnswer("OffsetCommit", req.member_id, req.answered.error_code,
+                                                      decided.error_code, detail)])
+
+
+def _errors(given: CommitAnswer) -> str:
+    return ", ".join(f"{e.topic}-{e.partition}: {e.error_code}" for e in given.partition_errors) or "none"
+
+
+def handle_liveness(ctx: Context, body: dict) -> list[str]:
+    """Each member heard, as its Heartbeat at the time it was heard (never later than now). Nothing in it is a dead
+    letter of its own (the list `state.batch` takes from internal requests)."""
+    try:
+        liveness = msgspec.convert(body, Liveness)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"Liveness: {exc}") from None
+    for heard in liveness.members:
+        group = ctx.group
+        if isinstance(group, ConsumerGroup) and not _classic_member(group, heard.member_id):
+            _consumer_liveness(ctx, liveness, heard)
+            continue
+        req = HeartbeatRequest(request_id=liveness.request_id, api_version=4, principal=heard.principal,
+                               group_id=liveness.group_id, generation_id=heard.generation_id,
+                               member_id=heard.member_id, group_instance_id=heard.group_instance_id)
+        heard_ms = min(heard.heard_ms, ctx.now_ms)
+        # a classic member's heartbeat heard before its group became a consumer group is served inside it
+        if isinstance(group, ConsumerGroup):
+            decided = consumer.handle_classic_heard(ctx, req, heard_ms)
+        else:
+            result = heartbeat(group, req, ctx.env(), heard_ms)  # its answer was the gateway's: not sent
+            ctx.apply(CoordinatorResult(result.records, [], result.timers))
+            decided = result.response.error_code  # type: ignore[union-attr]
+        ctx.fast_answers.append(FastAnswer("Heartbeat", heard.member_id, heard.answered, decided))
+    return []
+
+
+def _classic_member(group: ConsumerGroup, member_id: str) -> bool:
+    member = group.members.get(member_id)
+    return member is not None and member.uses_classic_protocol
+
+
+def _consumer_liveness(ctx: Context, liveness: Liveness, heard: HeardMember) -> None:
+    """A consumer group's heartbeat a gateway answered "nothing changed" (`consumer_heartbeat_from_view`; its
+    member epoch is `generation_id`), checked by the coordinator (`state.consumer.coordinator.handle_heard`)."""
+    req = ConsumerGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
+                                        group_id=liveness.group_id, member_id=heard.member_id,
+                                        member_epoch=heard.generation_id, instance_id=heard.group_instance_id)
+    decided = consumer.handle_heard(ctx, req, min(heard.heard_ms, ctx.now_ms))
+    ctx.fast_answers.append(FastAnswer(
+        "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
+        "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else ""))
