@@ -57,7 +57,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest,
                                            OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse)
 
-from bench.parts import gateway_fast
+from bench.parts import commit_clients, gateway_fast, many_committers
 from bench.stream_bench import RawConnection, percentiles
 from client.transport import KafkaTransport
 from common import config as job_config
@@ -492,7 +492,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --fast-only: a second gateway B with this flag too (repeatable)")
     parser.add_argument("--pause-query", action="store_true",
                         help="with --fast-only: the query stopped while the consumers commit")
+    parser.add_argument("--speed", type=lambda v: set(v.split(",")), default=set(), metavar="PARTS",
+                        help="issue 36's runs instead, of PARTS among clients,three,many (comma-separated): each "
+                             "client library committing every record, three librdkafka consumers, many committers "
+                             "through one and two gateway processes; --fast-rounds rounds each")
+    parser.add_argument("--records", type=int, default=300, help="records each client commits with --speed clients")
+    parser.add_argument("--many-seconds", type=float, default=20.0, help="seconds of committing with --speed many")
     args = parser.parse_args(argv)
+    if args.speed:
+        return _speed(args)
     if args.fast_only:
         return _fast_only(args)
     modes = ["off", "on"] if args.authorization == "both" else [args.authorization]
@@ -542,6 +550,96 @@ def _fast_only(args: argparse.Namespace) -> int:
     print(json.dumps(result, indent=2))
     print(compare_lines(result))
     return 0
+
+
+def _speed(args: argparse.Namespace) -> int:
+    """Issue 36: each client library committing every record, three librdkafka consumers with both protocols, and
+    many members committing as fast as they can through one gateway process and through two, all against tansu's
+    own coordinator in the same run, alternating; ends with the three ratio lines."""
+    from streaming.query import spark_session, start_query
+
+    broker = start_broker()
+    workdir = Path(tempfile.mkdtemp(prefix="gateway-bench-"))
+    result: dict[str, Any] = {"load_average": {"start": os.getloadavg()}}
+    try:
+        props = _fresh_topics(broker.bootstrap_servers, workdir)
+        spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
+        query = start_query(spark, props)
+        one = start_gateway(broker.bootstrap_servers, _topics(props), args=args.gateway_arg,
+                            log_path=workdir / "gateway-1.log")
+        two = start_gateway(broker.bootstrap_servers, _topics(props), args=[*args.gateway_arg, "--processes", "2"],
+                            log_path=workdir / "gateway-2.log")
+        processes = {"gateway": one.process.pid, "gateway x2": two.process.pid, "broker": broker.process.pid}
+        try:
+            if "clients" in args.speed:
+                result["clients"] = commit_clients.compare(one.bootstrap_servers, broker.bootstrap_servers,
+                                                           args.fast_rounds, args.records)
+                result["load_average"]["after clients"] = os.getloadavg()
+            if "three" in args.speed:
+                result["three"] = _three(one.bootstrap_servers, broker.bootstrap_servers, args.fast_rounds,
+                                         processes)
+                result["load_average"]["after three"] = os.getloadavg()
+            if "many" in args.speed:
+                targets = {"gateway": one.bootstrap_servers, "gateway x2": two.bootstrap_servers,
+                           "tansu": broker.bootstrap_servers}
+                runs: dict[str, list[dict]] = {name: [] for name in targets}
+                for r in range(args.fast_rounds):
+                    for name in (list(targets) if r % 2 == 0 else list(reversed(targets))):
+                        runs[name].append(many_committers.many_committers(
+                            targets[name], broker.bootstrap_servers, seconds=args.many_seconds,
+                            processes=processes))
+                result["many"] = runs
+                result["load_average"]["after many"] = os.getloadavg()
+        finally:
+            two.stop()
+            one.stop()
+            query.stop()
+    finally:
+        broker.stop()
+    result["load_average"]["end"] = os.getloadavg()
+    print(json.dumps(result, indent=2))
+    print(speed_lines(result))
+    return 0
+
+
+def _three(gateway: str, broker: str, rounds: int, processes: dict[str, int]) -> dict[str, Any]:
+    runs: dict[str, list[dict]] = {"gateway": [], "gateway consumer protocol": [], "tansu": []}
+    for r in range(rounds):
+        order = list(runs) if r % 2 == 0 else list(reversed(runs))
+        for name in order:
+            runs[name].append(gateway_fast.three_consumers(
+                broker if name == "tansu" else gateway, broker, processes=processes,
+                group_protocol="consumer" if name.endswith("protocol") else "classic"))
+    return runs
+
+
+def speed_lines(result: dict[str, Any]) -> str:
+    """Issue 36's lines: commit per record, three librdkafka consumers, many committers; and the load averages."""
+    lines = []
+    if "clients" in result:
+        lines.append(commit_clients.line(result["clients"]))
+    if "three" in result:
+        medians = {name: statistics.median(r["seconds_to_commit_all"] for r in runs)
+                   for name, runs in result["three"].items()}
+        lines.append(f"three librdkafka consumers: gateway/tansu = "
+                     f"{medians['gateway'] / medians['tansu']:.2f} (classic), "
+                     f"{medians['gateway consumer protocol'] / medians['tansu']:.2f} (consumer protocol); seconds to "
+                     f"commit all 600: " + ", ".join(f"{name} {[r['seconds_to_commit_all'] for r in runs]}"
+                                                   for name, runs in result["three"].items()))
+    if "many" in result:
+        rate = {name: statistics.median(r["commits_per_s"] for r in runs) for name, runs in result["many"].items()}
+        cpu = {name: runs[len(runs) // 2]["cpu_cores"] for name, runs in result["many"].items()}
+        lines.append(f"many committers: gateway/tansu = {rate['gateway'] / rate['tansu']:.2f} "
+                     f"({rate['gateway']:.0f} commits/s), processes 2/1 = {rate['gateway x2'] / rate['gateway']:.2f} "
+                     f"(simulated raw-protocol members, 100 in 10 groups; commits/s "
+                     + ", ".join(f"{name} {[r['commits_per_s'] for r in runs]}" for name, runs in result["many"].items())
+                     + ")")
+        lines.append("  cores used while committing (a median run each; spark = the query): "
+                     + "; ".join(f"{name}: {cores}" for name, cores in cpu.items()))
+    lines.append("load average: " + " / ".join(f"{when} " + ", ".join(f"{v:.2f}" for v in avg)
+                                              for when, avg in result["load_average"].items()))
+    lines.append(f"uptime at the end: {_uptime()} (a shared machine: compare only within a run)")
+    return "\n".join(lines)
 
 
 def summary_line(fast: dict) -> str:

@@ -58,6 +58,21 @@ from schemas.consumer_group import (
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupRecordKey,
 )
+from schemas.share_group import (  # noqa: E402 - the share groups' declarations
+    SHARE_RECORDS,
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+    ShareGroupRecordKey,
+    ShareGroupView,
+)
 
 API_VERSIONS: dict[str, tuple[int, int]] = {
     "JoinGroup": (0, 9),
@@ -72,6 +87,11 @@ API_VERSIONS: dict[str, tuple[int, int]] = {
     "DeleteGroups": (0, 2),
     "ConsumerGroupHeartbeat": (0, 1),
     "ConsumerGroupDescribe": (0, 1),
+    "ShareGroupHeartbeat": (1, 1),
+    "ShareGroupDescribe": (1, 1),
+    "DescribeShareGroupOffsets": (0, 1),
+    "AlterShareGroupOffsets": (0, 0),
+    "DeleteShareGroupOffsets": (0, 0),
 }
 """The versions the coordinator answers, per API; a request without `api_version` is taken at the latest."""
 
@@ -226,6 +246,8 @@ REQUESTS: dict[str, type[Request]] = {cls.__struct_config__.tag: cls for cls in 
     JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest,
     OffsetFetchRequest, OffsetDeleteRequest, DescribeGroupsRequest, ListGroupsRequest, DeleteGroupsRequest,
     ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest,
+    ShareGroupHeartbeatRequest, ShareGroupDescribeRequest, DescribeShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest,
 )}
 """By `api`, in `API_VERSIONS` order."""
 
@@ -340,7 +362,7 @@ class ListedGroup(Message, frozen=True):
     group_id: str
     protocol_type: str
     group_state: str
-    group_type: Annotated[Literal["classic", "consumer"], Versions("5+")] = "classic"
+    group_type: Annotated[Literal["classic", "consumer", "share"], Versions("5+")] = "classic"
 
 
 class ListGroupsResponse(Response, frozen=True, kw_only=True, tag="ListGroups"):
@@ -368,6 +390,8 @@ RESPONSES: dict[str, type[Response]] = {cls.__struct_config__.tag: cls for cls i
     JoinGroupResponse, SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, OffsetCommitResponse,
     OffsetFetchResponse, OffsetDeleteResponse, DescribeGroupsResponse, ListGroupsResponse, DeleteGroupsResponse,
     ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse,
+    ShareGroupHeartbeatResponse, ShareGroupDescribeResponse, DescribeShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponse,
 )}
 
 # -- records (the records topic: docs/records.md) ----------------------------------------------------------------
@@ -396,8 +420,9 @@ class GroupMetadataKey(Struct, frozen=True, tag_field="version", tag=GROUP_METAD
         return self.group
 
 
-RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey
-"""Every key of the records topic: the classic group's and the consumer group's (`schemas.consumer_group`)."""
+RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | ShareGroupRecordKey
+"""Every key of the records topic: the classic group's, the consumer group's (`schemas.consumer_group`) and the
+share group's (`schemas.share_group`)."""
 
 
 class OffsetCommitValue(Struct, frozen=True):
@@ -470,6 +495,7 @@ RECORDS: dict[str, type[Struct]] = {
     "GroupMetadataKey": GroupMetadataKey, "GroupMetadataValue": GroupMetadataRecord,
     "OffsetCommitKey": OffsetCommitKey, "OffsetCommitValue": OffsetCommitValue,
     **CONSUMER_RECORDS,
+    **SHARE_RECORDS,
 }
 """The records topic's keys and values by their schema names (a group metadata value always has `directory`)."""
 
@@ -535,5 +561,6 @@ class Liveness(Struct, frozen=True, kw_only=True):
     members: tuple[HeardMember, ...]
 
 
-VIEWS: dict[str, type[Struct]] = {"GroupView": GroupView, "ConsumerGroupView": ConsumerGroupView, "ViewMark": ViewMark}
+VIEWS: dict[str, type[Struct]] = {"GroupView": GroupView, "ConsumerGroupView": ConsumerGroupView,
+                                  "ShareGroupView": ShareGroupView, "ViewMark": ViewMark}
 """The views topic's values by their schema names (keys: the group id's UTF-8 bytes, `\\xffmark` for a mark)."""

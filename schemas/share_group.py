@@ -157,7 +157,7 @@ class AlterShareGroupOffsetsResponsePartition(Message, frozen=True):
 
 class AlterShareGroupOffsetsResponseTopic(Message, frozen=True):
     topic_name: str
-    topic_id: TopicId | Literal["AAAAAAAAAAAAAAAAAAAAAA"]
+    topic_id: Annotated[TopicId, Meta(description="the zero Uuid for a topic that does not exist")]
     partitions: tuple[AlterShareGroupOffsetsResponsePartition, ...]
 
 
@@ -176,7 +176,7 @@ class DeleteShareGroupOffsetsRequest(GroupRequest, frozen=True, kw_only=True, ta
 
 class DeleteShareGroupOffsetsResponseTopic(Message, frozen=True):
     topic_name: str
-    topic_id: TopicId | Literal["AAAAAAAAAAAAAAAAAAAAAA"]
+    topic_id: Annotated[TopicId, Meta(description="the zero Uuid for a topic that does not exist")]
     error_code: Int16 = 0
     error_message: str | None = None
 

@@ -24,14 +24,15 @@ from state.views.fast_answers import (
     consumer_heartbeat_from_view,
     declares_nothing_new,
     heartbeat_from_view,
+    share_heartbeat_from_view,
 )
 from state.classic.group import GroupState
 from state.offsets.handlers import fetch_from_view
 from state.classic.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.config import kafka_python_settings, read_properties
 from state.records import decode_key
-from state.share.grant import lease_deadline
-from state.share.partition import (
+from state.share.partitions.grant import lease_deadline
+from state.share.partitions.partition import (
     AcknowledgementBatch,
     AcquiredRecords,
     Limits,
@@ -51,7 +52,8 @@ from state.share.partition import (
     validate_acknowledgement_batches,
 )
 from state.runtime.timers import earliest, is_due
-from state.views.published import MARK_KEY, PublishedGroup, PublishedView, decode_mark, decode_view, encode_mark
+from state.views.published import (MARK_KEY, PublishedGroup, PublishedShareGroup, PublishedView, decode_mark,
+                                   decode_view, encode_mark)
 from state.wire import BadRequest, decode_request, encode, error_response
 
 __all__ = [
@@ -93,6 +95,8 @@ __all__ = [
     "expire_locks",
     "fetch_from_view",
     "heartbeat_from_view",
+    "share_heartbeat_from_view",
+    "PublishedShareGroup",
     "is_due",
     "is_member_id_round",
     "kafka_python_settings",

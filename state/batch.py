@@ -80,6 +80,12 @@ from state.classic.member_id_round import PENDING_MEMBER, handle_pending_member
 from state.classic.membership import session
 from state.runtime.step import CoordinatorResult
 from state.offsets.handlers import offsets_can_expire
+from state.share import coordinator as share
+from state.share.group import ShareGroup
+from state.share.stored import ShareGroupDoc
+from state.share.stored import from_doc as share_group_of
+from state.share.stored import to_doc as share_group_doc
+from schemas.share_group import SharePartitionSnapshotKey
 from state.records import Record, kafka_group_value
 from state.wire import (
     API_VERSIONS,
@@ -262,16 +268,18 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
           config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
           read_offsets: OffsetsReader | None, topics: bytes | None,
           position: tuple[int, int] | None) -> GroupStep:
-    group, persisted_current = _decode_group(stored, read_offsets)
+    group, persisted_current, configs = _decode_stored(stored, read_offsets)
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
     decoded = group
-    ctx = Context(group_id, group, now_ms, config, topics=topics)
+    ctx = Context(group_id, group, now_ms, config, topics=topics, group_configs=configs)
     if group is not None and (resumed or _after_outage(group, clock, now_ms, request_times_ms, config)):
         # As when Kafka loads a group after a failover: every member's session restarts now, and what queued up
         # during the outage is handled after the "load".
         if isinstance(group, ConsumerGroup):
             consumer.restart_sessions(ctx, group)
+        elif isinstance(group, ShareGroup):
+            share.restart(ctx, group)
         else:
             env = ctx.env()
             ctx.apply(CoordinatorResult([], [], [session(member, env) for member in group.members.values()]))
@@ -318,8 +326,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         offsets_changed = stored is not None
     else:
         offsets_changed = group.offsets is not offsets_before or group.offsets.changed
-    written = ctx.result.written
-    only_offsets = group is decoded and _only_offsets(ctx.result.records)
+    written = _last_snapshots(ctx.result.written)
+    only_offsets = group is decoded and _only_offsets(ctx.result.records) and not ctx.view_changed
     # The group's view (state.views.published) changes only through a record other than an offset's, or when the group is
     # loaded, created or deleted: then it is published (at times as it was, after a record of a rebalance that left
     # it unchanged), and on a resumed call, since the views topic may lack it (a first run of this release). A
@@ -328,7 +336,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     # can be answered from it (docs/gateway.md); a heartbeat that changes nothing is answered by the gateway.
     publish_view = (not only_offsets or resumed or reconciling) and (group is not None or decoded is not None)
     return GroupStep(
-        metadata=encode_metadata(group, persisted_current and only_offsets),
+        metadata=encode_metadata(group, persisted_current and only_offsets, ctx.group_configs),
         offsets=encode_offsets(group) if offsets_changed else None,
         offsets_changed=offsets_changed,
         responses=[encode(r) for r in ctx.result.responses],
@@ -339,7 +347,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
         states_entered=tuple(r.value.directory.group_state for r in written  # type: ignore[union-attr]
                              if isinstance(r.key, GroupMetadataKey) and r.value is not None),
         view=(views.encode_view(views.view_of(group, config, _fetch_position(group, position),
-                                              _longest_wait(now_ms, request_times_ms)))
+                                              _longest_wait(now_ms, request_times_ms), ctx.group_configs))
               if publish_view else None),
         publish_view=publish_view,
         fast_answers=tuple(ctx.fast_answers),
@@ -363,7 +371,8 @@ def _fetch_position(group: ClassicGroup | ConsumerGroup | None,
     Stable classic group, or a consumer group, none of whose offsets the retention check could remove (a timer's
     change would not show in the requests topic, which is what the gateway checks the view against), with at most
     VIEW_OFFSETS_MAX of them."""
-    if (position is None or group is None or (isinstance(group, ClassicGroup) and group.state != GroupState.STABLE)
+    if (position is None or group is None or isinstance(group, ShareGroup)
+            or (isinstance(group, ClassicGroup) and group.state != GroupState.STABLE)
             or offsets_can_expire(group) or len(group.offsets) > VIEW_OFFSETS_MAX):
         return None
     return position
@@ -372,8 +381,25 @@ def _fetch_position(group: ClassicGroup | ConsumerGroup | None,
 def _only_offsets(records: list) -> bool:
     """Whether these records leave what a group metadata value holds as it was: offset records change offsets only,
     so a persisted value stored as CURRENT still is, without comparing it member by member (a call of heartbeats
-    and commits only, the common one)."""
-    return all(type(r) is Record and type(r.key) is OffsetCommitKey for r in records)
+    and commits only, the common one). A share-partition's snapshot changes no view unless its grant changed,
+    which the share runtime says (`Context.view_changed`)."""
+    return all(type(r) is Record and type(r.key) in _VIEW_NEUTRAL for r in records)
+
+
+_VIEW_NEUTRAL = (OffsetCommitKey, SharePartitionSnapshotKey)
+
+
+def _last_snapshots(written: list[Record]) -> list[Record]:
+    """A step's records with only the last snapshot of each share-partition: a snapshot is the share-partition
+    whole, so the ones before it in the same step are what compaction drops anyway (a step applying a thousand
+    acknowledgements writes one record per share-partition)."""
+    last: dict = {}
+    for index, record in enumerate(written):
+        if type(record.key) is SharePartitionSnapshotKey:
+            last[record.key] = index
+    if not last:
+        return written
+    return [r for i, r in enumerate(written) if type(r.key) is not SharePartitionSnapshotKey or last[r.key] == i]
 
 
 def _refuse(ctx: Context, exc: BadRequest) -> list[str]:
@@ -456,41 +482,64 @@ def _load_request(ctx: Context, body: dict) -> list[str]:
                                       for r in records], ctx.now_ms, ctx.config,
                        read_at=[(r.partition, r.offset) for r in records])
     ctx.group = loaded.group
+    ctx.group_configs = loaded.configs
     return [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
 
 
 _INTERNAL = {LOAD_GROUP: _load_request, fast_answers.LIVENESS: fast_answers.handle_liveness,
-             PENDING_MEMBER: _pending_member}
+             PENDING_MEMBER: _pending_member, "ShareGrant": share.handle_grant, "ShareUpdate": share.handle_update,
+             "IncrementalAlterGroupConfigs": share.handle_alter_configs_body,
+             "DescribeGroupConfigs": share.handle_describe_configs_body}
 """The internal requests (written by the job and the gateways, never by clients) by `api`: no response."""
 
 
 def load_group(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
                config: CoordinatorConfig) -> StoredGroup | None:
     """The stored group the records leave (see `state.runtime.load`; records that cannot be decoded are logged)."""
-    return encode_state(load.load(group_id, records, now_ms, config).group)
+    loaded = load.load(group_id, records, now_ms, config)
+    return encode_state(loaded.group, loaded.configs)
 
 
-def encode_state(group: ClassicGroup | ConsumerGroup | None) -> StoredGroup | None:
-    metadata = encode_metadata(group)
+def encode_state(group: ClassicGroup | ConsumerGroup | ShareGroup | None,
+                 configs: dict[str, str] | None = None) -> StoredGroup | None:
+    metadata = encode_metadata(group, configs=configs)
     return None if metadata is None else StoredGroup(metadata, encode_offsets(group))
 
 
-class _MetadataDoc(msgspec.Struct):
+class _MetadataDoc(msgspec.Struct, omit_defaults=True):
     v: int
     group: GroupDoc
+    configs: dict[str, str] | UnsetType = UNSET
 
 
-class _ConsumerMetadataDoc(msgspec.Struct):
+class _ConsumerMetadataDoc(msgspec.Struct, omit_defaults=True):
     v: int
     consumer: ConsumerGroupDoc
+    configs: dict[str, str] | UnsetType = UNSET
+
+
+class _ShareMetadataDoc(msgspec.Struct, omit_defaults=True):
+    v: int
+    share: ShareGroupDoc
+    configs: dict[str, str] | UnsetType = UNSET
+
+
+class _ConfigsDoc(msgspec.Struct):
+    """A group id with configs and no group (yet, or any more)."""
+
+    v: int
+    configs: dict[str, str]
 
 
 class _AnyMetadataDoc(msgspec.Struct):
-    """A stored group of either kind: `group` (a classic group, as every release stored it) or `consumer`."""
+    """A stored group of any kind: `group` (a classic group, as every release stored it), `consumer` or `share`;
+    with the group id's `configs` when it has some (alone when there is no group)."""
 
     v: int
     group: GroupDoc | UnsetType = UNSET
     consumer: ConsumerGroupDoc | UnsetType = UNSET
+    share: ShareGroupDoc | UnsetType = UNSET
+    configs: dict[str, str] | UnsetType = UNSET
 
 
 class _OffsetsDoc(msgspec.Struct):
@@ -506,16 +555,21 @@ _METADATA = msgspec.json.Decoder(_AnyMetadataDoc)
 _OFFSETS = msgspec.json.Decoder(_OffsetsDoc)
 
 
-def encode_metadata(group: ClassicGroup | ConsumerGroup | None, persisted_current: bool = False) -> bytes | None:
-    """`persisted_current`: the caller knows the persisted value is the group as it is now (a classic group)."""
+def encode_metadata(group: ClassicGroup | ConsumerGroup | ShareGroup | None, persisted_current: bool = False,
+                    configs: dict[str, str] | None = None) -> bytes | None:
+    """`persisted_current`: the caller knows the persisted value is the group as it is now (a classic group).
+    `configs`: the group id's dynamic configs, stored with it (alone when there is no group)."""
+    extra = configs if configs else UNSET
     if group is None:
-        return None
+        return None if extra is UNSET else encode(_ConfigsDoc(STATE_SCHEMA_VERSION, configs))  # type: ignore
     if isinstance(group, ConsumerGroup):
-        return encode(_ConsumerMetadataDoc(STATE_SCHEMA_VERSION, consumer_group_doc(group)))
+        return encode(_ConsumerMetadataDoc(STATE_SCHEMA_VERSION, consumer_group_doc(group), extra))
+    if isinstance(group, ShareGroup):
+        return encode(_ShareMetadataDoc(STATE_SCHEMA_VERSION, share_group_doc(group), extra))
     doc = group.to_doc()
     if persisted_current or group.persisted == kafka_group_value(group):
         doc.persisted = CURRENT
-    return encode(_MetadataDoc(STATE_SCHEMA_VERSION, doc))
+    return encode(_MetadataDoc(STATE_SCHEMA_VERSION, doc, extra))
 
 
 def encode_offsets(group: ClassicGroup | ConsumerGroup | None) -> bytes | None:
@@ -545,10 +599,21 @@ def decode_state(stored: StoredGroup | None,
 
 
 def _decode_group(stored: StoredGroup | None,
-                  read_offsets: OffsetsReader | None) -> tuple[ClassicGroup | ConsumerGroup | None, bool]:
+                  read_offsets: OffsetsReader | None) -> tuple[ClassicGroup | ConsumerGroup | ShareGroup | None, bool]:
     """`decode_state`, and whether the persisted value was stored as CURRENT."""
+    group, current, _ = _decode_stored(stored, read_offsets)
+    return group, current
+
+
+def decode_configs(stored: StoredGroup | None) -> dict[str, str]:
+    """The group id's dynamic configs a stored state holds."""
+    return _decode_stored(stored, None)[2]
+
+
+def _decode_stored(stored: StoredGroup | None, read_offsets: OffsetsReader | None
+                   ) -> tuple[ClassicGroup | ConsumerGroup | ShareGroup | None, bool, dict[str, str]]:
     if stored is None:
-        return None, False
+        return None, False, {}
     doc = _decode(stored.metadata, _METADATA, "state")
     if doc.v != STATE_SCHEMA_VERSION:
         raise ValueError(f"stored state has schema version {doc.v}, this release reads {STATE_SCHEMA_VERSION}"
@@ -557,13 +622,18 @@ def _decode_group(stored: StoredGroup | None,
         offsets = Offsets(_offset_values(stored.offsets))
     else:
         offsets = Offsets(read=lambda: _offset_values(read_offsets()))
+    configs = {} if doc.configs is UNSET else dict(doc.configs)
     if doc.consumer is not UNSET:
-        return consumer_group_of(doc.consumer, offsets), False
+        return consumer_group_of(doc.consumer, offsets), False, configs
+    if doc.share is not UNSET:
+        return share_group_of(doc.share), False, configs
+    if doc.group is UNSET:
+        return None, False, configs
     group = ClassicGroup.from_doc(doc.group, offsets)  # type: ignore[arg-type]
     current = group.persisted == CURRENT
     if current:
         group.persisted = kafka_group_value(group)
-    return group, current
+    return group, current, configs
 
 
 def _offset_values(raw: bytes | None) -> dict:

@@ -1,4 +1,5 @@
-"""Coordinator configuration: Kafka's broker keys and defaults (GroupCoordinatorConfig), for both kinds of group.
+"""Coordinator configuration: Kafka's broker keys and defaults (GroupCoordinatorConfig, ShareGroupConfig), for the
+three kinds of group.
 
 The classic group's settings (`group.*`, `offsets.*`) and the consumer group's (`group.consumer.*`, KIP-848) have
 Kafka's names, defaults and start-up checks. Kafka's per-group overrides of the consumer group's session timeout
@@ -54,6 +55,33 @@ class CoordinatorConfig:
     group_consumer_regex_refresh_interval_ms: int = 600_000
     """Regular expressions are resolved again at least this often (Kafka 4.2+), besides when topics are created."""
 
+    # -- KIP-932's share groups ----------------------------------------------------------------------------------
+    share_version: int = 1
+    """Kafka's feature `share.version`: 1 serves share groups, 0 refuses their APIs (UNSUPPORTED_VERSION)."""
+    group_share_session_timeout_ms: int = 45_000
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    group_share_min_heartbeat_interval_ms: int = 5_000
+    group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_max_size: int = 200
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_share_delivery_count_limit: int = 5
+    group_share_min_delivery_count_limit: int = 2
+    group_share_max_delivery_count_limit: int = 10
+    group_share_partition_max_record_locks: int = 2000
+    group_share_min_partition_max_record_locks: int = 100
+    group_share_max_partition_max_record_locks: int = 4000
+    group_share_assignment_interval_ms: int = 1000
+    """Kafka 4.3 (KIP-1263): a share group's target assignment is computed at most this often."""
+    share_partition_lease_ms: int = 30_000
+    """Ours: how long a gateway holds a share-partition the coordinator granted it without renewing
+    (docs/share-groups.md)."""
+    share_partition_lease_margin_ms: int = 3_000
+    """Ours: a holder stops serving this long before its lease ends on its own clock."""
+
     def __post_init__(self) -> None:
         """Kafka refuses the same inconsistent values at broker start (GroupCoordinatorConfig's `require`s)."""
         problems = []
@@ -73,6 +101,24 @@ class CoordinatorConfig:
             problems.append("group.consumer.max.size must be at least 1")
         if self.group_consumer_migration_policy not in MIGRATION_POLICIES:
             problems.append(f"group.consumer.migration.policy must be one of {', '.join(MIGRATION_POLICIES)}")
+        for name, low, value, high in (
+                ("session.timeout.ms", self.group_share_min_session_timeout_ms, self.group_share_session_timeout_ms,
+                 self.group_share_max_session_timeout_ms),
+                ("heartbeat.interval.ms", self.group_share_min_heartbeat_interval_ms,
+                 self.group_share_heartbeat_interval_ms, self.group_share_max_heartbeat_interval_ms),
+                ("record.lock.duration.ms", self.group_share_min_record_lock_duration_ms,
+                 self.group_share_record_lock_duration_ms, self.group_share_max_record_lock_duration_ms),
+                ("delivery.count.limit", self.group_share_min_delivery_count_limit,
+                 self.group_share_delivery_count_limit, self.group_share_max_delivery_count_limit),
+                ("partition.max.record.locks", self.group_share_min_partition_max_record_locks,
+                 self.group_share_partition_max_record_locks, self.group_share_max_partition_max_record_locks)):
+            if not low <= value <= high:
+                problems.append(f"group.share.{name} must be between group.share.min.{name} and "
+                                f"group.share.max.{name}")
+        if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
+            problems.append("group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms")
+        if not 0 < self.share_partition_lease_margin_ms < self.share_partition_lease_ms:
+            problems.append("share.partition.lease.margin.ms must be above 0 and below share.partition.lease.ms")
         if problems:
             raise ValueError("; ".join(problems))
 

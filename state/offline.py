@@ -17,15 +17,17 @@ from state.consumer.group import ConsumerGroup
 from state.runtime.context import Context
 from state.views.directory import GroupDirectory
 from state.records import consumer_directory_record, group_record
+from state.share import records as share_records
+from state.share.group import ShareGroup
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id
 
-READ_ONLY_APIS = ("DescribeGroups", "ConsumerGroupDescribe", "OffsetFetch")
+READ_ONLY_APIS = ("DescribeGroups", "ConsumerGroupDescribe", "OffsetFetch", "ShareGroupDescribe",
+                  "DescribeShareGroupOffsets")
 
 
 def answer(group_id: str, stored: StoredGroup | None, raw_request: bytes,
            config: CoordinatorConfig | None = None, topics: bytes | None = None) -> bytes:
-    """The response to a DescribeGroups, ConsumerGroupDescribe or OffsetFetch request for `group_id`, from its
-    stored state (`topics`: its bucket's topic metadata, which names a consumer group's topics)."""
+    """The response to a read-only request (`READ_ONLY_APIS`) for `group_id`, from its stored state (`topics`: its bucket's topic metadata, which names a consumer group's topics)."""
     try:
         req = decode_request(raw_request)
         if req.api not in READ_ONLY_APIS or req.group_id != group_id:
@@ -49,6 +51,9 @@ def list_groups(groups: Iterable[tuple[str, StoredGroup]], raw_request: bytes) -
         group = decode_state(stored)
         if isinstance(group, ConsumerGroup):
             directory.apply(*consumer_directory_record(group).encode())
+        elif isinstance(group, ShareGroup):
+            directory.apply(*share_records.group_epoch(group_id, group.group_epoch, group.metadata_hash,
+                                                       members=len(group.members)).encode())
         elif group is not None:
             directory.apply(*group_record(group).encode())
     return directory.answer(raw_request)

@@ -60,6 +60,7 @@ from schemas.messages import (
     OffsetCommitValue,
     RecordKey,
 )
+from schemas.share_group import SHARE_RECORD_VALUES, ShareGroupRecordValue
 from state.consumer.member import ConsumerGroupMember, PartitionEpochs, Partitions
 from state.topics.image import ResolvedRegularExpression
 from state.classic.group import ClassicGroup, GroupState, Member, Parked
@@ -79,7 +80,7 @@ class Record:
     """A written record: what the records topic gets (see the module's docstring)."""
 
     key: RecordKey
-    value: GroupMetadataRecord | OffsetCommitValue | ConsumerGroupRecordValue | None
+    value: GroupMetadataRecord | OffsetCommitValue | ConsumerGroupRecordValue | ShareGroupRecordValue | None
 
     def encode(self) -> tuple[bytes, bytes | None]:
         return encode_key(self.key), None if self.value is None else encode(self.value)
@@ -107,6 +108,7 @@ _VALUES: dict[type, msgspec.json.Decoder] = {key: msgspec.json.Decoder(value) fo
     (ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue),
     (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
     (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
+    *SHARE_RECORD_VALUES.items(),
 )}
 """The value's class of each key's class."""
 

@@ -42,9 +42,11 @@ import msgspec
 
 from gateway.upstream.appender import AppendFailed, Appender
 from gateway.upstream.control import Json, unanswered
+from gateway.fast.holds import Holds
 from gateway.fast.views import ViewFollower
 from state.api import (BadRequest, Errors, PublishedView, commit_from_view, commit_response,
                        consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
+                       share_heartbeat_from_view,
                        heartbeat_from_view)
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,9 @@ def _may_change_group(api: str, body: Json) -> bool:
     """A KIP-848 heartbeat that declares something (a join, a leave, owned partitions, a subscription): its answer
     may change what the group's other heartbeats are answered. (A classic JoinGroup is answered only once its join
     phase ends: its answer cannot release a hold, docs/gateway.md.)"""
+    if api == "ShareGroupHeartbeat":
+        return (body.get("member_epoch", 0) <= 0 or body.get("rack_id") is not None
+                or body.get("subscribed_topic_names") is not None)
     if api != "ConsumerGroupHeartbeat":
         return False
     try:
@@ -131,7 +136,8 @@ def _log_failure(written: asyncio.Future) -> None:
 
 class FastPath:
     def __init__(self, follower: ViewFollower, appender: Appender, heartbeats: Heartbeats,
-                 max_metadata_bytes: int, offset_fetch_by_coordinator: bool = False) -> None:
+                 max_metadata_bytes: int, offset_fetch_by_coordinator: bool = False,
+                 holds: Holds | None = None) -> None:
         self.follower = follower
         self.offset_fetch_by_coordinator = offset_fetch_by_coordinator
         self.appender = appender
@@ -139,17 +145,17 @@ class FastPath:
         self.max_metadata_bytes = max_metadata_bytes
         self._ids = itertools.count()
         self._prefix = f"fast-{uuid.uuid4().hex[:8]}"
-        self._forwarding: dict[str, int] = {}
-        """group id -> requests that may change it, forwarded to the coordinator and not yet answered."""
-        self._held: dict[str, float] = {}
-        """group id -> when the last of them was answered: no view answers before a follower round begun later."""
+        self.holds = holds or Holds()
+        """Per group: requests that may change it, forwarded to the coordinator and not yet answered, and when the
+        last was answered: no view answers its heartbeats before a follower round begun later. Shared by the
+        processes of one gateway (`gateway.fast.holds`)."""
 
     def answer(self, api: str, body: Json) -> Awaitable[Json | None] | None:
         """The answer to a control request `body` (one group's, as the gateway would write it) where the group's
         view decides it; None, or an awaitable that gives None: ask the coordinator."""
         if api == "Heartbeat":
             return self._heartbeat(body)
-        if api == "ConsumerGroupHeartbeat":
+        if api in ("ConsumerGroupHeartbeat", "ShareGroupHeartbeat"):
             return self._consumer_heartbeat(body)
         if api == "OffsetCommit":
             return self._commit(body)
@@ -186,8 +192,7 @@ class FastPath:
         group_id = body["group_id"]
         self.heartbeats.flush(group_id)
         if _may_change_group(api, body):
-            self._forwarding[group_id] = self._forwarding.get(group_id, 0) + 1
-            self._held.pop(group_id, None)
+            self.holds.forwarding(group_id)
 
     def after_request(self, api: str, body: Json) -> None:
         """The coordinator answered a request of the group `before_request` saw (or it failed): heartbeats wait
@@ -195,11 +200,7 @@ class FastPath:
         wrote (written before its answers)."""
         if not _may_change_group(api, body):
             return
-        group_id = body["group_id"]
-        left = self._forwarding.pop(group_id, 1) - 1
-        if left:
-            self._forwarding[group_id] = left
-        self._held[group_id] = time.monotonic()
+        self.holds.answered(body["group_id"], time.monotonic())
         self.follower.wake()
 
     def _holds(self, group_id: str) -> bool:
@@ -208,15 +209,7 @@ class FastPath:
         the member would hear of the change a heartbeat interval later. Commits and fetches need no hold: the
         coordinator checks every commit answered, after the forwarded request, and a fetch is answered only from a
         view as of the last request written to the group's partition."""
-        if group_id in self._forwarding:
-            return True
-        held = self._held.get(group_id)
-        if held is None:
-            return False
-        if self.follower.read_as_of < held:
-            return True
-        del self._held[group_id]
-        return False
+        return self.holds.holds(group_id, self.follower.read_as_of)
 
     async def _hold_ended(self, group_id: str) -> bool:
         """Wait, at most HOLD_WAIT_S, until the group is no longer held; whether it is not. Only a round of the
@@ -255,7 +248,7 @@ class FastPath:
         return _at_once({"throttle_time_ms": 0, "error_code": error})
 
     def _consumer_heartbeat(self, body: Json) -> Awaitable[Json | None] | None:
-        """A consumer group's (KIP-848) heartbeat that changes nothing for its member: answered at once, and heard
+        """A consumer group's (KIP-848) or share group's (KIP-932) heartbeat that changes nothing for its member: answered at once, and heard
         in the group's Liveness request like a classic one (its member epoch as the generation). While the group is
         held (`_holds`), it waits for the view that follows (at most HOLD_WAIT_S), then is answered from it or asks
         the coordinator: forwarding it at once would cost the same batch and write a request to the group's
@@ -274,10 +267,15 @@ class FastPath:
         view, req = self._request(body)
         if req is None:
             return None
-        response = consumer_heartbeat_from_view(view, req)
+        if req.api == "ShareGroupHeartbeat":
+            response = share_heartbeat_from_view(view, req)
+            instance = None
+        else:
+            response = consumer_heartbeat_from_view(view, req)
+            instance = req.instance_id
         if response is None:
             return None
-        self.heartbeats.heard(req.group_id, view, req.member_id, req.instance_id, req.member_epoch, req.principal,
+        self.heartbeats.heard(req.group_id, view, req.member_id, instance, req.member_epoch, req.principal,
                               response.error_code)
         return _at_once(msgspec.to_builtins(response))
 

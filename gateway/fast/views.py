@@ -107,6 +107,10 @@ class ViewFollower:
         """Begin the next round now (the fast path waits for a round begun after a forwarded request's answer)."""
         self._wake.set()
 
+    def held_view(self, group_id: str) -> PublishedView | None:
+        """The group's view as read, fresh or not (a share group's grants, `gateway.share.fetch`)."""
+        return self._views.get(group_id)
+
     def round_ended(self) -> asyncio.Future:
         """A future done when the next round ends (`read_as_of` has moved), without waking the thread for it."""
         loop = asyncio.get_running_loop()

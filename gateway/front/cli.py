@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offset-fetch-by-coordinator", action="store_true",
                         help="leave every OffsetFetch to the coordinator's micro-batch instead of answering it from a "
                              "Stable group's view where that holds the group's offsets now (docs/gateway.md)")
+    parser.add_argument("--processes", type=int, default=1, metavar="N",
+                        help="N gateway processes on the same listeners (SO_REUSEPORT), to use N cores "
+                             "(docs/gateway.md, \"Several processes\")")
     parser.add_argument("--liveness-interval-ms", type=int, default=5000,
                         help="the longest a heartbeat answered from a view waits before the coordinator hears of it "
                              "(at most a third of the group's smallest session timeout)")
@@ -85,6 +88,13 @@ def run(args: argparse.Namespace) -> int:
     props = job_config.load(args.config, overrides)
     if not props.get("bootstrap.servers"):
         raise SystemExit("--bootstrap-servers is required")
+    if args.processes < 1:
+        raise SystemExit("--processes must be at least 1")
+    if args.processes > 1 and getattr(args, "worker", None) is None:
+        from gateway.front.processes import supervise
+
+        host, port, advertised = _listen(args)
+        return supervise(args, host, port, advertised)
     settings = _settings(args, props)
     security = security_cli.security_topics(args, props, settings.bootstrap_servers, settings.kafka_config,
                                             settings.authenticator)
@@ -96,12 +106,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
+    from gateway.front.processes import Shared
     from gateway.front.server import GatewaySettings
     from state.api import CoordinatorConfig
 
-    host, _, port = args.listen.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
-    advertised = args.advertised_host or (socket.getfqdn() if host in ("0.0.0.0", "::") else host)
+    host, port, advertised = _listen(args)
+    worker = getattr(args, "worker", None)
     kafka_config = job_config.client_config(job_config.kafka_options(props))
     kafka_config.pop("bootstrap_servers")
     listener_ssl = None
@@ -109,7 +119,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         listener_ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         listener_ssl.load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
     return GatewaySettings(
-        bootstrap_servers=props["bootstrap.servers"], listen_host=host, listen_port=int(port),
+        bootstrap_servers=props["bootstrap.servers"], listen_host=host, listen_port=port,
         advertised_host=advertised, requests_topic=props["topic.requests"], responses_topic=props["topic.responses"],
         kafka_config=kafka_config, upstream=upstream_security(kafka_config),
         authenticator=security_cli.authenticator(args), authorization=args.authorization,
@@ -120,7 +130,16 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
         member_id_round_by_coordinator=args.member_id_round_by_coordinator,
         coordinator_config=CoordinatorConfig.from_properties(props),
+        shared=None if worker is None else Shared(Path(worker[0]), worker[1], worker[3]),
+        process_index=0 if worker is None else worker[2],
     )
+
+
+def _listen(args: argparse.Namespace) -> tuple[str, int, str]:
+    """(host, port, advertised host) of `--listen` and `--advertised-host`."""
+    host, _, port = args.listen.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port), args.advertised_host or (socket.getfqdn() if host in ("0.0.0.0", "::") else host)
 
 
 def upstream_security(kafka_config: dict[str, Any]) -> Any:
@@ -148,6 +167,7 @@ def upstream_security(kafka_config: dict[str, Any]) -> Any:
 def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) -> Any:
     """The fast path of `settings` (None with `fast_answers_by_coordinator`); its view follower is not started yet."""
     from gateway.fast.fast_path import FastPath, Heartbeats
+    from gateway.fast.holds import Holds
     from gateway.fast.views import ViewFollower
 
     if settings.fast_answers_by_coordinator:
@@ -156,7 +176,9 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
                             settings.kafka_config, settings.view_bound_ms)
     return FastPath(follower, coordinator.appender, Heartbeats(coordinator.appender, settings.liveness_interval_ms,
                                                                loop), settings.offset_metadata_max_bytes,
-                    offset_fetch_by_coordinator=settings.offset_fetch_by_coordinator)
+                    offset_fetch_by_coordinator=settings.offset_fetch_by_coordinator,
+                    holds=None if settings.shared is None else Holds(settings.shared.holds, settings.shared.processes,
+                                                                     settings.process_index))
 
 
 async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:

@@ -31,6 +31,7 @@ from gateway.front.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.security.acl import Authorizer
 from gateway.security.authentication import Authenticator
 from gateway.fast.member_id_round import MemberIdRound
+from gateway.front.processes import Shared
 from gateway.security.topics import SecurityTopics
 from gateway.upstream.broker import Upstream, UpstreamSecurity
 from gateway.front.versions import Versions, advertised
@@ -83,6 +84,9 @@ class GatewaySettings:
     """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
     max_request_bytes: int = MAX_REQUEST_BYTES
     connect_timeout_ms: int = 10_000
+    shared: Shared | None = None
+    """The directory the processes of one gateway share (`gateway.front.processes`); None: one process."""
+    process_index: int = 0
     member_id_round_by_coordinator: bool = False
     """JoinGroup's member-id round waits for the coordinator instead of being answered here at once
     (`gateway.fast.member_id_round`)."""
@@ -118,7 +122,7 @@ class Gateway:
         self.features: Json = {}
         """The upstream's ApiVersions fields other than the versions (features), passed on as they are."""
         self._addresses: dict[int, tuple[str, int]] = {}
-        self._servers: list[asyncio.AbstractServer] = []
+        self.servers: list[asyncio.AbstractServer] = []
         self._listener_lock = asyncio.Lock()
         self.bootstrap_port = 0
         from gateway.share.fetch import Shares
@@ -132,8 +136,8 @@ class Gateway:
         await self._learn_upstream()
         s = self.settings
         server = await asyncio.start_server(partial(self.serve, None), s.listen_host, s.listen_port, ssl=s.ssl,
-                                            limit=STREAM_BUFFER_BYTES)
-        self._servers.append(server)
+                                            limit=STREAM_BUFFER_BYTES, reuse_port=s.shared is not None)
+        self.servers.append(server)
         self.bootstrap_port = server.sockets[0].getsockname()[1]
         for node_id in sorted(self.brokers):
             await self.node_address(node_id)
@@ -143,9 +147,9 @@ class Gateway:
         return f"{self.settings.advertised_host}:{self.bootstrap_port}"
 
     async def close(self) -> None:
-        for server in self._servers:
+        for server in self.servers:
             server.close()
-        for server in self._servers:
+        for server in self.servers:
             await server.wait_closed()
         await self.share.close()
         if self.fast_path is not None:
@@ -238,15 +242,30 @@ class Gateway:
         if node_id not in self._addresses:
             async with self._listener_lock:
                 if node_id not in self._addresses:
-                    s = self.settings
-                    port = 0 if s.listen_port == 0 else s.listen_port + 1 + len(self._addresses)
-                    server = await asyncio.start_server(partial(self.serve, node_id), s.listen_host, port,
-                                                        ssl=s.ssl, limit=STREAM_BUFFER_BYTES)
-                    self._servers.append(server)
-                    self._addresses[node_id] = (s.advertised_host, server.sockets[0].getsockname()[1])
+                    port = await self._node_listener(node_id)
+                    self._addresses[node_id] = (self.settings.advertised_host, port)
                     log.info("node %d (upstream %s) on %s:%d", node_id, self.brokers.get(node_id),
                              *self._addresses[node_id])
         return self._addresses[node_id]
+
+    async def _node_listener(self, node_id: int) -> int:
+        """Listen for node `node_id` and return the port: the next after the bootstrap listener's (or any, with
+        port 0). With several processes, on the port the first of them to meet the node took (SO_REUSEPORT)."""
+        s = self.settings
+
+        async def listen(port: int) -> int:
+            server = await asyncio.start_server(partial(self.serve, node_id), s.listen_host, port, ssl=s.ssl,
+                                                limit=STREAM_BUFFER_BYTES, reuse_port=s.shared is not None)
+            self.servers.append(server)
+            return server.sockets[0].getsockname()[1]
+
+        if s.shared is None:
+            return await listen(0 if s.listen_port == 0 else s.listen_port + 1 + len(self._addresses))
+        with s.shared.ports() as ports:
+            if str(node_id) not in ports:
+                ports[str(node_id)] = await listen(0 if s.shared.ephemeral else s.listen_port + 1 + len(ports))
+                return ports[str(node_id)]
+            return await listen(ports[str(node_id)])
 
     def coordinator_for(self, key: str) -> int | None:
         """The node the gateway names as the coordinator of group `key` (None: no broker known)."""

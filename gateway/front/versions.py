@@ -33,10 +33,8 @@ Versions = dict[int, tuple[int, int]]
 
 NOT_SERVED = frozenset({
     ApiKey.TxnOffsetCommit,
-    76, 77,  # ShareGroupHeartbeat, ShareGroupDescribe (KIP-932)
     83, 84, 85, 86, 87,  # the share-group state APIs
     88, 89,  # StreamsGroupHeartbeat, StreamsGroupDescribe (KIP-1071)
-    90, 91, 92,  # Describe/Alter/DeleteShareGroupOffsets
 })
 
 _DECODED = {
@@ -72,7 +70,7 @@ def advertised(upstream: Versions, sasl: bool, authorizing: bool = False, securi
         if lo <= hi:
             out[key] = (lo, hi)
     for key, api in GROUP_APIS.items():
-        out[key] = (0, api.max_version)
+        out[key] = (api.min_version, api.max_version)
     out.update(SHARE_APIS)
     out[ApiKey.ApiVersions] = (0, min(ApiVersionsRequest.max_version, ApiVersionsResponse.max_version))
     if sasl:

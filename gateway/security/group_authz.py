@@ -15,6 +15,9 @@ Kafka's checks (KafkaApis), on the decoded request as control JSON:
   (TOPIC_AUTHORIZATION_FAILED, 29, for the whole request);
 - ConsumerGroupDescribe: DESCRIBE on each group (30 for that group), `authorized_operations` when asked for, and a
   described group whose members hold or are to hold a topic the principal may not DESCRIBE answers 29.
+- ShareGroupHeartbeat, ShareGroupDescribe (KIP-932): as the consumer group's two;
+- DescribeShareGroupOffsets: DESCRIBE on each group (30), DESCRIBE on each topic (29 on its partitions);
+- AlterShareGroupOffsets / DeleteShareGroupOffsets: READ / DELETE on the group (30), READ on each topic (29).
 Refused parts never reach the coordinator; the answers for the rest are merged with them, in request order.
 """
 
@@ -72,7 +75,7 @@ def group_access(authorizer: Authorizer, session: Session, api: str, version: in
     if api == "DeleteGroups":
         return _per_group(doc, "groups_names", "results", lambda g: allowed(Op.DELETE, Res.GROUP, g),
                           lambda g: {"group_id": g, "error_code": GROUP_AUTHORIZATION_FAILED})
-    if api == "ConsumerGroupHeartbeat":
+    if api in ("ConsumerGroupHeartbeat", "ShareGroupHeartbeat"):
         if not allowed(Op.READ, Res.GROUP, doc["group_id"]):
             return GroupAccess(None, _refused(api, doc))
         refused = [t for t in doc.get("subscribed_topic_names") or () if not allowed(Op.DESCRIBE, Res.TOPIC, t)]
@@ -82,6 +85,15 @@ def group_access(authorizer: Authorizer, session: Session, api: str, version: in
         return GroupAccess(doc)
     if api == "ConsumerGroupDescribe":
         return _consumer_group_describe(authorizer, session, allowed, doc)
+    if api == "ShareGroupDescribe":
+        return _consumer_group_describe(authorizer, session, allowed, doc, parts=("assignment",))
+    if api == "DescribeShareGroupOffsets":
+        return _describe_share_group_offsets(allowed, doc)
+    if api in ("AlterShareGroupOffsets", "DeleteShareGroupOffsets"):
+        operation = Op.READ if api == "AlterShareGroupOffsets" else Op.DELETE
+        if not allowed(operation, Res.GROUP, doc["group_id"]):
+            return GroupAccess(None, _refused(api, doc))
+        return _share_topics(api, doc, lambda name: allowed(Op.READ, Res.TOPIC, name))
     if api == "ListGroups":
         if allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
             return GroupAccess(doc)
@@ -214,9 +226,11 @@ def _describe_groups(authorizer: Authorizer, session: Session, allowed: Callable
     return GroupAccess(access.request, complete=with_operations)
 
 
-def _consumer_group_describe(authorizer: Authorizer, session: Session, allowed: Callable, doc: Json) -> GroupAccess:
-    """KafkaApis.handleConsumerGroupDescribe: DESCRIBE on each group, then on every topic a described member holds
-    or is to hold; operations from the ACLs when asked for."""
+def _consumer_group_describe(authorizer: Authorizer, session: Session, allowed: Callable, doc: Json,
+                             parts: tuple[str, ...] = ("assignment", "target_assignment")) -> GroupAccess:
+    """KafkaApis.handleConsumerGroupDescribe (and handleShareGroupDescribe, whose members have no target):
+    DESCRIBE on each group, then on every topic a described member holds or is to hold; operations from the ACLs
+    when asked for."""
     def refused_entry(group_id: str, code: int = GROUP_AUTHORIZATION_FAILED) -> Json:
         message = GROUP_MESSAGE if code == GROUP_AUTHORIZATION_FAILED else "Topic authorization failed."
         return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",
@@ -225,7 +239,7 @@ def _consumer_group_describe(authorizer: Authorizer, session: Session, allowed: 
 
     def topics_allowed(group: Json) -> bool:
         return all(allowed(Op.DESCRIBE, Res.TOPIC, t["topic_name"]) for m in group.get("members") or []
-                   for part in ("assignment", "target_assignment") for t in m[part]["topic_partitions"])
+                   for part in parts for t in m[part]["topic_partitions"])
 
     access = _per_group(doc, "group_ids", "groups", lambda g: allowed(Op.DESCRIBE, Res.GROUP, g), refused_entry)
     if access.answer is not None:
@@ -245,3 +259,67 @@ def _consumer_group_describe(authorizer: Authorizer, session: Session, allowed: 
         return {**merged, "groups": groups}
 
     return GroupAccess(access.request, complete=complete)
+
+
+def _describe_share_group_offsets(allowed: Callable, doc: Json) -> GroupAccess:
+    """KafkaApis.handleDescribeShareGroupOffsetsRequest: DESCRIBE on each group (30 for that group), DESCRIBE on each
+    named topic (29 on its partitions; an all-topics request lists only the topics the principal may describe)."""
+    def refused_entry(group: Json) -> Json:
+        return {"group_id": group["group_id"], "topics": [], "error_code": GROUP_AUTHORIZATION_FAILED,
+                "error_message": GROUP_MESSAGE}
+
+    groups = doc["groups"]
+    kept = [g for g in groups if allowed(Op.DESCRIBE, Res.GROUP, g["group_id"])]
+    refused_topics: dict[str, list[Json]] = {}
+    request_groups = []
+    for g in kept:
+        topics = g.get("topics")
+        if topics is not None:
+            refused_topics[g["group_id"]] = [
+                {"topic_name": t["topic_name"], "topic_id": "00000000-0000-0000-0000-000000000000",
+                 "partitions": [{"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1,
+                                 "error_code": TOPIC_AUTHORIZATION_FAILED, "error_message": None}
+                                for p in t["partitions"]]}
+                for t in topics if not allowed(Op.DESCRIBE, Res.TOPIC, t["topic_name"])]
+            topics = [t for t in topics if allowed(Op.DESCRIBE, Res.TOPIC, t["topic_name"])]
+        request_groups.append({**g, "topics": topics})
+
+    def complete(merged: Json) -> Json:
+        answers = iter(merged.get("groups", []))
+        out = []
+        for g in groups:
+            if g not in kept:
+                out.append(refused_entry(g))
+                continue
+            answer = next(answers)
+            topics = answer.get("topics") or []
+            if g.get("topics") is None:
+                topics = [t for t in topics if allowed(Op.DESCRIBE, Res.TOPIC, t["topic_name"])]
+            out.append({**answer, "topics": [*topics, *refused_topics.get(g["group_id"], [])]})
+        return {**merged, "groups": out}
+
+    if not kept:
+        return GroupAccess(None, complete({"throttle_time_ms": 0, "groups": []}))
+    return GroupAccess({**doc, "groups": request_groups}, complete=complete)
+
+
+def _share_topics(api: str, doc: Json, allowed: Callable[[str], bool]) -> GroupAccess:
+    """Alter/DeleteShareGroupOffsets: READ on each topic; a refused topic is answered 29 (with its partitions for
+    Alter), the rest goes on."""
+    topics = doc["topics"]
+    refused = [t for t in topics if not allowed(t["topic_name"])]
+    if not refused:
+        return GroupAccess(doc)
+    zero = "00000000-0000-0000-0000-000000000000"
+    if api == "AlterShareGroupOffsets":
+        entries = [{"topic_name": t["topic_name"], "topic_id": zero, "partitions": [
+            {"partition_index": p["partition_index"], "error_code": TOPIC_AUTHORIZATION_FAILED,
+             "error_message": "Topic authorization failed."} for p in t["partitions"]]} for t in refused]
+    else:
+        entries = [{"topic_name": t["topic_name"], "topic_id": zero, "error_code": TOPIC_AUTHORIZATION_FAILED,
+                    "error_message": "Topic authorization failed."} for t in refused]
+    kept = [t for t in topics if allowed(t["topic_name"])]
+    if not kept:
+        return GroupAccess(None, {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": entries})
+    return GroupAccess({**doc, "topics": kept},
+                       complete=lambda merged: {**merged, "responses": [*merged.get("responses", []), *entries]})

@@ -35,8 +35,13 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
                                            SyncGroupResponse)
 from kafka.protocol.schemas.fields.codecs import BitField
 
-from gateway.upstream.kafka_apis import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
-                                ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse)
+from gateway.upstream.kafka_apis import (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
+                                         ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+                                         ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+                                         DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
+                                         DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+                                         ShareGroupDescribeRequest, ShareGroupDescribeResponse,
+                                         ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse)
 
 from schemas.messages import API_VERSIONS as COORDINATOR_VERSIONS
 from state.api import error_response
@@ -135,6 +140,11 @@ class GroupApi:
         return self.request.API_KEY
 
     @property
+    def min_version(self) -> int:
+        """The oldest version served (ShareGroupHeartbeat's v0, KIP-932's early access, is gone)."""
+        return COORDINATOR_VERSIONS[self.name][0]
+
+    @property
     def max_version(self) -> int:
         """What the gateway serves: what both the coordinator and kafka-python's classes know."""
         return min(COORDINATOR_VERSIONS[self.name][1], self.request.max_version, self.response.max_version)
@@ -210,6 +220,37 @@ def _consumer_group_describe_merge(request: Json, answers: list[Json], version: 
     return {"groups": [{**g, "members": [member(m) for m in g.get("members") or []]} for g in answers]}
 
 
+# KIP-932's group-side APIs: topic ids as the consumer group's; the offsets APIs name one group per control request.
+
+def _assignment_ids(assignment: Json | None) -> Json | None:
+    if assignment is None:
+        return None
+    return {"topic_partitions": _topic_ids(assignment["topic_partitions"], uuid_topic_id)}
+
+
+def _share_group_heartbeat_merge(request: Json, answers: list[Json], version: int) -> Json:
+    (answer,) = answers
+    return {**answer, "assignment": _assignment_ids(answer.get("assignment"))}
+
+
+def _share_group_describe_merge(request: Json, answers: list[Json], version: int) -> Json:
+    return {"groups": [{**g, "members": [{**m, "assignment": _assignment_ids(m["assignment"])}
+                                         for m in g.get("members") or []]} for g in answers]}
+
+
+def _share_offsets_groups(request: Json, version: int) -> list[Json]:
+    return [{"group_id": g["group_id"], "topics": g.get("topics")} for g in request["groups"]]
+
+
+def _share_offsets_groups_merge(request: Json, answers: list[Json], version: int) -> Json:
+    return {"groups": [{**g, "topics": _topic_ids(g.get("topics") or [], uuid_topic_id)} for g in answers]}
+
+
+def _share_offsets_merge(request: Json, answers: list[Json], version: int) -> Json:
+    (answer,) = answers
+    return {**answer, "responses": _topic_ids(answer.get("responses") or [], uuid_topic_id)}
+
+
 GROUP_APIS: dict[int, GroupApi] = {api.api_key: api for api in (
     GroupApi("JoinGroup", JoinGroupRequest, JoinGroupResponse, _one, _first),
     GroupApi("SyncGroup", SyncGroupRequest, SyncGroupResponse, _one, _first),
@@ -227,6 +268,16 @@ GROUP_APIS: dict[int, GroupApi] = {api.api_key: api for api in (
              _consumer_group_heartbeat, _consumer_group_heartbeat_merge),
     GroupApi("ConsumerGroupDescribe", ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
              _consumer_group_describe, _consumer_group_describe_merge),
+    GroupApi("ShareGroupHeartbeat", ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, _one,
+             _share_group_heartbeat_merge),
+    GroupApi("ShareGroupDescribe", ShareGroupDescribeRequest, ShareGroupDescribeResponse,
+             _consumer_group_describe, _share_group_describe_merge),
+    GroupApi("DescribeShareGroupOffsets", DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+             _share_offsets_groups, _share_offsets_groups_merge),
+    GroupApi("AlterShareGroupOffsets", AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, _one,
+             _share_offsets_merge),
+    GroupApi("DeleteShareGroupOffsets", DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse, _one,
+             _share_offsets_merge),
 )}
 """By Kafka API key."""
 

@@ -39,6 +39,11 @@ from state.consumer import replay as consumer_replay
 from state.consumer.group import ConsumerGroup
 from state.topics.image import MetadataImage, decode_image_row
 from state.classic.group import ClassicGroup, GroupState, Member
+from schemas.share_group import GroupConfigKey, ShareGroupRecordKey
+from state.share import replay as share_replay
+from state.share.group import ShareGroup
+from state.share import records as share_records
+from state.share.records import SharePartitionWanted
 from state.records import (
     AnyRecord,
     AssignmentsSet,
@@ -82,10 +87,19 @@ class Context:
     """One call's runtime for one group: the group as replayed so far, the time, the config, and the result."""
 
     group_id: str
-    group: ClassicGroup | ConsumerGroup | None
+    group: ClassicGroup | ConsumerGroup | ShareGroup | None
     now_ms: int
     config: CoordinatorConfig
     topics: bytes | None = None
+    group_configs: dict[str, str] = field(default_factory=dict)
+    """The group id's dynamic configs (IncrementalAlterConfigs on a GROUP resource), whatever its kind: record
+    version 101 sets them, kept with the group's state by the shell (`state.batch`)."""
+    view_changed: bool = False
+    """A record of this call changed the group's view though `state.batch` would not see it from the record's key
+    (a share-partition's grant: its snapshot is otherwise view-neutral)."""
+    batch_ms: int = -1
+    """The step's time (the micro-batch's), which `now_ms` starts at; `now_ms` then follows each request's
+    arrival. What no gateway's clock may move (a share-partition's lease) counts on this one. -1: `now_ms`."""
     """The state bucket's stored topic metadata (`state.batch`), read as `image` on first use."""
     result: CoordinatorResult = field(default_factory=CoordinatorResult)
     """Everything this call produced so far; `mark`/`since` cut it into one result per request or timer."""
@@ -109,8 +123,16 @@ class Context:
     def image(self, image: MetadataImage) -> None:
         self._image = image
 
+    def __post_init__(self) -> None:
+        if self.batch_ms < 0:
+            self.batch_ms = self.now_ms
+
     def append(self, record: AnyRecord) -> None:
         """Replay the record onto the group, and add it to the result."""
+        if type(record) is Record and type(record.key) is GroupConfigKey:
+            self.group_configs = {} if record.value is None else dict(record.value.configs)  # type: ignore[union-attr]
+            self.result.records.append(record)
+            return
         apply = _REPLAY.get(type(record))
         group = self.group
         if apply is None or (group is None and type(record) not in _CREATING):
@@ -186,11 +208,15 @@ def replay(group: ClassicGroup | None, record: AnyRecord) -> ClassicGroup | None
     return apply(group, record)
 
 
-Group = ClassicGroup | ConsumerGroup
+Group = ClassicGroup | ConsumerGroup | ShareGroup
+
+_SHARE_KEYS = frozenset(ShareGroupRecordKey.__args__) - {GroupConfigKey}  # type: ignore[attr-defined]
 
 
 def _written(group: Group | None, record: Record) -> Group | None:
     key, value = record.key, record.value
+    if isinstance(group, ShareGroup) and isinstance(key, (GroupMetadataKey, OffsetCommitKey)):
+        raise ReplayError(f"a classic group's record for share group {group.group_id}")
     if isinstance(key, GroupMetadataKey):
         if group is None:
             raise ReplayError("a group metadata record for a group that does not exist")
@@ -210,13 +236,37 @@ def _written(group: Group | None, record: Record) -> Group | None:
         else:
             group.offsets[tp] = offset_value_of(value)  # type: ignore[arg-type]
         return group
+    if type(key) in _SHARE_KEYS:
+        return _share_written(group, record)
     # a consumer group's record
+    if isinstance(group, ShareGroup):
+        if value is None:
+            return group
+        raise ReplayError(f"a consumer group record for share group {group.group_id}")
     if isinstance(group, ClassicGroup):
         if value is None:
             return group  # a consumer-group tombstone for a classic group: nothing of a consumer group is there
         group = _replaced(group, ConsumerGroup(group.group_id), "a consumer group record")
     after = consumer_replay.replay(group, record)
     return _offsets_only(group) if after is None and group is not None else after
+
+
+def _share_written(group: Group | None, record: Record) -> Group | None:
+    """A share group's record: a group id has one kind at a time, and no share group replaces another kind (Kafka
+    refuses the share APIs on a classic or consumer group); a classic group with nothing in it (no members, no
+    offsets) is the only one that gives way."""
+    if group is not None and not isinstance(group, ShareGroup):
+        if record.value is None:
+            return group
+        if group.members or group.offsets or (isinstance(group, ClassicGroup) and (group.protocol_type or
+                                                                                  group.pending_members)):
+            raise ReplayError(f"a share group record for group {group.group_id}, which is of another kind")
+        group = None
+    return share_replay.replay(group, record)
+
+
+def _share_wanted(group: ShareGroup, record: SharePartitionWanted) -> ShareGroup:
+    return share_replay.replay(group, record)  # type: ignore[return-value]
 
 
 def _replaced(old: Group, new: Group, what: str) -> Group:
@@ -406,6 +456,7 @@ _REPLAY: dict[type, Callable] = {
     SyncReceived: _sync_received,
     AssignmentsSet: _assignments_set,
     HeartbeatOwed: _heartbeat_owed,
+    SharePartitionWanted: _share_wanted,
 }
 
 
@@ -417,6 +468,11 @@ def sync_directory(ctx: Context) -> None:
     if isinstance(group, ClassicGroup):
         if directory_changed(group):
             ctx.append(group_record(group))
+    elif isinstance(group, ShareGroup):
+        now = [group.state.value, len(group.members)]
+        if group.directory != now:
+            ctx.append(share_records.group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
+                                                 members=len(group.members)))
     elif group is not None:
         state = group.state.value
         if group.directory is None or group.directory[0] != state:

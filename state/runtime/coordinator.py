@@ -27,6 +27,9 @@ from state.errors import (
 )
 from state.classic.group import ClassicGroup, GroupState
 from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, earliest, is_due
+from state.share import admin as share_admin
+from state.share import coordinator as share
+from state.share.group import ShareGroup
 from state.wire import simple_response
 
 
@@ -46,6 +49,8 @@ def fire_timers(ctx: Context) -> None:
             ctx.apply(offsets.on_expiration_timer(group, ctx.env()))
         elif isinstance(group, ConsumerGroup):
             consumer.fire_timer(ctx, group, key)
+        elif isinstance(group, ShareGroup):
+            share.fire_timer(ctx, group, key)
         elif key == JOIN:
             ctx.apply(membership.on_join_timer(group, ctx.env()))
         elif key == SYNC:
@@ -75,6 +80,10 @@ def run(ctx: Context, req: Request, new_member_id: str | None = None) -> None:
         ctx.respond(_error(req, INCONSISTENT_GROUP_PROTOCOL))
     elif req.group_id == "" and api in _GROUP_ID_REQUIRED:
         ctx.respond(_error(req, INVALID_GROUP_ID))
+    elif api in share.SHARE_APIS:
+        share.handle(ctx, req)
+    elif isinstance(ctx.group, ShareGroup) and api not in _ANY_KIND:
+        ctx.respond(_not_this_kind(req))
     elif isinstance(ctx.group, ConsumerGroup) and api in _MEMBERSHIP:
         _classic_request_to_consumer_group(ctx, req, new_member_id)
     elif new_member_id is not None and api == "JoinGroup":
@@ -101,6 +110,23 @@ def _classic_request_to_consumer_group(ctx: Context, req: Request, new_member_id
     sync_directory(ctx)
 
 
+_ANY_KIND = frozenset({"DescribeGroups", "DeleteGroups"})
+"""The APIs every kind of group answers its own way; the others are one kind's (Kafka answers a share group's
+id with another kind's API as below)."""
+
+
+def _not_this_kind(req: Request) -> Response:
+    """Another kind's API on a share group, as Kafka answers it: a JoinGroup INCONSISTENT_GROUP_PROTOCOL, the rest
+    GROUP_ID_NOT_FOUND (the group exists, but not as the kind the API is for)."""
+    if req.api == "JoinGroup":
+        return simple_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id="")
+    kind = "consumer" if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "OffsetCommit",
+                                     "OffsetFetch", "OffsetDelete") else "classic"
+    if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe"):
+        return simple_response(req, GROUP_ID_NOT_FOUND, error_message=f"Group {req.group_id} is not a {kind} group.")
+    return simple_response(req, GROUP_ID_NOT_FOUND)
+
+
 _GROUP_ID_REQUIRED = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetDelete"})
 """The APIs whose group id may not be "" (Kafka's INVALID_GROUP_ID); OffsetCommit, OffsetFetch, DescribeGroups
 and DeleteGroups accept it."""
@@ -113,16 +139,23 @@ def _error(req: Request, error: int) -> Response:
     return simple_response(req, error)
 
 
-def next_deadline(group: ClassicGroup | ConsumerGroup | None) -> int | None:
+def next_deadline(group: ClassicGroup | ConsumerGroup | ShareGroup | None) -> int | None:
     return earliest(group.timers.values()) if group is not None else None
 
 
-def delete_groups(group: ClassicGroup | ConsumerGroup | None, req: DeleteGroupsRequest,
+def delete_groups(group: ClassicGroup | ConsumerGroup | ShareGroup | None, req: DeleteGroupsRequest,
                   env: Env) -> CoordinatorResult:
     """DeleteGroups, for one group (Kafka's deleteGroups: an Empty classic group, a consumer group without members;
-    every offset tombstoned, then the group)."""
+    every offset tombstoned, then the group; a share group without members whose share-partitions no gateway
+    holds: its records and its share-partitions' tombstoned)."""
     if group is None:
         return answer(simple_response(req, GROUP_ID_NOT_FOUND))
+    if isinstance(group, ShareGroup):
+        try:
+            share_admin.validate_delete(group)
+        except CoordinatorError as exc:
+            return answer(simple_response(req, exc.code))
+        return share_admin.delete_group(group) + answer(simple_response(req, NONE))
     if isinstance(group, ConsumerGroup):
         try:
             validate_delete(group)

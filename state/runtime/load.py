@@ -29,6 +29,8 @@ from state.runtime.context import Context
 from state.classic.group import ClassicGroup
 from state.classic.membership import prepare_rebalance, session
 from state.runtime.step import CoordinatorResult
+from state.share import coordinator as share
+from state.share.group import ShareGroup
 from state.records import GroupLoaded, decode_record
 from state.runtime.timers import OFFSETS_EXPIRATION, next_retention_check
 
@@ -38,9 +40,11 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Loaded:
-    group: ClassicGroup | ConsumerGroup | None
+    group: ClassicGroup | ConsumerGroup | ShareGroup | None
     """The group as the records leave it; None: they leave none."""
     unreadable: list[tuple[int, str]] = field(default_factory=list)
+    configs: dict[str, str] = field(default_factory=dict)
+    """The group id's dynamic configs (record version 101), whatever its kind."""
     """(position in the records given, why) of every record that could not be decoded."""
 
 
@@ -68,7 +72,7 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
         ctx.append(record)
     if ctx.group is not None:
         on_loaded(ctx)
-    return Loaded(ctx.group, unreadable)
+    return Loaded(ctx.group, unreadable, ctx.group_configs)
 
 
 CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey)
@@ -87,6 +91,8 @@ def on_loaded(ctx: Context) -> None:
         return
     if isinstance(group, ConsumerGroup):
         return consumer.on_loaded(ctx, group)
+    if isinstance(group, ShareGroup):
+        return share.restart(ctx, group)
     if group.directory is not None:  # a group metadata record was loaded: its members come back
         ctx.append(GroupLoaded(group.persisted))  # type: ignore[arg-type]
         env = ctx.env()

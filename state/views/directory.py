@@ -4,7 +4,7 @@ Fed every records-topic record (`apply`), it keeps the `directory` part of the l
 group (state and protocol type, written on every state change); a tombstone removes the group. A consumer group's
 is its group-epoch record's `directory` (its state, written on every state change; the epoch bumps Kafka writes
 carry none and change nothing here); its protocol type and group type are `consumer` (Kafka's ModernGroup
-.asListedGroup).
+.asListedGroup). A share group's likewise, with `share` for both.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from state.consumer.group import ConsumerGroupState
 from state.errors import NONE
 from state.classic.group import GroupState
 from state.records import decode_key
+from schemas.share_group import ShareGroupDirectoryEntry, ShareGroupMetadataKey
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id, simple_response
 
 
@@ -32,7 +33,16 @@ class _ConsumerDirectory(msgspec.Struct):
     directory: ConsumerGroupDirectoryEntry | None = None
 
 
+class _ShareDirectory(msgspec.Struct):
+    """The part of a share group's group-epoch value the directory reads."""
+
+    directory: ShareGroupDirectoryEntry | None = None
+
+
 _DIRECTORY = msgspec.json.Decoder(_Directory)
+_SHARE_DIRECTORY = msgspec.json.Decoder(_ShareDirectory)
+SHARE = "share"
+"""A share group's protocol type and group type in ListGroups (Kafka's ShareGroup.asListedGroup)."""
 _CONSUMER_DIRECTORY = msgspec.json.Decoder(_ConsumerDirectory)
 CONSUMER = "consumer"
 """A consumer group's protocol type and group type in ListGroups."""
@@ -60,6 +70,13 @@ class GroupDirectory:
                 entry = _CONSUMER_DIRECTORY.decode(value).directory
                 if entry is not None:
                     self._groups[k.group_id] = (entry.group_state, CONSUMER, CONSUMER)
+            elif isinstance(k, ShareGroupMetadataKey):
+                if value is None:
+                    self._groups.pop(k.group_id, None)
+                    return
+                share_entry = _SHARE_DIRECTORY.decode(value).directory
+                if share_entry is not None:
+                    self._groups[k.group_id] = (share_entry.group_state, SHARE, SHARE)
         except msgspec.DecodeError:
             return
 

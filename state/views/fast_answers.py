@@ -34,7 +34,10 @@ from state.runtime.context import Context
 from state.runtime.step import CoordinatorResult, answer
 from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
-from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
+from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
+from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from state.share import coordinator as share
+from state.share.group import ShareGroup
 from state.wire import BadRequest, simple_response
 
 LIVENESS = "Liveness"
@@ -84,6 +87,24 @@ def consumer_heartbeat_from_view(view: PublishedView | None,
     return ConsumerGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
                                           member_id=req.member_id, member_epoch=req.member_epoch,
                                           heartbeat_interval_ms=view.heartbeat_interval_ms)
+
+
+def share_heartbeat_from_view(view: PublishedView | None,
+                              req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse | None:
+    """The answer to a ShareGroupHeartbeat that changes nothing, where a share group's view decides it: a member
+    of the view at the group epoch, of the principal it is bound to, declaring nothing (no rack, no subscription:
+    librdkafka's regular share heartbeat); answered with its epoch and the interval, no assignment. None: ask the
+    coordinator."""
+    if not isinstance(view, PublishedShareGroup):
+        return None
+    member = view.members.get(req.member_id)
+    if (member is None or not rules.acts_for(member, req.principal) or req.member_epoch <= 0
+            or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
+            or req.rack_id is not None or req.subscribed_topic_names is not None):
+        return None
+    return ShareGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
+                                       member_id=req.member_id, member_epoch=req.member_epoch,
+                                       heartbeat_interval_ms=view.heartbeat_interval_ms)
 
 
 def declares_nothing_new(req: ConsumerGroupHeartbeatRequest) -> bool:
@@ -162,6 +183,9 @@ def handle_liveness(ctx: Context, body: dict) -> list[str]:
         raise BadRequest(f"Liveness: {exc}") from None
     for heard in liveness.members:
         group = ctx.group
+        if isinstance(group, ShareGroup):
+            _share_liveness(ctx, liveness, heard)
+            continue
         if isinstance(group, ConsumerGroup) and not _classic_member(group, heard.member_id):
             _consumer_liveness(ctx, liveness, heard)
             continue
@@ -195,3 +219,15 @@ def _consumer_liveness(ctx: Context, liveness: Liveness, heard: HeardMember) -> 
     ctx.fast_answers.append(FastAnswer(
         "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
         "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else ""))
+
+
+def _share_liveness(ctx: Context, liveness: Liveness, heard: HeardMember) -> None:
+    """A share group's heartbeat a gateway answered from its view (`share_heartbeat_from_view`; its member epoch
+    is `generation_id`), checked as a consumer group's (`state.share.coordinator.handle_heard`)."""
+    req = ShareGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
+                                     group_id=liveness.group_id, member_id=heard.member_id,
+                                     member_epoch=heard.generation_id)
+    decided = share.handle_heard(ctx, req, min(heard.heard_ms, ctx.now_ms))
+    ctx.fast_answers.append(FastAnswer(
+        "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
+        "a share group's heartbeat the coordinator would have answered otherwise" if decided is None else ""))

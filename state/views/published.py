@@ -22,6 +22,10 @@ from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.interval import heartbeat_interval_ms
 from state.wire import encode
+from schemas.share_group import ShareGroupView
+from state.share.configs import ShareSettings
+from state.share.group import ShareGroup
+from state.share.view import view_of as share_view_of
 
 MARK_KEY = b"\xffmark"
 """The views topic's key of the completeness marks: not UTF-8, so never a group id."""
@@ -31,7 +35,8 @@ _MARK = msgspec.json.Decoder(ViewMark)
 
 
 def view_of(group, config: CoordinatorConfig, position: tuple[int, int] | None = None,
-            waited_ms: int = 0) -> GroupView | ConsumerGroupView | None:
+            waited_ms: int = 0, group_configs: Mapping[str, str] | None = None
+            ) -> GroupView | ConsumerGroupView | ShareGroupView | None:
     """The view of a group (None: no group). A consumer group's lists the members whose heartbeat changes nothing:
     reconciled to a target at the group epoch, and owing the coordinator no heartbeat (`HeartbeatOwed`), and tells
     the heartbeat interval the coordinator tells a heartbeat that waited `waited_ms` for its batch (the longest
@@ -41,6 +46,8 @@ def view_of(group, config: CoordinatorConfig, position: tuple[int, int] | None =
     offsets answer an OffsetFetch (`state.batch`), as of that request."""
     if group is None:
         return None
+    if isinstance(group, ShareGroup):
+        return share_view_of(group, ShareSettings.of(group_configs or {}, config))
     offsets: tuple[ViewOffset, ...] | UnsetType = UNSET
     at: ViewPosition | UnsetType = UNSET
     if position is not None:
@@ -64,7 +71,7 @@ def view_of(group, config: CoordinatorConfig, position: tuple[int, int] | None =
                            for m in group.members.values()), offsets, at)
 
 
-def encode_view(view: GroupView | ConsumerGroupView | None) -> bytes | None:
+def encode_view(view: GroupView | ConsumerGroupView | ShareGroupView | None) -> bytes | None:
     """The views topic's value of a view (None: the group's tombstone)."""
     return None if view is None else encode(view)
 
@@ -112,7 +119,25 @@ class PublishedConsumerGroup:
         return self.session_timeout_ms
 
 
-PublishedView = PublishedGroup | PublishedConsumerGroup
+class PublishedShareGroup:
+    """A decoded share group's view: the members whose heartbeats a gateway may answer, the grants of its
+    share-partitions by (topic id, partition), and the settings its holders apply."""
+
+    __slots__ = ("group_epoch", "heartbeat_interval_ms", "session_timeout_ms", "members", "grants", "config")
+
+    def __init__(self, view: ShareGroupView) -> None:
+        self.group_epoch = view.group_epoch
+        self.heartbeat_interval_ms = view.heartbeat_interval_ms
+        self.session_timeout_ms = view.session_timeout_ms
+        self.members = {m.member_id: m for m in view.members}
+        self.grants = {(g.topic_id, g.partition): g for g in view.grants}
+        self.config = view.config
+
+    def min_session_timeout_ms(self) -> int | None:
+        return self.session_timeout_ms
+
+
+PublishedView = PublishedGroup | PublishedConsumerGroup | PublishedShareGroup
 """A decoded view of either kind of group."""
 
 
@@ -122,12 +147,16 @@ class _Kind(msgspec.Struct):
 
 _KIND = msgspec.json.Decoder(_Kind)
 _CONSUMER_VIEW = msgspec.json.Decoder(ConsumerGroupView)
+_SHARE_VIEW = msgspec.json.Decoder(ShareGroupView)
 
 
 def decode_view(raw: bytes) -> PublishedView:
     """A views-topic value; msgspec.DecodeError when it is not a view."""
-    if _KIND.decode(raw).kind == "consumer":
+    kind = _KIND.decode(raw).kind
+    if kind == "consumer":
         return PublishedConsumerGroup(_CONSUMER_VIEW.decode(raw))
+    if kind == "share":
+        return PublishedShareGroup(_SHARE_VIEW.decode(raw))
     return PublishedGroup(_VIEW.decode(raw))
 
 

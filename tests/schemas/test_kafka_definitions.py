@@ -25,6 +25,10 @@ SEVERAL_GROUPS = {
     ("OffsetFetch", "response"): (None, "groups"),
     ("ConsumerGroupDescribe", "request"): ("group_ids", None),
     ("ConsumerGroupDescribe", "response"): (None, "groups"),
+    ("ShareGroupDescribe", "request"): ("group_ids", None),
+    ("ShareGroupDescribe", "response"): (None, "groups"),
+    ("DescribeShareGroupOffsets", "request"): (None, "groups"),
+    ("DescribeShareGroupOffsets", "response"): (None, "groups"),
 }
 """(Kafka's list of group ids, or Kafka's list of per-group structs whose fields are ours at the top)."""
 OURS = {("OffsetCommit", "response"): {"error_code"}}

@@ -7,13 +7,15 @@ import json
 import pytest
 
 from schemas.consumer_group import CONSUMER_RECORDS
+from schemas.share_group import SHARE_RECORDS
 from state.wire import API_VERSIONS
 from tests.state.schemas import SCHEMAS, validate_request, validator
 from tests.state.test_replay_tool import SCENARIO
 
 
 VERSIONS = API_VERSIONS
-RECORD_SCHEMAS = ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", *CONSUMER_RECORDS]
+RECORD_SCHEMAS = ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", *CONSUMER_RECORDS,
+                  *SHARE_RECORDS]
 
 
 @pytest.mark.parametrize("api", sorted(VERSIONS))
@@ -23,7 +25,8 @@ def test_every_api_has_a_request_and_a_response_schema(api):
     assert request.schema["properties"]["api_version"]["maximum"] == VERSIONS[api][1]
 
 
-@pytest.mark.parametrize("name", [*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ConsumerGroupView", "ViewMark"])
+@pytest.mark.parametrize("name", [*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ConsumerGroupView",
+                                  "ShareGroupView", "ViewMark"])
 def test_record_schemas_are_valid(name):
     validator(name)
 
@@ -31,7 +34,8 @@ def test_record_schemas_are_valid(name):
 def test_no_stray_schema_files():
     names = {p.stem for p in SCHEMAS.glob("*.json")}
     expected = {f"{api}{kind}" for api in VERSIONS for kind in ("Request", "Response")}
-    expected |= {*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ConsumerGroupView", "ViewMark"}
+    expected |= {*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ConsumerGroupView",
+                 "ShareGroupView", "ViewMark"}
     assert names == expected
 
 

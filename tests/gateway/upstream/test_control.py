@@ -47,13 +47,21 @@ REQUESTS = {
                                "rack_id": None, "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["t"],
                                "subscribed_topic_regex": "", "server_assignor": None, "topic_partitions": []},
     "ConsumerGroupDescribe": {"group_ids": ["a", "b"], "include_authorized_operations": False},
+    "ShareGroupHeartbeat": {"group_id": "g", "member_id": "m", "member_epoch": 0, "rack_id": None,
+                            "subscribed_topic_names": ["t"]},
+    "ShareGroupDescribe": {"group_ids": ["a", "b"], "include_authorized_operations": False},
+    "DescribeShareGroupOffsets": {"groups": [{"group_id": "a", "topics": [{"topic_name": "t", "partitions": [0]}]},
+                                             {"group_id": "b", "topics": None}]},
+    "AlterShareGroupOffsets": {"group_id": "g", "topics": [{"topic_name": "t", "partitions": [
+        {"partition_index": 0, "start_offset": 5}]}]},
+    "DeleteShareGroupOffsets": {"group_id": "g", "topics": [{"topic_name": "t"}]},
 }
 LISTED = {"error_code": 0, "groups": [{"group_id": "g", "protocol_type": "consumer", "group_state": "Stable",
                                        "group_type": "classic"}]}
 
 
 def served() -> list[tuple[GroupApi, int]]:
-    return [(api, version) for api in GROUP_APIS.values() for version in range(api.max_version + 1)]
+    return [(api, version) for api in GROUP_APIS.values() for version in range(api.min_version, api.max_version + 1)]
 
 
 def through_kafka(api: GroupApi, version: int) -> dict:
@@ -79,10 +87,10 @@ def answer(body: dict) -> dict:
 @pytest.mark.parametrize("api, version", served(), ids=lambda x: getattr(x, "name", x))
 def test_requests_become_valid_control_requests_and_answers_valid_responses(api: GroupApi, version: int):
     extra = {"client_id": "c", "client_host": "/127.0.0.1"} if api.name in (
-        "JoinGroup", "ConsumerGroupHeartbeat") else None
+        "JoinGroup", "ConsumerGroupHeartbeat", "ShareGroupHeartbeat") else None
     bodies = control_requests(api, version, through_kafka(api, version), "User:alice", extra)
     fanned = {"DescribeGroups": 2, "DeleteGroups": 2, "OffsetFetch": 2 if version >= 8 else 1,
-              "ConsumerGroupDescribe": 2}
+              "ConsumerGroupDescribe": 2, "ShareGroupDescribe": 2, "DescribeShareGroupOffsets": 2}
     assert len(bodies) == fanned.get(api.name, 1)
     answers = []
     for n, body in enumerate(bodies):
@@ -94,7 +102,8 @@ def test_requests_become_valid_control_requests_and_answers_valid_responses(api:
     response = from_json(api.response, version, api.merge(through_kafka(api, version), answers, version))
     decoded = api.response.decode(response.encode(version=version), version=version)
     codes = [a["error_code"] for a in answers]
-    if api.name in ("DescribeGroups", "DeleteGroups", "ConsumerGroupDescribe") or (
+    if api.name in ("DescribeGroups", "DeleteGroups", "ConsumerGroupDescribe", "ShareGroupDescribe",
+                    "DescribeShareGroupOffsets") or (
             api.name == "OffsetFetch" and version >= 8):
         entries = decoded.groups if api.name != "DeleteGroups" else decoded.results
         assert [e.group_id for e in entries] == [b["group_id"] for b in bodies]
@@ -144,3 +153,18 @@ def test_a_topic_id_crosses_as_kafkas_uuid_text():
                 "assignment": {"topic_partitions": [{"topic_id": "AaIZp58ZdDC-jcJ7UM6YDg", "partitions": [1, 2]}]}}
     response = from_json(api.response, 1, api.merge(to_json(decoded, 1), [answered], 1))
     assert api.response.decode(response.encode(version=1), version=1).assignment.topic_partitions[0].topic_id == topic
+
+
+def test_an_answer_built_once_is_the_same_bytes_as_one_built_each_time_with_its_own_correlation_id():
+    from gateway.front.connection import _answer, _encode
+
+    commit = GROUP_APIS[8]
+    doc = {"throttle_time_ms": 0, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "error_code": 0}]}]}
+    for version in (2, 8, 9):
+        for correlation in (7, 8, -5, 2**31 - 1):
+            assert _answer(commit.response, version, doc, correlation) == _encode(
+                from_json(commit.response, version, doc), version, correlation)
+    heartbeat = GROUP_APIS[12]
+    for code in (0, 27):
+        assert _answer(heartbeat.response, 4, {"throttle_time_ms": 0, "error_code": code}, 3) == _encode(
+            from_json(heartbeat.response, 4, {"throttle_time_ms": 0, "error_code": code}), 4, 3)

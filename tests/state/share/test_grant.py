@@ -3,7 +3,7 @@ epoch that every change of holding bumps, under a lease."""
 
 from __future__ import annotations
 
-from state.share.grant import (
+from state.share.partitions.grant import (
     Grant,
     accepts_update,
     expire,

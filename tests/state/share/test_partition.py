@@ -1,4 +1,4 @@
-"""The share-partition rules (`state.share.partition`), as Kafka's SharePartitionTest specifies them, in our words:
+"""The share-partition rules (`state.share.partitions.partition`), as Kafka's SharePartitionTest specifies them, in our words:
 acquisition, acknowledgement, release, lock expiry, the delivery-count limit and its throttling, the start offset's
 movement, a new holder's start from the persisted state, and the query's replay of the holder's updates.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from state.errors import Errors
-from state.share.partition import (
+from state.share.partitions.partition import (
     UNRESOLVED,
     AcknowledgeType,
     AcknowledgementBatch,
