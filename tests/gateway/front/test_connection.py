@@ -51,8 +51,9 @@ def test_api_versions_advertise_the_coordinator_s_group_apis_and_not_the_other_p
         11: (0, 9), 14: (0, 5), 12: (0, 4), 13: (0, 5), 8: (0, 9), 9: (0, 9), 47: (0, 0), 15: (0, 5), 16: (0, 5),
         42: (0, 2), 68: (0, 1), 69: (0, 1)}
     assert 47 not in upstream and 68 not in upstream  # tansu has neither; the gateway serves them anyway
-    for missing in (28, 76, 88, 17, 36):  # TxnOffsetCommit, share and streams groups, no SASL on this listener
+    for missing in (28, 88, 17, 36):  # TxnOffsetCommit, streams groups, no SASL on this listener
         assert missing not in ours
+    assert {k: ours[k] for k in (76, 77, 78, 79)} == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}  # share groups
     assert ours[2] == upstream[2] and ours[19] == upstream[19]  # forwarded as they are
     assert ours[1][1] <= upstream[1][1] and ours[3][1] <= upstream[3][1]
 
@@ -75,7 +76,7 @@ BAD_FRAMES = {
     "an unknown API key": struct.pack(">ihhih", 10, 999, 0, 1, -1),
     "a huge length": struct.pack(">i", 0x7FFFFFFF) + b"\0" * 16,
     "a negative length": struct.pack(">i", -5),
-    "an API it does not serve": struct.pack(">ihhih", 10, 76, 0, 1, -1),  # ShareGroupHeartbeat
+    "an API it does not serve": struct.pack(">ihhih", 10, 88, 0, 1, -1),  # StreamsGroupHeartbeat
     "a group API at a version it does not serve": struct.pack(">ihhih", 10, 11, 10, 1, -1),
     "a group request cut short": struct.pack(">ihhihh", 12, 11, 5, 1, -1, 40) + b"g",
 }
