@@ -37,8 +37,8 @@ from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateRespon
                                  SaslHandshakeResponse)
 
 from gateway.security import apis as security_apis, authz
-from gateway.upstream import peek
-from gateway.security.acl import ANONYMOUS
+from gateway.upstream import group_configs, peek
+from gateway.security.acl import ANONYMOUS, AclOperation, ResourceType
 from gateway.upstream.control import GROUP_APIS, GroupApi, Json, control_requests, from_json, to_json
 from gateway.front.frames import FrameError, framed, read_frame, request_prefix
 from gateway.security.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSAGE, GroupAccess, Session, group_access
@@ -170,6 +170,15 @@ class ClientConnection:
         security = self.gateway.security
         if security is not None and api_key in security_apis.served(self.gateway.authorizing):
             return self._spawn(security_apis.answer(api_key, self._authz(), security, frame, version, correlation))
+        configs = None
+        if api_key in group_configs.APIS:
+            # GROUP resources are the coordinator's; the rest goes on to the cluster, the answers merged
+            configs = group_configs.split(api_key, frame, version, correlation, self._group_config_call,
+                                          self._group_config_allowed)
+            if configs is not None:
+                if configs.rest is None:
+                    return self._spawn(configs.answer(None))
+                frame = configs.rest
         finish = None
         if self.gateway.authorizing:
             # Inline, not in a task: forwarded requests must reach the broker in the client's order.
@@ -178,6 +187,8 @@ class ClientConnection:
                 if plan.close:
                     raise FrameError(plan.close)
                 if plan.answer is not None:
+                    if configs is not None:
+                        return self._spawn(configs.answer(self._ready(plan.answer)))
                     return self._ready(plan.answer)
                 frame, finish = plan.frame, plan.finish
         if api_key == ApiKey.Produce and peek.produce_acks(frame, version) == 0:
@@ -188,7 +199,18 @@ class ClientConnection:
         if api_key == ApiKey.Produce and self.gateway.share.holder.waiting:
             # a share fetch waits on some log: read it as soon as this produce is answered
             answer = self._spawn(self._produced(answer, peek.produce(frame, version).topics))
-        return answer if finish is None else self._spawn(self._finish(answer, finish))
+        if finish is not None:
+            answer = self._spawn(self._finish(answer, finish))
+        return answer if configs is None else self._spawn(configs.answer(answer))
+
+    def _group_config_call(self, group_id: str, body: Json) -> Awaitable[Json]:
+        return self.gateway.coordinator.call(group_id, body, self.gateway.timeout_s(body["api"], body))
+
+    def _group_config_allowed(self, operation: str, group_id: str) -> bool:
+        if not self.gateway.authorizing:
+            return True
+        return self.gateway.authorizer.authorize(self.session.principal, self.session.host,
+                                                 AclOperation[operation], ResourceType.GROUP, group_id)
 
     async def _finish(self, answer: Awaitable[bytes], finish: Callable[[bytes], bytes]) -> bytes:
         return finish(await answer)

@@ -27,6 +27,7 @@ from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from gateway.security.authz import POLICED
 from gateway.upstream.control import GROUP_APIS
+from gateway.upstream.group_configs import APIS as GROUP_CONFIG_APIS
 from gateway.security.apis import versions as security_versions
 
 Versions = dict[int, tuple[int, int]]
@@ -69,6 +70,10 @@ def advertised(upstream: Versions, sasl: bool, authorizing: bool = False, securi
             hi = min(hi, cls.max_version)
         if lo <= hi:
             out[key] = (lo, hi)
+    for key, api in GROUP_CONFIG_APIS.items():
+        # a group's configs are the coordinator's (`gateway.upstream.group_configs`), whatever the upstream serves
+        lo, hi = out.get(key, (api.request.min_version, api.request.max_version))
+        out[key] = (lo, min(hi, api.request.max_version, api.response.max_version))
     for key, api in GROUP_APIS.items():
         out[key] = (api.min_version, api.max_version)
     out.update(SHARE_APIS)

@@ -67,7 +67,7 @@ def replayed_offsets(env: GatewayEnv, group: str, fast_path: bool) -> dict[tuple
         replayer.advance(max(at_ms, replayer.now_ms or at_ms))
         replayer.arrive(group.encode(), json.dumps(body).encode())
     state = decode_state(replayer.states.get(group))
-    return {} if state is None else {tp: o.offset for tp, o in state.offsets.handlers.items()}
+    return {} if state is None else {tp: o.offset for tp, o in state.offsets.items()}
 
 
 def observed(env: GatewayEnv, counter: str) -> int:
