@@ -16,15 +16,16 @@
    few ms, so a difference of one is not lost in the noise), and the real coordinator query (`--no-query` skips
    it: its micro-batches make each round trip hundreds of ms, and the difference mostly noise). Goal: p50
    overhead <= 2 ms. Neither publishes views to these gateways (the core responder none, and the gateways in front
-   of the query run with `--view-bound-ms 0`): this is the path of every request that waits for the coordinator.
+   of the query run with `--fast-answers-by-coordinator`): this is the path of every request that waits for the
+   coordinator.
 
 3. What authorization costs. With `--authorization both` (the default) every gateway above runs twice, without
    and with `--authorization` (Kafka's ACLs checked on every request, the bench's principal allowed by PREFIXED
    ACLs on its topics and groups, so every check walks bindings), and the ratios on/off are printed: the goal is
    within 10% (fetch throughput at least 0.9x, group overhead no more than 1.1x). `off` or `on` runs one.
 
-4. The fast path, in front of the real coordinator query (`bench.parts.gateway_fast`; `--no-query` skips it): commit and
-   heartbeat latency against a forwarded acks=all produce and ApiVersions through the same gateway, and tansu's own
+4. The fast path, in front of the real coordinator query (`bench.parts.gateway_fast`; `--no-query` skips it): commit
+   and heartbeat latency against a forwarded acks=all produce and ApiVersions through the same gateway, and tansu's own
    coordinator's in the same run; control records per member-minute of ten idle members; three librdkafka
    consumers that commit every record, through the gateway and on tansu's coordinator.
 
@@ -236,7 +237,8 @@ async def _round_trips(port: int, transport: KafkaTransport, samples: int, pause
 def group_overhead(bootstrap: str, props: dict[str, str], wait_ms: int, samples: int, log: Path,
                    mode: str = "off") -> dict:
     gateway = start_gateway(bootstrap, _gateway_props(props, mode),
-                            args=["--response-fetch-wait-ms", str(wait_ms), "--view-bound-ms", "0", *MODES[mode]],
+                            args=["--response-fetch-wait-ms", str(wait_ms), "--fast-answers-by-coordinator",
+                                  *MODES[mode]],
                             log_path=log)
     transport = KafkaTransport(bootstrap, props["topic.requests"], props["topic.responses"],
                                client_id="bench-direct", fetch_max_wait_ms=wait_ms)

@@ -41,6 +41,15 @@ from streaming.stateful import INPUT_COLUMNS
 QUERY_NAME = "group-coordinator"
 
 
+def _seconds(duration: str) -> int:
+    """Whole seconds of a Spark time setting without a unit or in `ms`, `s`, `m` (`60s` -> 60)."""
+    text = duration.strip().lower()
+    for unit, seconds in (("ms", 0.001), ("s", 1), ("m", 60), ("min", 60)):
+        if text.endswith(unit) and text[:-len(unit)].strip().isdigit():
+            return max(1, int(int(text[:-len(unit)]) * seconds))
+    return int(text)
+
+
 def spark_session(conf: Mapping[str, str]) -> SparkSession:
     """The session with `conf` applied and the source registered; its Python workers start in the background.
 
@@ -59,6 +68,12 @@ def spark_session(conf: Mapping[str, str]) -> SparkSession:
         # Where the driver binds anyway; without it Spark warns at every start on hosts whose name resolves to a
         # loopback address (most laptops), and picks another interface to say so.
         os.environ.setdefault("SPARK_LOCAL_IP", conf["spark.driver.bindAddress"])
+    timeout = conf.get("spark.python.authenticate.socketTimeout")
+    if timeout:
+        # The JVM waits this long for a Python process to connect back; the Python side of that handshake waits
+        # SPARK_AUTH_SOCKET_TIMEOUT seconds (15 by default), which the Python data source's runner does not get
+        # from the conf: on a loaded host it gave up first and the query stopped (CANNOT_OPEN_SOCKET).
+        os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", str(_seconds(timeout)))
     builder = SparkSession.builder
     launched = SparkConf() if "PYSPARK_GATEWAY_PORT" in os.environ else None
     for key, value in with_class_archive(with_driver_logging(conf)).items():

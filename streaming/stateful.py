@@ -34,7 +34,7 @@ from state.api import (
     step_group,
 )
 from streaming.bucket_deadlines import deadline_record, is_due, publishes
-from streaming.kafka_io.sink import FAST_APIS, GROUP_STATES, SUMMARY_COLUMNS
+from streaming.kafka_io.sink import FAST_APIS, GROUP_STATES, SUMMARY_COLUMNS, OutputRow
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class Input:
 
 
 class Output(Protocol):
-    def send(self, rows: Sequence[tuple]) -> None:
+    def send(self, rows: Sequence[OutputRow]) -> None:
         """Hand rows to the producer (`streaming.kafka_io.sink.KafkaOutput`)."""
 
     def flush(self) -> None:
@@ -141,7 +141,7 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
         resumed = any(row.resumed for row in rows)  # the whole batch is, or none of it (`streaming.kafka_io.source`)
         out = step_bucket(rows, store, now_ms, config, resumed, stats)
         if publishes(before, stats.deadline, resumed):
-            out.append(("deadline", *deadline_record(bucket, stats.deadline), None, None, None))
+            out.append(OutputRow("deadline", *deadline_record(bucket, stats.deadline)))
     elif kind == "directory":
         out = _directory(rows, records_source)
     else:
@@ -153,7 +153,7 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
     return summary(kind, bucket, out, stats)
 
 
-def produce(output: Output, out: list[tuple], flush: bool) -> None:
+def produce(output: Output, out: list[OutputRow], flush: bool) -> None:
     """Hand a call's output to the producer, the views acknowledged before any response is sent.
 
     A gateway that hears a group's answer reads the views topic to its end, and from then on answers the group's
@@ -161,18 +161,18 @@ def produce(output: Output, out: list[tuple], flush: bool) -> None:
     be acknowledged before the view on another: the gateway would then answer from the view before the change,
     telling a member its old epoch. One acknowledgement's wait (about 0.3 ms) on the calls that publish a view and
     answer something."""
-    views = [row for row in out if row[0] == "view"]
-    if views and any(row[0] == "response" for row in out):
+    views = [row for row in out if row.sink == "view"]
+    if views and any(row.sink == "response" for row in out):
         output.send(views)
         output.flush()
-        out = [row for row in out if row[0] != "view"]
+        out = [row for row in out if row.sink != "view"]
     output.send(out)
     if flush:
         output.flush()
 
 
 def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: CoordinatorConfig, resumed: bool,
-                stats: CallStats) -> list[tuple]:
+                stats: CallStats) -> list[OutputRow]:
     """Step every group of the bucket that has requests (`rows`, in (partition, offset) order) or a due deadline."""
     by_group: dict[str, list[Input]] = {}
     for row in rows:
@@ -180,7 +180,7 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
             by_group.setdefault(row.group_id, []).append(row)
         else:  # a timer row only makes Spark call the bucket
             stats.timer_rows += 1
-    out: list[tuple] = []
+    out: list[OutputRow] = []
     topic_rows = by_group.pop(TOPIC_METADATA_GROUP, [])
     group_ids = sorted(by_group.keys() | set(store.due(now_ms)))
     store.prefetch([TOPIC_METADATA_GROUP, *group_ids])
@@ -211,7 +211,7 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
 
 
 def _bucket_topics(store: GroupStore, rows: list[Input], now_ms: int, config: CoordinatorConfig,
-                   out: list[tuple]) -> bytes | None:
+                   out: list[OutputRow]) -> bytes | None:
     """The bucket's topic metadata (what its consumer groups' assignors see), after this call's `TopicMetadata`
     rows: stored as the reserved group `TOPIC_METADATA_GROUP`, stepped before the groups so that they see it."""
     held = store.read(TOPIC_METADATA_GROUP)
@@ -224,16 +224,16 @@ def _bucket_topics(store: GroupStore, rows: list[Input], now_ms: int, config: Co
     return step.metadata
 
 
-def _step_rows(group_id: str, rows: list[Input], step: GroupStep) -> list[tuple]:
+def _step_rows(group_id: str, rows: list[Input], step: GroupStep) -> list[OutputRow]:
     key = group_id.encode()
     # The view before the responses: a client answered (a SyncGroup) asks next what the view may answer (its
     # OffsetFetch), and a gateway reads the views topic to its end then (gateway.fast.fast_path).
-    out: list[tuple] = [("view", key, step.view, None, None, None)] if step.publish_view else []
-    out += [("response", key, value, None, None, None) for value in step.responses]
-    out += [("record", rkey, rvalue, None, None, None) for rkey, rvalue in step.records]
+    out = [OutputRow("view", key, step.view)] if step.publish_view else []
+    out += [OutputRow("response", key, value) for value in step.responses]
+    out += [OutputRow("record", rkey, rvalue) for rkey, rvalue in step.records]
     for index, reason in step.dead_letters:
         row = rows[index]
-        out.append(("dead_letter", row.key, row.value, reason, row.partition, row.offset))
+        out.append(OutputRow("dead_letter", row.key, row.value, reason, row.partition, row.offset))
     return out
 
 
@@ -260,9 +260,9 @@ def _count_fast_answers(group_id: str, answers: Sequence[FastAnswer], stats: Cal
                     f": {first.detail}" if first.detail else "", len(wrong))
 
 
-def summary(kind: str, bucket: int, out: list[tuple], stats: CallStats) -> list:
+def summary(kind: str, bucket: int, out: list[OutputRow], stats: CallStats) -> list:
     """The summary row's values (`SUMMARY_COLUMNS`)."""
-    counts = Counter(sink for sink, *_ in out)
+    counts = Counter(row.sink for row in out)
     row = [kind, bucket, stats.deadline, counts["response"], counts["record"], counts["dead_letter"],
            stats.groups, stats.groups_with_timer, stats.members_expired, stats.timer_rows,
            *(stats.states_entered[s] for s in GROUP_STATES),
@@ -273,17 +273,17 @@ def summary(kind: str, bucket: int, out: list[tuple], stats: CallStats) -> list:
     return row
 
 
-def _directory(rows: list[Input], records_source: dict[str, Any]) -> list[tuple]:
+def _directory(rows: list[Input], records_source: dict[str, Any]) -> list[OutputRow]:
     from streaming.directory import current_directory
 
     directory = current_directory(records_source)
-    return [("response", row.reply_key, directory.answer(bytes(row.value)), None, None, None) for row in rows]
+    return [OutputRow("response", row.reply_key, directory.answer(bytes(row.value))) for row in rows]
 
 
-def _rejects(rows: list[Input]) -> list[tuple]:
-    out: list[tuple] = []
+def _rejects(rows: list[Input]) -> list[OutputRow]:
+    out: list[OutputRow] = []
     for row in rows:
-        out.append(("dead_letter", row.key, row.value, row.reason, row.partition, row.offset))
+        out.append(OutputRow("dead_letter", row.key, row.value, row.reason, row.partition, row.offset))
         if row.response is not None:
-            out.append(("response", row.reply_key, row.response, None, None, None))
+            out.append(OutputRow("response", row.reply_key, row.response))
     return out

@@ -96,11 +96,6 @@ MAX_TOP = 10
 subpackages by job (`streaming/group_stores`, `gateway/security`, `bench/micro`), so that its folder shows the
 design."""
 
-UNDER_WAY: dict[str, str] = {}
-"""Packages still above the cap while their owner moves them into subpackages; each leaves this list when it
-complies (`test_the_packages_under_way_are_still_above_the_cap` says when)."""
-
-
 def packages() -> list[str]:
     """Every package of the product and of bench/, at any depth."""
     names = []
@@ -116,17 +111,10 @@ def top_modules(package: str) -> list[str]:
     return sorted(path.name for path in folder.glob("*.py") if path.name != "__init__.py")
 
 
-@pytest.mark.parametrize("package", [p for p in packages() if p not in UNDER_WAY])
+@pytest.mark.parametrize("package", packages())
 def test_at_most_10_modules_at_the_top_of_any_package(package):
     top = top_modules(package)
     assert len(top) <= MAX_TOP, f"{len(top)} modules at the top of {package}: {top}"
-
-
-@pytest.mark.parametrize("package", sorted(UNDER_WAY))
-def test_the_packages_under_way_are_still_above_the_cap(package):
-    """A package that complies leaves UNDER_WAY, so that the cap holds it from then on."""
-    top = top_modules(package)
-    assert len(top) > MAX_TOP, f"{package} complies ({len(top)} modules): remove it from UNDER_WAY"
 
 
 @pytest.mark.parametrize("name", modules())

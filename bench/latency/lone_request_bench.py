@@ -44,7 +44,7 @@ from common.config import Topics, client_config, kafka_options
 from common.topics import ensure_topics
 from streaming.kafka_io.embedded import start_broker
 from streaming.kafka_io.kafka_clients import chosen_client
-from streaming.kafka_io.sink import KafkaOutput
+from streaming.kafka_io.sink import KafkaOutput, OutputRow
 from streaming.kafka_io.source import KafkaSource
 from streaming.query import spark_session, stop_between_batches
 from streaming.stateful import INPUT_COLUMNS
@@ -63,7 +63,7 @@ class EchoRows(StatefulProcessor):
         pass
 
     def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues) -> Iterator[Row]:
-        self.output.send([("response", r.group_id.encode(), r.value, None, None, None) for r in rows if r.value])
+        self.output.send([OutputRow("response", r.group_id.encode(), r.value) for r in rows if r.value])
         yield Row(rows=0)
 
     def close(self) -> None:

@@ -57,7 +57,6 @@ REFRESH_TIMEOUT_S = 1.0
 HOLD_WAIT_S = 2.0
 """How long an OffsetFetch or a held heartbeat waits for the view that follows a request of its group the gateway
 forwarded."""
-HOLD_POLL_S = 0.01
 
 LIVENESS_SESSION_FRACTION = 3
 """A group's liveness interval is at most its smallest session timeout divided by this (Kafka's advice for the
@@ -77,8 +76,6 @@ class Heartbeats:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._ids = itertools.count()
         self._prefix = f"liveness-{uuid.uuid4().hex[:8]}"
-        self.written = 0
-        """Liveness requests written (the benchmark counts control records)."""
 
     def heard(self, group_id: str, view: PublishedView, member_id: str, instance: str | None, generation: int,
               principal: str | None, answered: int) -> None:
@@ -104,7 +101,6 @@ class Heartbeats:
         body = {"api": "Liveness", "request_id": f"{self._prefix}-{next(self._ids)}", "group_id": group_id,
                 "members": list(members.values())}
         self._appender.append(group_id, encode(body)).add_done_callback(_log_failure)
-        self.written += 1
 
     def flush_all(self) -> None:
         for group_id in list(self._pending):
@@ -140,9 +136,10 @@ def _log_failure(written: asyncio.Future) -> None:
 
 class FastPath:
     def __init__(self, follower: ViewFollower, appender: Appender, heartbeats: Heartbeats,
-                 max_metadata_bytes: int, offset_fetch: bool = True, holds: Holds | None = None) -> None:
+                 max_metadata_bytes: int, offset_fetch_by_coordinator: bool = False,
+                 holds: Holds | None = None) -> None:
         self.follower = follower
-        self.offset_fetch_from_view = offset_fetch
+        self.offset_fetch_by_coordinator = offset_fetch_by_coordinator
         self.appender = appender
         self.heartbeats = heartbeats
         self.max_metadata_bytes = max_metadata_bytes
@@ -168,7 +165,7 @@ class FastPath:
         """The answer to an OffsetFetch control request from the group's view, where its offsets are the group's
         now (`state.api.fetch_from_view`): the follower reads the views and notes the requests topic's ends anew,
         after this request arrived, so a commit acknowledged before it is seen. None: ask the coordinator."""
-        if not self.offset_fetch_from_view or not self.follower.fresh():
+        if self.offset_fetch_by_coordinator or not self.follower.fresh():
             return None
         try:
             req = decode_request(encode({**body, "request_id": ""}))
@@ -215,13 +212,20 @@ class FastPath:
         return self.holds.holds(group_id, self.follower.read_as_of)
 
     async def _hold_ended(self, group_id: str) -> bool:
-        """Wait, at most HOLD_WAIT_S, until the group is no longer held; whether it is not."""
-        deadline = time.monotonic() + HOLD_WAIT_S
-        while self._holds(group_id):
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(HOLD_POLL_S)
-        return True
+        """Wait, at most HOLD_WAIT_S, until the group is no longer held; whether it is not. Only a round of the
+        follower ends a hold (`_holds`), so each round's end wakes the wait to look again; the round is asked for
+        before the look, so that one ending in between is not missed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HOLD_WAIT_S
+        while True:
+            round_ended = self.follower.round_ended()
+            if not self._holds(group_id):
+                round_ended.cancel()
+                return True
+            try:
+                await asyncio.wait_for(round_ended, deadline - loop.time())
+            except asyncio.TimeoutError:
+                return not self._holds(group_id)
 
     def _request(self, body: Json):
         view = self.follower.view(body["group_id"])

@@ -63,12 +63,13 @@ class ViewFollower:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._refreshes: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._rounds: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        """Waiting for the end of the next round (`round_ended`)."""
         self._refreshes_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="view-follower", daemon=True)
 
     def start(self) -> "ViewFollower":
-        if self.bound_s > 0:
-            self._thread.start()
+        self._thread.start()
         return self
 
     def close(self) -> None:
@@ -107,8 +108,17 @@ class ViewFollower:
         self._wake.set()
 
     def held_view(self, group_id: str) -> PublishedView | None:
-        """The group's view as read, fresh or not."""
+        """The group's view as read, fresh or not (a share group's grants, `gateway.share.fetch`)."""
         return self._views.get(group_id)
+
+    def round_ended(self) -> asyncio.Future:
+        """A future done when the next round ends (`read_as_of` has moved), without waking the thread for it."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        with self._refreshes_lock:
+            self._rounds = [(waiting, future) for waiting, future in self._rounds if not future.done()]
+            self._rounds.append((loop, done))
+        return done
 
     # -- the thread --------------------------------------------------------------------------------------------
 
@@ -170,7 +180,16 @@ class ViewFollower:
             self._samples.popleft()
         self._read(views, view_ends)
         self._advance()
-        self.read_as_of = now
+        self.end_round(now)
+
+    def end_round(self, began: float) -> None:
+        """A round that began at `began` has read every view written before then: `read_as_of`, and the futures
+        of `round_ended`."""
+        self.read_as_of = began
+        with self._refreshes_lock:
+            ended, self._rounds = self._rounds, []
+        for loop, done in ended:
+            loop.call_soon_threadsafe(_resolve, done, None)
 
     def _read(self, views: KafkaConsumer, ends: dict[int, int]) -> None:
         while any(views.position(tp) < ends[tp.partition] for tp in self._views_parts):

@@ -47,9 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--member-id-round-by-coordinator", action="store_true",
                         help="leave JoinGroup's member-id round (KIP-394) to the coordinator's micro-batch instead of "
                              "answering it here at once (docs/gateway.md)")
-    parser.add_argument("--view-bound-ms", type=int, default=2000,
+    parser.add_argument("--fast-answers-by-coordinator", action="store_true",
+                        help="leave every heartbeat, commit and fetch to the coordinator's micro-batch instead of "
+                             "answering them from the groups' views; the gateway then follows no views "
+                             "(docs/gateway.md, \"Fast answers\")")
+    parser.add_argument("--view-bound-ms", type=_positive, default=2000,
                         help="answer heartbeats and commits from a group's view while the views are complete and the "
-                             "coordinator alive as of at most this long ago; 0: never (docs/gateway.md)")
+                             "coordinator alive as of at most this long ago (docs/gateway.md)")
     parser.add_argument("--offset-fetch-by-coordinator", action="store_true",
                         help="leave every OffsetFetch to the coordinator's micro-batch instead of answering it from a "
                              "Stable group's view where that holds the group's offsets now (docs/gateway.md)")
@@ -59,6 +63,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--liveness-interval-ms", type=int, default=5000,
                         help="the longest a heartbeat answered from a view waits before the coordinator hears of it "
                              "(at most a third of the group's smallest session timeout)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {value} (--fast-answers-by-coordinator turns the "
+                                         f"answers from views off)")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,10 +125,11 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         authenticator=security_cli.authenticator(args), authorization=args.authorization,
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
         response_fetch_wait_ms=args.response_fetch_wait_ms, views_topic=props["topic.views"],
-        view_bound_ms=args.view_bound_ms, liveness_interval_ms=args.liveness_interval_ms,
-        offset_fetch_from_view=not args.offset_fetch_by_coordinator,
+        fast_answers_by_coordinator=args.fast_answers_by_coordinator, view_bound_ms=args.view_bound_ms,
+        liveness_interval_ms=args.liveness_interval_ms, offset_fetch_by_coordinator=args.offset_fetch_by_coordinator,
         offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
-        coordinator_config=None if args.member_id_round_by_coordinator else CoordinatorConfig.from_properties(props),
+        member_id_round_by_coordinator=args.member_id_round_by_coordinator,
+        coordinator_config=CoordinatorConfig.from_properties(props),
         shared=None if worker is None else Shared(Path(worker[0]), worker[1], worker[3]),
         process_index=0 if worker is None else worker[2],
     )
@@ -152,18 +165,18 @@ def upstream_security(kafka_config: dict[str, Any]) -> Any:
 
 
 def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) -> Any:
-    """The fast path of `settings` (None when `view_bound_ms` is 0), its view follower started."""
+    """The fast path of `settings` (None with `fast_answers_by_coordinator`); its view follower is not started yet."""
     from gateway.fast.fast_path import FastPath, Heartbeats
     from gateway.fast.holds import Holds
     from gateway.fast.views import ViewFollower
 
-    if settings.view_bound_ms <= 0:
+    if settings.fast_answers_by_coordinator:
         return None
     follower = ViewFollower(settings.bootstrap_servers, settings.views_topic, settings.requests_topic,
-                            settings.kafka_config, settings.view_bound_ms).start()
+                            settings.kafka_config, settings.view_bound_ms)
     return FastPath(follower, coordinator.appender, Heartbeats(coordinator.appender, settings.liveness_interval_ms,
                                                                loop), settings.offset_metadata_max_bytes,
-                    offset_fetch=settings.offset_fetch_from_view,
+                    offset_fetch_by_coordinator=settings.offset_fetch_by_coordinator,
                     holds=None if settings.shared is None else Holds(settings.shared.holds, settings.shared.processes,
                                                                      settings.process_index))
 
@@ -185,8 +198,9 @@ async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
         ensure_topics({"bootstrap_servers": settings.bootstrap_servers, **settings.kafka_config}, props)
         security_cli.start(security, settings.authenticator, settings.authorization, props,
                            settings.bootstrap_servers, settings.kafka_config)
-        return CoordinatorClient(settings.bootstrap_servers, settings.requests_topic, settings.responses_topic,
-                                 settings.kafka_config, loop, settings.response_fetch_wait_ms)
+        return CoordinatorClient.connect(settings.bootstrap_servers, settings.requests_topic,
+                                         settings.responses_topic, settings.kafka_config, loop,
+                                         settings.response_fetch_wait_ms)
 
     try:
         coordinator = await loop.run_in_executor(None, connect)
@@ -194,7 +208,10 @@ async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
         raise SystemExit(f"the gateway cannot reach the cluster's topics: {exc}") from None
     except ValueError as exc:  # a kafka.* setting librdkafka has no equivalent for (the gateway writes with it)
         raise SystemExit(f"the gateway writes the control topic with librdkafka: {exc}") from None
-    gateway = Gateway(settings, coordinator, security, fast_path(settings, coordinator, loop))
+    fast = fast_path(settings, coordinator, loop)
+    if fast is not None:
+        fast.follower.start()
+    gateway = Gateway(settings, coordinator, security, fast)
     try:
         try:
             await gateway.start()

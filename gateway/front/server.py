@@ -69,15 +69,17 @@ class GatewaySettings:
     response_fetch_wait_ms: int = 50
     """How long the broker may hold the fetch that reads the coordinator's answers (`client.transport`)."""
     views_topic: str = "group-coordinator-views"
+    fast_answers_by_coordinator: bool = False
+    """Every heartbeat, commit and fetch waits for the coordinator; no views are followed (`gateway.fast`)."""
     view_bound_ms: int = 2000
     """How recent a group's view must be for the gateway to answer heartbeats and commits from it
-    (`gateway.fast.views`); 0: never (every request waits for the coordinator)."""
+    (`gateway.fast.views`)."""
     liveness_interval_ms: int = 5000
     """The longest a heartbeat answered from a view waits before the coordinator hears of it
     (`gateway.fast.fast_path`)."""
-    offset_fetch_from_view: bool = True
-    """Answer an OffsetFetch from a Stable group's view where that holds the group's offsets now
-    (`gateway.fast.fast_path`); False: the coordinator answers every one."""
+    offset_fetch_by_coordinator: bool = False
+    """Every OffsetFetch waits for the coordinator, even where a view holds the group's offsets now
+    (`gateway.fast.fast_path`)."""
     offset_metadata_max_bytes: int = 4096
     """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
     max_request_bytes: int = MAX_REQUEST_BYTES
@@ -85,9 +87,12 @@ class GatewaySettings:
     shared: Shared | None = None
     """The directory the processes of one gateway share (`gateway.front.processes`); None: one process."""
     process_index: int = 0
-    coordinator_config: CoordinatorConfig | None = None
+    member_id_round_by_coordinator: bool = False
+    """JoinGroup's member-id round waits for the coordinator instead of being answered here at once
+    (`gateway.fast.member_id_round`)."""
+    coordinator_config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     """The coordinator's settings (the `group.*` properties, as the query reads them), for the member-id round the
-    gateway answers itself by the core's rules (`gateway.fast.member_id_round`); None: the coordinator answers it."""
+    gateway answers itself by the core's rules."""
 
 
 ALLOW_ALL = Authorizer(allow_everyone_if_no_acl_found=True)
@@ -101,7 +106,7 @@ class Gateway:
                  security: SecurityTopics | None = None, fast_path: FastPath | None = None) -> None:
         self.settings = settings
         self.coordinator = coordinator
-        self.member_id_round = (None if settings.coordinator_config is None
+        self.member_id_round = (None if settings.member_id_round_by_coordinator
                                 else MemberIdRound(coordinator, settings.coordinator_config))
         self.security = security
         """The ACLs and SCRAM credentials the gateway follows (when authorization or SCRAM is on)."""
@@ -117,7 +122,7 @@ class Gateway:
         self.features: Json = {}
         """The upstream's ApiVersions fields other than the versions (features), passed on as they are."""
         self._addresses: dict[int, tuple[str, int]] = {}
-        self._servers: list[asyncio.AbstractServer] = []
+        self.servers: list[asyncio.AbstractServer] = []
         self._listener_lock = asyncio.Lock()
         self.bootstrap_port = 0
         from gateway.share.fetch import Shares
@@ -130,9 +135,9 @@ class Gateway:
     async def start(self) -> None:
         await self._learn_upstream()
         s = self.settings
-        server = await asyncio.start_server(partial(self._serve, None), s.listen_host, s.listen_port, ssl=s.ssl,
+        server = await asyncio.start_server(partial(self.serve, None), s.listen_host, s.listen_port, ssl=s.ssl,
                                             limit=STREAM_BUFFER_BYTES, reuse_port=s.shared is not None)
-        self._servers.append(server)
+        self.servers.append(server)
         self.bootstrap_port = server.sockets[0].getsockname()[1]
         for node_id in sorted(self.brokers):
             await self.node_address(node_id)
@@ -142,15 +147,17 @@ class Gateway:
         return f"{self.settings.advertised_host}:{self.bootstrap_port}"
 
     async def close(self) -> None:
-        for server in self._servers:
+        for server in self.servers:
             server.close()
-        for server in self._servers:
+        for server in self.servers:
             await server.wait_closed()
         await self.share.close()
         if self.fast_path is not None:
             self.fast_path.close()
 
-    async def _serve(self, node_id: int | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def serve(self, node_id: int | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one client connection, a listener's (`node_id`: the upstream node it stands for, None: the
+        bootstrap listener) or any other pair of streams, until it closes."""
         from gateway.front.connection import ClientConnection
 
         try:
@@ -176,16 +183,23 @@ class Gateway:
                 if answer.error_code != 0:  # an older broker answers v0 with its versions
                     answer = await upstream.request(ApiVersionsRequest[0](), 0, ApiVersionsResponse)
                 upstream_versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-                self.features = {k: v for k, v in to_json(answer, 3).items() if k not in ("api_keys", "error_code")}
-                self.versions = advertised(upstream_versions, self.settings.authenticator is not None,
-                                           self.authorizing, self.security is not None)
                 version = min(upstream_versions.get(MetadataRequest.API_KEY, (0, 0))[1], 12)
                 metadata = await upstream.request(MetadataRequest[version](topics=[]), version, MetadataResponse)
-                self.learn_brokers((b.node_id, b.host, b.port) for b in metadata.brokers)
+                self.know_upstream(upstream_versions,
+                                   {k: v for k, v in to_json(answer, 3).items() if k not in ("api_keys", "error_code")},
+                                   [(b.node_id, b.host, b.port) for b in metadata.brokers])
                 return
             finally:
                 upstream.close()
         raise ConnectionError(f"no upstream broker answered: {'; '.join(errors)}")
+
+    def know_upstream(self, versions: Versions, features: Json, brokers: list[tuple[int, str, int]]) -> None:
+        """What the gateway takes from the upstream cluster before it serves: its API versions (what the gateway
+        advertises follows from them), its ApiVersions features, and its brokers."""
+        self.features = features
+        self.versions = advertised(versions, self.settings.authenticator is not None, self.authorizing,
+                                   self.security is not None)
+        self.learn_brokers(brokers)
 
     @property
     def authorizer(self) -> Authorizer:
@@ -240,9 +254,9 @@ class Gateway:
         s = self.settings
 
         async def listen(port: int) -> int:
-            server = await asyncio.start_server(partial(self._serve, node_id), s.listen_host, port, ssl=s.ssl,
+            server = await asyncio.start_server(partial(self.serve, node_id), s.listen_host, port, ssl=s.ssl,
                                                 limit=STREAM_BUFFER_BYTES, reuse_port=s.shared is not None)
-            self._servers.append(server)
+            self.servers.append(server)
             return server.sockets[0].getsockname()[1]
 
         if s.shared is None:

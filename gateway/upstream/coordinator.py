@@ -24,16 +24,24 @@ log = logging.getLogger(__name__)
 
 
 class CoordinatorClient:
-    def __init__(self, bootstrap_servers: str, requests_topic: str, responses_topic: str,
-                 kafka_config: dict[str, Any], loop: asyncio.AbstractEventLoop, fetch_max_wait_ms: int = 50,
-                 ready_timeout_s: float = 60.0) -> None:
-        """Blocks until the response topic is being read (call it before the event loop serves clients)."""
-        self.client_id = f"groupcoord-gateway-{uuid.uuid4().hex[:8]}"
-        self._transport = KafkaTransport(bootstrap_servers, requests_topic, responses_topic,
-                                         client_id=self.client_id, fetch_max_wait_ms=fetch_max_wait_ms,
-                                         producing=False, **kafka_config)
-        self._transport.watch_all(ready_timeout_s)
-        self.appender = Appender(bootstrap_servers, requests_topic, kafka_config, loop)
+    def __init__(self, transport: Any, appender: Any, client_id: str) -> None:
+        """`transport` reads the answers (`client.transport.KafkaTransport`: `expect`, `forget`, `close`),
+        `appender` writes the requests (`Appender`: `append`, `close`); `connect` makes both for a cluster."""
+        self.client_id = client_id
+        self._transport = transport
+        self.appender = appender
+
+    @classmethod
+    def connect(cls, bootstrap_servers: str, requests_topic: str, responses_topic: str, kafka_config: dict[str, Any],
+                loop: asyncio.AbstractEventLoop, fetch_max_wait_ms: int = 50,
+                ready_timeout_s: float = 60.0) -> "CoordinatorClient":
+        """The coordinator behind the cluster's control topics. Blocks until the response topic is being read
+        (call it before the event loop serves clients)."""
+        client_id = f"groupcoord-gateway-{uuid.uuid4().hex[:8]}"
+        transport = KafkaTransport(bootstrap_servers, requests_topic, responses_topic, client_id=client_id,
+                                   fetch_max_wait_ms=fetch_max_wait_ms, producing=False, **kafka_config)
+        transport.watch_all(ready_timeout_s)
+        return cls(transport, Appender(bootstrap_servers, requests_topic, kafka_config, loop), client_id)
 
     def call(self, key: str, body: Json, timeout_s: float) -> Awaitable[Json]:
         """The coordinator's answer to `body`, or COORDINATOR_NOT_AVAILABLE's. `body` is written (keyed by `key`)

@@ -27,9 +27,10 @@ class HeldGateway:
         settings = GatewaySettings(
             bootstrap_servers=broker, listen_host="127.0.0.1", listen_port=0, advertised_host="127.0.0.1",
             requests_topic=topics["topic.requests"], responses_topic=topics["topic.responses"],
-            views_topic=topics["topic.views"], view_bound_ms=bound_ms, response_fetch_wait_ms=10)
-        self.coordinator = CoordinatorClient(broker, settings.requests_topic, settings.responses_topic, {}, self.loop,
-                                             settings.response_fetch_wait_ms)
+            views_topic=topics["topic.views"], view_bound_ms=bound_ms, response_fetch_wait_ms=10,
+            member_id_round_by_coordinator=True)
+        self.coordinator = CoordinatorClient.connect(broker, settings.requests_topic, settings.responses_topic, {},
+                                                     self.loop, settings.response_fetch_wait_ms)
         self.follower = ViewFollower(broker, settings.views_topic, settings.requests_topic, {}, bound_ms)
         heartbeats = Heartbeats(self.coordinator.appender, settings.liveness_interval_ms, self.loop)
         self.gateway = Gateway(settings, self.coordinator, fast_path=FastPath(

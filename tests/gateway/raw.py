@@ -1,4 +1,5 @@
-"""A raw Kafka connection for the gateway tests: kafka-python's message classes over a plain socket."""
+"""A raw Kafka connection for the gateway tests: kafka-python's message classes over a plain socket (to a listener,
+or one end of an in-memory pair: `tests.gateway.memory`)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ def address(servers: str) -> tuple[str, int]:
 class Connection:
     """A raw Kafka connection: requests out, responses in, in order."""
 
-    def __init__(self, servers: str) -> None:
-        self.sock = socket.create_connection(address(servers), timeout=30)
+    def __init__(self, servers: str | None = None, sock: socket.socket | None = None) -> None:
+        self.sock = sock if sock is not None else socket.create_connection(address(servers), timeout=30)
         self.next_id = 0
 
     def send(self, request: Any, version: int) -> int:
@@ -56,9 +57,10 @@ class Connection:
         self.sock.close()
 
 
-def login(servers: str, username: str, password: str) -> Connection:
-    """A connection authenticated with SASL/PLAIN (handshake v1, then SaslAuthenticate)."""
-    connection = Connection(servers)
+def login(servers: str | Connection, username: str, password: str) -> Connection:
+    """A connection (to `servers`, or the one given) authenticated with SASL/PLAIN (handshake v1, then
+    SaslAuthenticate)."""
+    connection = servers if isinstance(servers, Connection) else Connection(servers)
     handshake = connection.call(SaslHandshakeRequest[1](mechanism="PLAIN"), 1, SaslHandshakeResponse)
     assert (handshake.error_code, handshake.mechanisms) == (0, ["PLAIN"])
     answer = connection.call(SaslAuthenticateRequest[1](auth_bytes=f"\0{username}\0{password}".encode()), 1,

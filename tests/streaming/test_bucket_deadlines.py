@@ -24,7 +24,7 @@ from streaming.bucket_deadlines import (
     read_deadline_record,
 )
 from streaming.group_stores.bucket_blobs import ENVELOPE_VERSION, pack_groups
-from streaming.kafka_io.sink import SUMMARY_COLUMNS
+from streaming.kafka_io.sink import SUMMARY_COLUMNS, OutputRow
 from streaming.stateful import Input, call
 from tests.streaming.test_group_stores import CONFIG, BlobBucket, RowBucket, inputs, stable_member
 from tests.support import protocol as p
@@ -148,7 +148,7 @@ class Driver:
     def __init__(self, bucket) -> None:
         self.bucket = bucket
         self.schedule = BucketSchedule()
-        self.rows: list[tuple] = []
+        self.rows: list[OutputRow] = []
         self.published: list[int | None] = []
 
     def send(self, rows) -> None:
@@ -161,9 +161,9 @@ class Driver:
         self.rows = []
         summary = dict(zip(SUMMARY_COLUMNS, call("group", self.BUCKET, rows, now_ms, CONFIG, {}, self,
                                                  self.bucket.open)))
-        for sink, key, value, *_ in self.rows:
-            if sink == "deadline":
-                bucket, deadline = read_deadline_record(key, value)
+        for row in self.rows:
+            if row.sink == "deadline":
+                bucket, deadline = read_deadline_record(row.key, row.value)
                 self.schedule.set(bucket, deadline)
                 self.published.append(deadline)
         return summary

@@ -84,3 +84,11 @@ def test_a_setting_librdkafka_cannot_take_falls_back_to_kafka_python_or_is_refus
 def test_an_unknown_kafka_client_is_refused():
     with pytest.raises(ValueError, match="kafka.client must be one of auto, confluent, kafka-python"):
         chosen_client({"kafka.bootstrap.servers": "h:9092", "kafka.client": "java"})
+
+
+def test_the_python_side_of_the_worker_handshake_waits_as_long_as_the_jvm():
+    """`spark.python.authenticate.socketTimeout` (conf/spark-defaults.conf) in the seconds SPARK_AUTH_SOCKET_TIMEOUT
+    takes (`streaming.query.spark_session` exports it)."""
+    from streaming.query import _seconds
+
+    assert [_seconds(v) for v in ("60s", "1500ms", "2m", "2min", "30")] == [60, 1, 120, 120, 30]

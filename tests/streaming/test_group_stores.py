@@ -95,7 +95,7 @@ def inputs(*requests: dict, at_ms: int = 0, timer_row: bool = False) -> list[Inp
 def call(bucket, rows: list[Input], now_ms: int) -> tuple[list[dict], CallStats]:
     stats = CallStats()
     out = step_bucket(rows, bucket.open(), now_ms, CONFIG, False, stats)
-    return [json.loads(value) for sink, _, value, *_ in out if sink == "response"], stats
+    return [json.loads(row.value) for row in out if row.sink == "response"], stats
 
 
 @pytest.fixture(params=[RowBucket, BlobBucket], ids=["transformWithState", "applyInPandasWithState"])
@@ -217,9 +217,9 @@ def test_a_call_publishes_the_views_that_changed_and_counts_what_gateways_answer
                       {"member_id": "gone", "generation_id": 1, "heard_ms": 0, "answered": 0}]})
     stats = CallStats()
     out = step_bucket(rows, bucket.open(), 1_000, CONFIG, False, stats)
-    assert [sink for sink, *_ in out] == ["response"]  # the heartbeat's; no view changed, Liveness is not answered
+    assert [row.sink for row in out] == ["response"]  # the heartbeat's; no view changed, Liveness is not answered
     assert (stats.fast_answers, stats.mispredictions) == ({"Heartbeat": 2}, {"Heartbeat": 1})
     out = step_bucket(inputs(p.leave("g", joined["member_id"])), bucket.open(), 2_000, CONFIG, False, CallStats())
-    (view,) = [(key, json.loads(value)) for sink, key, value, *_ in out if sink == "view"]
+    (view,) = [(row.key, json.loads(row.value)) for row in out if row.sink == "view"]
     assert view == (b"g", {"group_state": "Empty", "generation": 2, "protocol_type": "consumer",
                            "protocol_name": None, "leader": None, "members": []})

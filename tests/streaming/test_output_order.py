@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from streaming.kafka_io.sink import OutputRow
 from streaming.stateful import produce
 
 
@@ -12,14 +13,14 @@ class Recorded:
         self.calls: list = []
 
     def send(self, rows) -> None:
-        self.calls.append([row[0] for row in rows])
+        self.calls.append([row.sink for row in rows])
 
     def flush(self) -> None:
         self.calls.append("flush")
 
 
-def row(sink: str) -> tuple:
-    return (sink, b"g", b"{}", None, None, None)
+def row(sink: str) -> OutputRow:
+    return OutputRow(sink, b"g", b"{}")
 
 
 def test_a_view_is_acknowledged_before_the_answers_of_its_step_are_sent():
@@ -32,7 +33,7 @@ def test_output_without_a_view_or_without_an_answer_is_sent_at_once():
     for out in ([row("response"), row("record")], [row("view"), row("record"), row("deadline")]):
         output = Recorded()
         produce(output, out, flush=True)
-        assert output.calls == [[r[0] for r in out], "flush"]
+        assert output.calls == [[r.sink for r in out], "flush"]
 
 
 def test_a_call_that_is_not_flushed_leaves_its_answers_to_the_tasks_flush():

@@ -10,7 +10,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 
 from client.transport import response_partition
-from streaming.kafka_io.sink import KafkaOutput
+from streaming.kafka_io.sink import KafkaOutput, OutputRow
 
 pytestmark = pytest.mark.broker
 
@@ -35,8 +35,8 @@ def test_keyed_records_land_where_kafkas_default_partitioner_puts_them_and_dead_
     admin.close()
     output = KafkaOutput({"bootstrap_servers": broker}, {"response": responses, "dead_letter": dead}, client)
     keys = [f"group-{i}".encode() for i in range(30)]
-    rows = [("response", key, b"answer", None, None, None) for key in keys]
-    rows.append(("dead_letter", None, b"not json", "unparseable", 1, 42))
+    rows = [OutputRow("response", key, b"answer") for key in keys]
+    rows.append(OutputRow("dead_letter", None, b"not json", "unparseable", 1, 42))
     output.send(rows)
     output.send(rows[:3])  # again: the same keys, now from the cache, go to the same partitions
     output.flush()

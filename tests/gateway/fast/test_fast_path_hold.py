@@ -1,6 +1,7 @@
 """The gateway's hold on a consumer group's heartbeats (docs/gateway.md, "No heartbeat answered from a view older
 than a request the gateway forwarded"), without a broker: which forwarded requests hold the group, and until when.
-The view follower is the product's, not started; its rounds are what `read_as_of` says."""
+The view follower is the product's, not started; its rounds are what `read_as_of` says, or what the test ends
+(`end_round`)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,20 @@ def test_two_forwarded_at_once_hold_until_both_are_answered():
     fast.after_request("ConsumerGroupHeartbeat", ACKNOWLEDGEMENT)
     fast.follower.read_as_of = time.monotonic()
     assert not fast._holds("g")
+
+
+def test_a_held_request_waits_for_the_round_that_ends_the_hold_and_no_longer():
+    """The wait is woken by each round's end (not a poll), and ends with the first round begun after the answer."""
+    async def scenario() -> None:
+        fast = fast_path()
+        fast.before_request("ConsumerGroupHeartbeat", JOIN)
+        fast.after_request("ConsumerGroupHeartbeat", JOIN)
+        waiting = asyncio.ensure_future(fast._hold_ended("g"))
+        await asyncio.sleep(0.05)
+        fast.follower.end_round(time.monotonic() - 60)  # a round begun before the answer: still held
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        fast.follower.end_round(time.monotonic())
+        assert await asyncio.wait_for(waiting, 5) is True
+
+    asyncio.run(scenario())

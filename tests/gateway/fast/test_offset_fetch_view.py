@@ -1,6 +1,7 @@
 """OffsetFetch answered by the gateway from a Stable group's view (docs/gateway.md, "Fast answers"), against the
 real query: right after the group forms (the consumer's first request after its SyncGroup) it is answered without
-a micro-batch, and a commit acknowledged before a fetch, through this gateway or another, is always seen."""
+a micro-batch, and a commit acknowledged before a fetch, through this gateway or another, is always seen; with
+`--offset-fetch-by-coordinator`, the coordinator answers it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from gateway.front.process import start_gateway
 from state.errors import Errors
 from tests.gateway.conftest import GatewayEnv
 from tests.gateway.raw import RawMember
@@ -65,3 +67,22 @@ def test_an_offset_fetch_is_answered_from_the_view_after_forming_and_sees_every_
     finally:
         member.close()
         elsewhere.close()
+
+
+def test_with_offset_fetch_by_coordinator_the_same_fetch_is_the_coordinator_s(gateway_env: GatewayEnv, tmp_path):
+    """The lever's other path: the first fetch after forming, which the test above sees answered from the view, is
+    written to the requests topic for the coordinator to answer."""
+    props = {k: v for k, v in gateway_env.run.props.items() if k.startswith(("topic.", "group."))}
+    gateway = start_gateway(gateway_env.broker, props, args=["--offset-fetch-by-coordinator"],
+                            log_path=tmp_path / "gateway.log")
+    topic = gateway_env.topic(partitions=2)
+    name = f"fetch-by-coordinator-{uuid.uuid4().hex[:8]}"
+    member = RawMember(gateway.bootstrap_servers, name)
+    try:
+        member.join_and_sync(topic)
+        assert member.committed(topic, [0, 1]) == {0: -1, 1: -1}
+        fetched = [r for r in requests_of(gateway_env, name) if json.loads(r.value)["api"] == "OffsetFetch"]
+        assert len(fetched) == 1
+    finally:
+        member.close()
+        gateway.stop()

@@ -1,0 +1,174 @@
+"""The gateway's protocol edges on one client connection, driven in memory (`tests.gateway.memory`): no broker, no
+query, no listener. What it advertises, what it does with frames that break the protocol, what clients get when
+the coordinator does not answer, JoinGroup's member-id round (answered here, or left to the coordinator), and
+SASL/PLAIN with the principal stamped on control requests. What needs the upstream broker (forwarding, the
+listeners it names, TLS, a dead upstream) is in test_protocol.py."""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
+from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
+                                           OffsetCommitRequest, OffsetCommitResponse)
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.metadata import MetadataRequest
+from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+                                 SaslHandshakeResponse)
+
+from gateway.security.authentication import Authenticator
+from gateway.security.sasl import PlainAuthenticator
+from state.api import PENDING_MEMBER, pending_member_id
+from state.errors import Errors
+from tests.gateway.memory import TANSU_VERSIONS, MemoryGateway
+from tests.gateway.raw import Connection, login
+
+
+@pytest.fixture
+def gateway() -> Iterator[MemoryGateway]:
+    """A gateway with no coordinator answering: group requests time out after 200 ms."""
+    memory = MemoryGateway(request_timeout_ms=200)
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+def api_versions(connection: Connection) -> dict[int, tuple[int, int]]:
+    response = connection.call(ApiVersionsRequest[3](client_software_name="t", client_software_version="1"), 3,
+                               ApiVersionsResponse)
+    assert response.error_code == 0
+    return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+
+def test_api_versions_advertise_the_coordinator_s_group_apis_and_not_the_other_protocols(gateway):
+    ours, upstream = api_versions(gateway.connect()), TANSU_VERSIONS
+    assert {k: ours[k] for k in (11, 14, 12, 13, 8, 9, 47, 15, 16, 42, 68, 69)} == {
+        11: (0, 9), 14: (0, 5), 12: (0, 4), 13: (0, 5), 8: (0, 9), 9: (0, 9), 47: (0, 0), 15: (0, 5), 16: (0, 5),
+        42: (0, 2), 68: (0, 1), 69: (0, 1)}
+    assert 47 not in upstream and 68 not in upstream  # tansu has neither; the gateway serves them anyway
+    for missing in (28, 88, 17, 36):  # TxnOffsetCommit, streams groups, no SASL on this listener
+        assert missing not in ours
+    assert {k: ours[k] for k in (76, 77, 78, 79)} == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}  # share groups
+    assert ours[2] == upstream[2] and ours[19] == upstream[19]  # forwarded as they are
+    assert ours[1][1] <= upstream[1][1] and ours[3][1] <= upstream[3][1]
+
+
+def test_an_api_versions_request_newer_than_the_gateway_gets_its_versions_at_v0(gateway):
+    connection = gateway.connect()
+    request = ApiVersionsRequest[3](client_software_name="t", client_software_version="1")
+    request.with_header(correlation_id=7, client_id="t")
+    frame = bytearray(request.encode(version=3, header=True))
+    frame[2:4] = struct.pack(">h", 99)  # a version from the future
+    connection.sock.sendall(struct.pack(">i", len(frame)) + frame)
+    response = connection.receive(ApiVersionsResponse, 0)
+    assert response.error_code == Errors.UNSUPPORTED_VERSION and response.header.correlation_id == 7
+    assert {k.api_key for k in response.api_keys} >= {11, 14, 12}
+
+
+BAD_FRAMES = {
+    "random bytes": os.urandom(64),
+    "a truncated header": struct.pack(">i", 4) + struct.pack(">hh", 18, 0),
+    "an unknown API key": struct.pack(">ihhih", 10, 999, 0, 1, -1),
+    "a huge length": struct.pack(">i", 0x7FFFFFFF) + b"\0" * 16,
+    "a negative length": struct.pack(">i", -5),
+    "an API it does not serve": struct.pack(">ihhih", 10, 88, 0, 1, -1),  # StreamsGroupHeartbeat
+    "a group API at a version it does not serve": struct.pack(">ihhih", 10, 11, 10, 1, -1),
+    "a group request cut short": struct.pack(">ihhihh", 12, 11, 5, 1, -1, 40) + b"g",
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_FRAMES))
+def test_a_bad_frame_closes_its_connection_and_the_gateway_serves_on(gateway, name):
+    before = gateway.connect()
+    bad = gateway.connect()
+    bad.sock.sendall(BAD_FRAMES[name])
+    assert bad.closed_by_peer()
+    # Other connections, old and new, are served.
+    assert before.call(ApiVersionsRequest[0](), 0, ApiVersionsResponse).error_code == 0
+    assert api_versions(gateway.connect())[11] == (0, 9)
+    assert gateway.serving
+
+
+def test_group_requests_the_coordinator_does_not_answer_get_coordinator_not_available(gateway):
+    connection = gateway.connect()
+    heartbeat = connection.call(HeartbeatRequest[4](group_id="g", generation_id=1, member_id="m",
+                                                    group_instance_id=None), 4, HeartbeatResponse)
+    assert heartbeat.error_code == Errors.COORDINATOR_NOT_AVAILABLE
+    topic = OffsetCommitRequest.OffsetCommitRequestTopic
+    partition = topic.OffsetCommitRequestPartition
+    commit = connection.call(OffsetCommitRequest[8](
+        group_id="g", generation_id_or_member_epoch=1, member_id="m", group_instance_id=None,
+        topics=[topic(name="t", partitions=[partition(partition_index=0, committed_offset=5,
+                                                      committed_leader_epoch=-1, committed_metadata="")])]),
+        8, OffsetCommitResponse)
+    assert [(t.name, p.partition_index, p.error_code) for t in commit.topics for p in t.partitions] == [
+        ("t", 0, Errors.COORDINATOR_NOT_AVAILABLE)]
+    described = connection.call(DescribeGroupsRequest[5](groups=["a", "b"], include_authorized_operations=False),
+                                5, DescribeGroupsResponse)
+    assert [(g.group_id, g.error_code) for g in described.groups] == [("a", Errors.COORDINATOR_NOT_AVAILABLE),
+                                                                      ("b", Errors.COORDINATOR_NOT_AVAILABLE)]
+
+
+def join_request(rebalance_timeout_ms: int, member_id: str = "m-1") -> Any:
+    return JoinGroupRequest[5](group_id="g", session_timeout_ms=6000, rebalance_timeout_ms=rebalance_timeout_ms,
+                               member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                               protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")])
+
+
+def test_a_new_member_s_member_id_round_is_answered_without_the_coordinator(gateway):
+    """No coordinator answers here, yet a new dynamic member's first JoinGroup gets MEMBER_ID_REQUIRED at once, with
+    the id the core derives from the PendingMember request the gateway appended for the coordinator to keep."""
+    join = gateway.connect().call(join_request(500, member_id=""), 5, JoinGroupResponse)
+    assert join.error_code == Errors.MEMBER_ID_REQUIRED
+    assert join.member_id.startswith("gateway-test-")
+    (pending,) = [r for r in gateway.control.requests if r["api"] == PENDING_MEMBER
+                  and pending_member_id(r["group_id"], r["client_id"], r["request_id"]) == join.member_id]
+    assert (pending["group_id"], pending["member_id"], pending["session_timeout_ms"]) == ("g", "", 6000)
+
+
+def test_the_member_id_round_can_be_left_to_the_coordinator():
+    """With `member_id_round_by_coordinator` the same JoinGroup is written as it came, and the client gets the
+    coordinator's answer."""
+    memory = MemoryGateway(member_id_round_by_coordinator=True)
+    try:
+        connection = memory.connect()
+        sent = connection.send(join_request(0, member_id=""), 5)
+        written = memory.control.wait_for(lambda r: r["api"] == "JoinGroup")
+        memory.control.answer(written["request_id"], {"error_code": Errors.MEMBER_ID_REQUIRED,
+                                                      "member_id": "named-by-the-coordinator"})
+        join = connection.receive(JoinGroupResponse, 5)
+    finally:
+        memory.close()
+    assert (join.header.correlation_id, join.error_code, join.member_id) == (
+        sent, Errors.MEMBER_ID_REQUIRED, "named-by-the-coordinator")
+    assert [r["api"] for r in memory.control.requests] == ["JoinGroup"]
+
+
+def test_sasl_plain_authenticates_and_stamps_the_principal_on_control_requests(tmp_path: Path):
+    """The kafka-python client's own SASL/PLAIN login through a listener is in test_protocol.py."""
+    memory = MemoryGateway(request_timeout_ms=200, authenticator=Authenticator(
+        ["PLAIN"], PlainAuthenticator({"alice": "alice-secret"})))
+    try:
+        assert api_versions(memory.connect())[17] == (0, 1)
+        unauthenticated = memory.connect()
+        unauthenticated.send(MetadataRequest[9](topics=[], allow_auto_topic_creation=False), 9)
+        assert unauthenticated.closed_by_peer()
+
+        connection = login(memory.connect(), "alice", "alice-secret")
+        heartbeat = connection.call(HeartbeatRequest[4](group_id="g", generation_id=1, member_id="m",
+                                                        group_instance_id=None), 4, HeartbeatResponse)
+        assert heartbeat.error_code == Errors.COORDINATOR_NOT_AVAILABLE  # no coordinator: the record is what counts
+        (record,) = memory.control.requests
+        assert (record["api"], record["member_id"], record["principal"]) == ("Heartbeat", "m", "User:alice")
+
+        refused = memory.connect()
+        refused.call(SaslHandshakeRequest[1](mechanism="PLAIN"), 1, SaslHandshakeResponse)
+        answer = refused.call(SaslAuthenticateRequest[1](auth_bytes=b"\0alice\0wrong"), 1, SaslAuthenticateResponse)
+        assert answer.error_code == Errors.SASL_AUTHENTICATION_FAILED and refused.closed_by_peer()  # then closed
+    finally:
+        memory.close()
