@@ -34,12 +34,12 @@ class CoordinatorConfig:
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
-    coordinator_session_reset_lateness_ms: int = 0
+    coordinator_session_reset_lateness_ms: int = 5000
     """Our extension (Kafka has no such key): when a call comes more than this late (after a timer's deadline or a
     queued request's arrival), the coordinator was not running (a driver outage, a stalled query): every member's
-    session restarts from now and the queued requests count from now, as when Kafka loads a group on failover. <= 0 (the core's
-    default: a late call then gives exactly what timely calls would have) disables; the job's
-    conf/coordinator.properties enables it."""
+    session restarts from now and the queued requests count from now, as when Kafka loads a group on failover.
+    <= 0 disables it: a late call then gives exactly what timely calls would have (Kafka's timers), which the
+    tests that pin those semantics set. One default, the job's and the core's alike."""
     # -- KIP-848's consumer groups ------------------------------------------------------------------------------
     group_coordinator_rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
     group_consumer_session_timeout_ms: int = 45_000

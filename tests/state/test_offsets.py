@@ -172,7 +172,7 @@ class TestRetention:
         assert ctx.committed() == {}
 
     def test_empty_consumer_group_expires_from_when_it_became_empty(self):
-        ctx = GroupContext()
+        ctx = GroupContext(CoordinatorConfig(coordinator_session_reset_lateness_ms=0))  # a week's sleep, as Kafka
         (a,) = ctx.stable_group(1)
         ctx.commit({("t", 0): 1}, member_id=a, generation=1)
         ctx.sleep(WEEK)  # the member has been gone (session expired at 10s) ...

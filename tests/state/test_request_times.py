@@ -14,7 +14,9 @@ from state.classic.group import GroupState
 from tests.state.context import GroupContext
 
 SESSION = 10_000
-CONFIG = CoordinatorConfig()
+CONFIG = CoordinatorConfig(coordinator_session_reset_lateness_ms=0)
+"""Late batches as Kafka would have handled the requests when they arrived: no session reset for lateness (the
+core's default restarts sessions in a call more than 5 s late; `OUTAGE_AWARE` below)."""
 
 
 def stable_pair() -> tuple[GroupContext, str, str, int]:

@@ -10,6 +10,11 @@ from state.classic.group import GroupState
 from tests.state.context import GroupContext, assignment, by_request
 
 NO_DELAY = CoordinatorConfig(group_initial_rebalance_delay_ms=0)
+AS_KAFKA_WHEN_LATE = CoordinatorConfig(coordinator_session_reset_lateness_ms=0)
+"""A call that comes late fires what timely calls would have fired, as Kafka's timers do (the core's default
+restarts the sessions of a call more than 5 s late instead: `coordinator.session.reset.lateness.ms`)."""
+NO_DELAY_AS_KAFKA_WHEN_LATE = CoordinatorConfig(group_initial_rebalance_delay_ms=0,
+                                                coordinator_session_reset_lateness_ms=0)
 
 
 def completing_group(ctx: GroupContext, n: int = 2, **kw) -> tuple[str, list[str]]:
@@ -212,7 +217,7 @@ class TestSessionExpiry:
         assert ctx.last.members_expired == 1  # the job's "members expired" metric
 
     def test_member_parked_in_join_is_not_expired(self):
-        ctx = GroupContext()
+        ctx = GroupContext(AS_KAFKA_WHEN_LATE)
         a, b = ctx.stable_group(2, session=10_000, rebalance=60_000)
         ctx.join(a, session=10_000, rebalance=60_000)
         ctx.sleep(30_000)  # a parked; b expired at 10s -> join completes with a alone
@@ -251,7 +256,7 @@ class TestSessionExpiry:
         """F2's session (10 s) ends before the pending-sync timeout (20 s): its expiry rebalances the group, which
         cancels the pending-sync timer, so the leader that had not synced yet stays. Fired the other way round,
         the pending-sync timeout would remove the leader too."""
-        ctx = GroupContext(NO_DELAY)
+        ctx = GroupContext(NO_DELAY_AS_KAFKA_WHEN_LATE)
         leader, f1, f2 = (ctx.new_member() for _ in range(3))
         ctx.step(ctx.join_request(leader, session=60_000, rebalance=20_000),
                  ctx.join_request(f1, session=60_000, rebalance=20_000),
@@ -264,7 +269,7 @@ class TestSessionExpiry:
 
     def test_late_call_fires_expiries_in_deadline_order(self):
         """A call long after several deadlines gives what timely calls would have (except `now`)."""
-        late, timely = GroupContext(), GroupContext()
+        late, timely = GroupContext(AS_KAFKA_WHEN_LATE), GroupContext(AS_KAFKA_WHEN_LATE)
         for ctx in (late, timely):
             ctx.stable_group(3, session=10_000)
         timely.sleep(10_000)
