@@ -15,6 +15,8 @@ the next is decided. The group-id check and the API-level checks come before any
 
 from __future__ import annotations
 
+from typing import Callable
+
 from schemas.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -95,7 +97,7 @@ def _session(member: Member, env: Env, timeout_ms: int | None = None) -> Coordin
 def create_group(group_id: str, env: Env) -> CoordinatorResult:
     """A new Empty group (generation 0), as Kafka's getOrMaybeCreateClassicGroup, with its retention check
     scheduled. Its first written record (Java writes an empty GroupMetadata record for a group a JoinGroup creates)
-    comes from the directory sync (`state.runtime.coordinator.sync_directory`)."""
+    comes from the directory sync (`state.runtime.directory.sync_directory`)."""
     return CoordinatorResult([GroupCreated(group_id, env.now_ms)], [],
                              [Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))])
 
@@ -362,35 +364,29 @@ def complete_join(group: ClassicGroup, env: Env) -> CoordinatorResult:
     if assignment is not None:
         return done + _complete_with_server_assignment(group, assignment, env)
     leader_members = _members_metadata(group)
-    responses = []
-    sessions = []
-    for member in group.members.values():
-        if member.join is not None:
-            responses.append(parked_join_response(
-                group.group_id, member.join.request_id, NONE, generation_id=group.generation,
-                protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
-                member_id=member.member_id, members=leader_members if member.member_id == group.leader else [],
-            ))
-        sessions.append(session(member, env))
-    return done + CoordinatorResult([JoinCompleted(await_sync=True)], responses,
-                                    [*sessions, Schedule(SYNC, env.now_ms + group.rebalance_timeout_ms())])
+    joined = _joins_answered(group, env, lambda member: {
+        "members": leader_members if member.member_id == group.leader else []})
+    return done + joined + CoordinatorResult([JoinCompleted(await_sync=True)], [],
+                                             [Schedule(SYNC, env.now_ms + group.rebalance_timeout_ms())])
+
+
+def _joins_answered(group: ClassicGroup, env: Env, fields_of: Callable[[Member], dict]) -> CoordinatorResult:
+    """Every parked JoinGroup answered with the new generation (`fields_of`: what only some members are told),
+    and every member's session restarted."""
+    responses = [parked_join_response(
+        group.group_id, member.join.request_id, NONE, generation_id=group.generation,
+        protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
+        member_id=member.member_id, **fields_of(member),
+    ) for member in group.members.values() if member.join is not None]
+    return CoordinatorResult([], responses, [session(member, env) for member in group.members.values()])
 
 
 def _complete_with_server_assignment(group: ClassicGroup, assignment: dict[str, str],
                                      env: Env) -> CoordinatorResult:
     """Our extension: the coordinator assigned, so the group is Stable at once and nobody needs to sync first."""
     group, done = then(group, NOTHING, _records(AssignmentsSet(assignment)))
-    responses = []
-    sessions = []
-    for member in group.members.values():
-        if member.join is not None:
-            responses.append(parked_join_response(
-                group.group_id, member.join.request_id, NONE, generation_id=group.generation,
-                protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader=group.leader or "",
-                skip_assignment=True, member_id=member.member_id,
-            ))
-        sessions.append(session(member, env))
-    group, done = then(group, done, CoordinatorResult([JoinCompleted(await_sync=False)], responses, sessions))
+    joined = _joins_answered(group, env, lambda member: {"skip_assignment": True})
+    group, done = then(group, done, joined + _records(JoinCompleted(await_sync=False)))
     group, done = then(group, done, _records(StateChanged(STABLE, env.now_ms)))
     return then(group, done, _records(group_record(group, persist=True)))[1]
 

@@ -151,29 +151,10 @@ def classic_heard(group: ConsumerGroup, req: HeartbeatRequest, env: Env,
     return kept, result.response.error_code  # type: ignore[union-attr]
 
 
-def heard(group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, env: Env,
-          heard_ms: int) -> tuple[CoordinatorResult, int | None]:
-    """A heartbeat a gateway answered "nothing changed" from the group's view (`state.views.fast_answers`), run as
-    if it had arrived when it was heard. Applied only when it changes nothing, as answered: no record, no error, no
-    assignment, the same epoch; then its timers (the member's session restarts from `heard_ms`), and no response
-    (the member has its answer). Otherwise, where the coordinator would have answered it without an error, the
-    member was alive and its session restarts all the same, but nothing else of it is applied, since the member
-    never got what the coordinator would tell it: the member owes a heartbeat (`HeartbeatOwed`), which takes it out
-    of the view, so that its next heartbeat reaches the coordinator and gets the answer. Returns the result and the
-    error the coordinator decided, None where it would have answered otherwise with no error."""
-    result = heartbeat.consumer_group_heartbeat(group, req, env.replace(now_ms=heard_ms))
-    response = result.response
-    error = response.error_code  # type: ignore[union-attr]
-    unchanged = (error == Errors.NONE and not result.records and response.assignment is None  # type: ignore
-                 and response.member_epoch == req.member_epoch)  # type: ignore[union-attr]
-    session = consumer_session_timeout_key(req.member_id)
-    kept = CoordinatorResult([], [], [op for op in result.timers
-                                      if unchanged or (error == Errors.NONE and op.key == session)])
-    if unchanged:
-        return kept, Errors.NONE
-    if req.member_id in group.members and req.member_id not in group.heartbeat_owed:
-        kept = kept + CoordinatorResult([HeartbeatOwed(req.member_id, True)])
-    return kept, error or None
+def heard(group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, env: Env, heard_ms: int) -> CoordinatorResult:
+    """A heartbeat a gateway answered "nothing changed" from the group's view, run as if it had arrived when it was
+    heard (what of it is applied: `state.views.fast_answers`)."""
+    return heartbeat.consumer_group_heartbeat(group, req, env.replace(now_ms=heard_ms))
 
 
 def _start_retention(group: Group, env: Env) -> CoordinatorResult:

@@ -7,6 +7,7 @@ operations, and how a group is rebuilt from its records.
   one by its kind's replay: `state.classic.replay`, `state.consumer.replay`);
 - `coordinator`: the handlers by API, and what the step loop (`state.batch`) calls: fire the due timers, check a
   request and hand it to its handler, sync the directory;
+- `directory`: the directory sync after each handler and timer (the record ListGroups' directory follows);
 - `load`: a group rebuilt from its records (Kafka's load of `__consumer_offsets`);
 - `timers`: the timer keys of both kinds and the timer operations (Kafka's CoordinatorTimer).
 """

@@ -16,7 +16,7 @@ from state.classic import describe, membership
 from state.offsets import handlers as offsets
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
-from state.records import consumer_directory_record, directory_changed, group_record
+from state.runtime.directory import sync_directory
 from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, applied, then
 from state.errors import (
     GROUP_ID_NOT_FOUND,
@@ -30,7 +30,6 @@ from state.classic.group import ClassicGroup, GroupState
 from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, earliest, is_due
 from state.share import admin as share_admin
 from state.share import coordinator as share
-from state.share import records as share_records
 from state.share.group import ShareGroup
 from state.wire import simple_response
 
@@ -98,24 +97,6 @@ def handle(group: ClassicGroup | ConsumerGroup | ShareGroup | None, req: Request
         records = records + directory.records
     return CoordinatorResult(records, result.responses, result.timers, result.members_expired, result.fast_answers,
                              (len(records), len(result.timers)), group)
-
-
-def sync_directory(group: ClassicGroup | ConsumerGroup | ShareGroup | None) -> CoordinatorResult:
-    """A group metadata record when the state or protocol type changed since the last one, so the directory
-    (ListGroups) follows every state change, not only those Kafka persists (a consumer group: its group-epoch
-    record, with the state as our extension)."""
-    if isinstance(group, ClassicGroup):
-        if directory_changed(group):
-            return CoordinatorResult([group_record(group)])
-    elif isinstance(group, ShareGroup):
-        if group.directory != [group.state.value, len(group.members)]:
-            return CoordinatorResult([share_records.group_epoch(group.group_id, group.group_epoch,
-                                                                group.metadata_hash, members=len(group.members))])
-    elif group is not None:
-        state = group.state.value
-        if group.directory is None or group.directory[0] != state:
-            return CoordinatorResult([consumer_directory_record(group)])
-    return NOTHING
 
 
 _MEMBERSHIP = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"})

@@ -29,6 +29,7 @@ from schemas.share_group import (
 from schemas.messages import Request
 from state.errors import CoordinatorError, Errors
 from state.records import HeartbeatOwed
+from state.runtime.directory import sync_directory
 from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.share import admin, configs, heartbeat
 from state.share import records as share_records
@@ -45,8 +46,6 @@ CONFIG_APIS = frozenset({"IncrementalAlterGroupConfigs", "DescribeGroupConfigs"}
 def _synced(group: object, result: CoordinatorResult, view_neutral: bool = False) -> CoordinatorResult:
     """The result and the directory sync after it. `view_neutral`: its records change no view (a holder's update
     changes durable state only); otherwise records change it."""
-    from state.runtime.coordinator import sync_directory  # the runtime's, which dispatches here
-
     if result.records and not view_neutral:
         result = result + CoordinatorResult(view_changed=True)
     group, done = then(group, NOTHING, result)
@@ -94,26 +93,10 @@ def handle(group: object, req: Request, env: Env) -> CoordinatorResult:
     return NOTHING
 
 
-def heard(group: ShareGroup, req: ShareGroupHeartbeatRequest, env: Env,
-          heard_ms: int) -> tuple[CoordinatorResult, int | None]:
-    """A heartbeat a gateway answered "nothing changed" from the view, run as of when it was heard: applied (the
-    session restarted from then) only when it changes nothing, as answered; otherwise the member owes a heartbeat
-    (it leaves the view, its next one reaches the coordinator), its session restarting all the same when the
-    coordinator would have answered without an error. The result and the error decided, None where the answer
-    would have been another one without error (as `state.consumer.coordinator.heard`)."""
-    result = heartbeat.share_group_heartbeat(group, req, heartbeat.Env.of(env).at(heard_ms))
-    response = result.response
-    error = response.error_code  # type: ignore[union-attr]
-    unchanged = (error == Errors.NONE and not result.records and response.assignment is None  # type: ignore
-                 and response.member_epoch == req.member_epoch)  # type: ignore[union-attr]
-    session = heartbeat.share_session_timeout_key(req.member_id)
-    kept = CoordinatorResult([], [], [op for op in result.timers
-                                      if unchanged or (error == Errors.NONE and op.key == session)])
-    if unchanged:
-        return kept, Errors.NONE
-    if req.member_id in group.members and req.member_id not in group.heartbeat_owed:
-        kept = kept + CoordinatorResult([HeartbeatOwed(req.member_id, True)])
-    return kept, error or None
+def heard(group: ShareGroup, req: ShareGroupHeartbeatRequest, env: Env, heard_ms: int) -> CoordinatorResult:
+    """A heartbeat a gateway answered "nothing changed" from the view, run as of when it was heard (what of it is
+    applied: `state.views.fast_answers`, as a consumer group's)."""
+    return heartbeat.share_group_heartbeat(group, req, heartbeat.Env.of(env).at(heard_ms))
 
 
 def on_timer(group: ShareGroup, key: str, env: Env) -> CoordinatorResult:

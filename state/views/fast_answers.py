@@ -29,7 +29,10 @@ from state.consumer import coordinator as consumer
 from state.classic.group import ClassicGroup
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
+from state.records import HeartbeatOwed
 from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
+from state.runtime.timers import consumer_session_timeout_key
+from state.share.heartbeat import share_session_timeout_key
 from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
@@ -213,7 +216,8 @@ def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMem
     req = ConsumerGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
                                         group_id=liveness.group_id, member_id=heard.member_id,
                                         member_epoch=heard.generation_id, instance_id=heard.group_instance_id)
-    kept, decided = consumer.heard(group, req, env, heard_ms)
+    kept, decided = _checked(group, req.member_id, req.member_epoch, consumer.heard(group, req, env, heard_ms),
+                             consumer_session_timeout_key(req.member_id))
     return kept + CoordinatorResult(fast_answers=[FastAnswer(
         "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
         "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else "")])
@@ -226,7 +230,32 @@ def _share_liveness(group: ShareGroup, liveness: Liveness, heard: HeardMember, e
     req = ShareGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
                                      group_id=liveness.group_id, member_id=heard.member_id,
                                      member_epoch=heard.generation_id)
-    kept, decided = share.heard(group, req, env, heard_ms)
+    kept, decided = _checked(group, req.member_id, req.member_epoch, share.heard(group, req, env, heard_ms),
+                             share_session_timeout_key(req.member_id))
     return kept + CoordinatorResult(fast_answers=[FastAnswer(
         "Heartbeat", heard.member_id, heard.answered, NONE if decided is None else decided,
         "a share group's heartbeat the coordinator would have answered otherwise" if decided is None else "")])
+
+
+def _checked(group: ConsumerGroup | ShareGroup, member_id: str, member_epoch: int, result: CoordinatorResult,
+             session: str) -> tuple[CoordinatorResult, int | None]:
+    """What the coordinator keeps of a consumer or share group's heartbeat a gateway answered "nothing changed"
+    (`result`: the heartbeat as the coordinator decides it, as of when it was heard). Applied only when it changes
+    nothing, as answered: no record, no error, no assignment, the same epoch; then its timers (the member's session
+    restarts from when it was heard), and no response (the member has its answer). Otherwise, where the
+    coordinator would have answered it without an error, the member was alive and its session (`session`, its
+    timer's key) restarts all the same, but nothing else of it is applied, since the member never got what the
+    coordinator would tell it: the member owes a heartbeat (`HeartbeatOwed`), which takes it out of the view, so
+    that its next heartbeat reaches the coordinator and gets the answer. Returns what is kept and the error decided,
+    None where the coordinator would have answered otherwise with no error."""
+    response = result.response
+    error = response.error_code  # type: ignore[union-attr]
+    unchanged = (error == NONE and not result.records and response.assignment is None  # type: ignore[union-attr]
+                 and response.member_epoch == member_epoch)  # type: ignore[union-attr]
+    kept = CoordinatorResult([], [], [op for op in result.timers
+                                      if unchanged or (error == NONE and op.key == session)])
+    if unchanged:
+        return kept, NONE
+    if member_id in group.members and member_id not in group.heartbeat_owed:
+        kept = kept + CoordinatorResult([HeartbeatOwed(member_id, True)])
+    return kept, error or None
