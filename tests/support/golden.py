@@ -32,6 +32,7 @@ import sys
 import threading
 import weakref
 from collections import Counter
+from collections.abc import MappingView
 from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -46,6 +47,7 @@ ENTRY_POINTS: dict[str, str] = {
     "offline.list_groups": "state.offline:list_groups",
     "heartbeat_from_view": "state.views.fast_answers:heartbeat_from_view",
     "consumer_heartbeat_from_view": "state.views.fast_answers:consumer_heartbeat_from_view",
+    "share_heartbeat_from_view": "state.views.fast_answers:share_heartbeat_from_view",
     "declares_nothing_new": "state.views.fast_answers:declares_nothing_new",
     "commit_from_view": "state.views.fast_answers:commit_from_view",
     "commit_response": "state.views.fast_answers:commit_response",
@@ -216,6 +218,8 @@ class Recorder:
             for key in (range(len(items)) if where == "args" else list(items)):
                 if name == "step_group" and callable(items[key]):
                     items[key] = _recording_reader(items[key], reads)
+                elif isinstance(items[key], (Iterator, MappingView)):  # kept as the list it yields, passed so
+                    items[key] = list(items[key])
         frozen_in = freeze((tuple(_Reader() if isinstance(a, _RecordingReader) else a for a in args),
                             {k: _Reader() if isinstance(v, _RecordingReader) else v for k, v in kwargs.items()}))
         try:
