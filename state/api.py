@@ -16,7 +16,7 @@ from state.batch import (
 )
 from state.config import CoordinatorConfig
 from state.views.directory import GroupDirectory
-from state.errors import Errors
+from state.errors import Errors, append_error
 from state.views.fast_answers import (
     FastAnswer,
     commit_from_view,
@@ -80,6 +80,7 @@ __all__ = [
     "TOPIC_METADATA_GROUP",
     "acknowledge",
     "acquire",
+    "append_error",
     "commit_from_view",
     "commit_response",
     "consumer_heartbeat_from_view",

@@ -176,6 +176,21 @@ UNSUPPORTED_ASSIGNOR = Errors.UNSUPPORTED_ASSIGNOR
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION
 
 
+_TOO_LARGE = frozenset({Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE, Errors.INVALID_FETCH_SIZE})
+
+
+def append_error(api: str, code: int | None) -> Errors:
+    """The error a group request gets when the log would not take its record (`code`: the log's error, None when
+    unknown), as Kafka's GroupCoordinatorService maps its log's failures. A record too large fails the same way
+    on every retry, so it gets a non-retriable error: INVALID_COMMIT_OFFSET_SIZE for a commit (a client retrying
+    15 on each of 50,000 partitions retried forever), UNKNOWN_SERVER_ERROR for the rest. Anything else may pass:
+    COORDINATOR_NOT_AVAILABLE, which clients retry after looking the coordinator up again."""
+    if code in _TOO_LARGE:
+        return Errors.INVALID_COMMIT_OFFSET_SIZE if api in ("OffsetCommit", "TxnOffsetCommit") \
+            else Errors.UNKNOWN_SERVER_ERROR
+    return Errors.COORDINATOR_NOT_AVAILABLE
+
+
 class CoordinatorError(Exception):
     """A request-level failure with Kafka's error code; handlers raise it to answer with that code, and
     nothing has been changed yet when it is raised (validation comes before mutation)."""
