@@ -31,24 +31,46 @@ def decode(cls: Any, frame: bytes, version: int) -> Any:
 
 
 def _check_struct(struct: Any, value: Any, version: int, where: str) -> None:
+    for name, nullable, kind, inner in _plan(struct, version):
+        item = getattr(value, name, None)
+        if item is None:
+            if not nullable:
+                raise FrameError(f"non-nullable field {where}.{name} was serialized as null")
+        elif kind == "string":
+            if len(item) > MAX_STRING_BYTES // 4 and len(item.encode("utf-8")) > MAX_STRING_BYTES:
+                raise FrameError(f"string field {where}.{name} had invalid length {len(item.encode('utf-8'))}")
+        elif kind == "structs":
+            for element in item:
+                _check_struct(inner, element, version, f"{where}.{name}")
+        elif kind == "strings":
+            for element in item:
+                if element is None or len(element.encode("utf-8")) > MAX_STRING_BYTES:
+                    raise FrameError(f"string field {where}.{name} had an invalid element")
+        elif kind == "struct":
+            _check_struct(inner, item, version, f"{where}.{name}")
+
+
+_PLANS: dict[tuple[int, int], tuple[tuple[str, bool, str, Any], ...]] = {}
+
+
+def _plan(struct: Any, version: int) -> tuple[tuple[str, bool, str, Any], ...]:
+    """The fields of `struct` at `version` that Kafka's reader checks: (name, may be null, kind, nested struct);
+    made once per message part and version (the message classes live as long as the process)."""
+    known = _PLANS.get((id(struct), version))
+    if known is not None:
+        return known
+    plan = []
     for field in struct.fields.values():
         if not field.for_version_q(version):
             continue
-        item = getattr(value, field.name, None)
-        name = f"{where}.{field.name}"
-        if item is None:
-            if field.type_str in ("string", "bytes") or field.is_array():
-                if not field.nullable_for_version_q(version) and not field.tagged_field_q(version):
-                    raise FrameError(f"non-nullable field {name} was serialized as null")
-            continue
-        if field.type_str == "string" and len(item.encode("utf-8")) > MAX_STRING_BYTES:
-            raise FrameError(f"string field {name} had invalid length {len(item.encode('utf-8'))}")
+        may_be_null = field.nullable_for_version_q(version) or field.tagged_field_q(version)
         if field.is_struct_array():
-            for element in item:
-                _check_struct(field.array_of, element, version, name)
-        elif field.is_array() and field.array_of.type_str == "string":
-            for element in item:
-                if element is None or len(element.encode("utf-8")) > MAX_STRING_BYTES:
-                    raise FrameError(f"string field {name} had an invalid element")
+            plan.append((field.name, may_be_null, "structs", field.array_of))
+        elif field.is_array():
+            plan.append((field.name, may_be_null, "strings" if field.array_of.type_str == "string" else "", None))
         elif field.is_struct():
-            _check_struct(field, item, version, name)
+            plan.append((field.name, True, "struct", field))
+        elif field.type_str in ("string", "bytes"):
+            plan.append((field.name, may_be_null, "string" if field.type_str == "string" else "", None))
+    _PLANS[(id(struct), version)] = known = tuple(plan)
+    return known
