@@ -92,6 +92,7 @@ API_VERSIONS: dict[str, tuple[int, int]] = {
     "DescribeShareGroupOffsets": (0, 1),
     "AlterShareGroupOffsets": (0, 0),
     "DeleteShareGroupOffsets": (0, 0),
+    "TxnOffsetCommit": (0, 5),
 }
 """The versions the coordinator answers, per API; a request without `api_version` is taken at the latest."""
 
@@ -198,6 +199,33 @@ class OffsetCommitRequest(GroupRequest, frozen=True, kw_only=True, tag="OffsetCo
         "no response and counts a different decision of its own as a misprediction")] = None
 
 
+class TxnOffsetCommitRequestPartition(Message, frozen=True):
+    partition_index: Int32
+    committed_offset: Int64
+    committed_leader_epoch: Annotated[Int32, Versions("2+")] = -1
+    committed_metadata: str | None = None
+
+
+class TxnOffsetCommitRequestTopic(Message, frozen=True):
+    name: str
+    partitions: tuple[TxnOffsetCommitRequestPartition, ...]
+
+
+class TxnOffsetCommitRequest(GroupRequest, frozen=True, kw_only=True, tag="TxnOffsetCommit"):
+    """Offsets committed inside a producer's transaction (KIP-98; the member fields of KIP-447 from v3). They stay
+    pending until the transaction's marker says COMMIT (then they are the group's committed offsets) or ABORT
+    (dropped): `TransactionMarker`. A gateway writes it to the control topic inside the producer's transaction
+    (docs/gateway.md, "Transactions"), so the upstream's own marker decides it."""
+
+    transactional_id: str
+    producer_id: Int64
+    producer_epoch: Int16
+    generation_id: Annotated[Int32, Versions("3+")] = -1
+    member_id: Annotated[str, Versions("3+")] = ""
+    group_instance_id: Annotated[str | None, Versions("3+")] = None
+    topics: tuple[TxnOffsetCommitRequestTopic, ...]
+
+
 class OffsetFetchRequestTopic(Message, frozen=True):
     name: str
     partition_indexes: tuple[Int32, ...]
@@ -247,7 +275,7 @@ REQUESTS: dict[str, type[Request]] = {cls.__struct_config__.tag: cls for cls in 
     OffsetFetchRequest, OffsetDeleteRequest, DescribeGroupsRequest, ListGroupsRequest, DeleteGroupsRequest,
     ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest,
     ShareGroupHeartbeatRequest, ShareGroupDescribeRequest, DescribeShareGroupOffsetsRequest,
-    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest, TxnOffsetCommitRequest,
 )}
 """By `api`, in `API_VERSIONS` order."""
 
@@ -304,6 +332,23 @@ class OffsetCommitResponse(GroupResponse, frozen=True, kw_only=True, tag="Offset
     """`error_code` at the top is ours: the request-level error, also repeated on every partition."""
 
     topics: tuple[OffsetCommitResponseTopic, ...] = ()
+    error_message: ErrorMessage = UNSET
+
+
+class TxnOffsetCommitResponsePartition(Message, frozen=True):
+    partition_index: Int32
+    error_code: Int16
+
+
+class TxnOffsetCommitResponseTopic(Message, frozen=True):
+    name: str
+    partitions: tuple[TxnOffsetCommitResponsePartition, ...]
+
+
+class TxnOffsetCommitResponse(GroupResponse, frozen=True, kw_only=True, tag="TxnOffsetCommit"):
+    """`error_code` at the top is ours, as OffsetCommit's: the request-level error, also on every partition."""
+
+    topics: tuple[TxnOffsetCommitResponseTopic, ...] = ()
     error_message: ErrorMessage = UNSET
 
 
@@ -391,7 +436,7 @@ RESPONSES: dict[str, type[Response]] = {cls.__struct_config__.tag: cls for cls i
     OffsetFetchResponse, OffsetDeleteResponse, DescribeGroupsResponse, ListGroupsResponse, DeleteGroupsResponse,
     ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse,
     ShareGroupHeartbeatResponse, ShareGroupDescribeResponse, DescribeShareGroupOffsetsResponse,
-    AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponse, TxnOffsetCommitResponse,
 )}
 
 # -- records (the records topic: docs/records.md) ----------------------------------------------------------------
@@ -420,7 +465,27 @@ class GroupMetadataKey(Struct, frozen=True, tag_field="version", tag=GROUP_METAD
         return self.group
 
 
-RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey | ShareGroupRecordKey
+TXN_OFFSET_COMMIT_KEY_VERSION = 102
+
+
+class TxnOffsetCommitKey(Struct, frozen=True, tag_field="version", tag=TXN_OFFSET_COMMIT_KEY_VERSION):
+    """Ours: a pending transactional offset, under a key of its own (value: an `OffsetCommitValue`). Kafka writes
+    it under the offset's own key in a transactional batch and lets its log's markers decide; a compacted records
+    topic without transactions would let a pending value replace the committed one, so it is kept apart, and the
+    transaction's outcome writes the committed offset (COMMIT) and this key's tombstone (both outcomes)."""
+
+    group: str
+    producer_id: Int64
+    topic: str
+    partition: Int32
+
+    @property
+    def group_id(self) -> str:
+        return self.group
+
+
+RecordKey = (OffsetCommitKey | GroupMetadataKey | TxnOffsetCommitKey | ConsumerGroupRecordKey
+             | ShareGroupRecordKey)
 """Every key of the records topic: the classic group's, the consumer group's (`schemas.consumer_group`) and the
 share group's (`schemas.share_group`)."""
 
@@ -491,9 +556,24 @@ class LoadGroup(Struct, frozen=True, kw_only=True):
     records: tuple[LoadedRecord, ...]
 
 
+class TransactionMarker(Struct, frozen=True, kw_only=True):
+    """Internal request, written by the job's source, never by clients: a transaction's end marker (COMMIT or
+    ABORT) read in the control topic, for a group with a TxnOffsetCommit of that producer before it in the same
+    partition (Kafka's replayEndTransactionMarker). The group's pending offsets of the producer are committed or
+    dropped; no response."""
+
+    api: Literal["TransactionMarker"] = "TransactionMarker"
+    request_id: str = ""
+    group_id: str
+    producer_id: Int64
+    producer_epoch: Int16 = -1
+    committed: Annotated[bool, Meta(description="true: COMMIT, false: ABORT")]
+
+
 RECORDS: dict[str, type[Struct]] = {
     "GroupMetadataKey": GroupMetadataKey, "GroupMetadataValue": GroupMetadataRecord,
     "OffsetCommitKey": OffsetCommitKey, "OffsetCommitValue": OffsetCommitValue,
+    "TxnOffsetCommitKey": TxnOffsetCommitKey, "TxnOffsetCommitValue": OffsetCommitValue,
     **CONSUMER_RECORDS,
     **SHARE_RECORDS,
 }

@@ -60,7 +60,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from schemas.consumer_group import TopicMetadata
-from schemas.messages import MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, Liveness, OffsetCommitKey
+from schemas.messages import (MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, Liveness, OffsetCommitKey,
+                              TransactionMarker, TxnOffsetCommitKey)
 from state.runtime import coordinator, load
 from state.views import fast_answers
 from state.views import published as views
@@ -74,11 +75,12 @@ from state.consumer.stored import from_doc as consumer_group_of
 from state.consumer.stored import to_doc as consumer_group_doc
 from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row, image_doc
 from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
-from state.offsets.values import Offsets, StoredOffset
+from state.offsets.values import Offsets, StoredOffset, StoredPending
 from state.classic.member_id_round import PENDING_MEMBER, pending_member
 from state.classic.membership import session
 from state.runtime.step import CoordinatorResult, Env, answer, applied
 from state.offsets.handlers import offsets_can_expire
+from state.offsets import transactions
 from state.share import coordinator as share
 from state.share.group import ShareGroup
 from state.share.stored import ShareGroupDoc
@@ -107,6 +109,10 @@ STATE_SCHEMA_VERSION = 2
 TOPIC_METADATA_GROUP = "\x00topic-metadata"
 """The reserved group id under which a state bucket keeps the cluster's topics (route kind `topics`); a client
 request naming it is refused (INVALID_GROUP_ID)."""
+
+
+_RESERVED = frozenset({TOPIC_METADATA_GROUP, transactions.TRANSACTIONS_GROUP})
+"""Group ids a bucket keeps its own rows under; a request naming one is refused (INVALID_GROUP_ID)."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +192,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
         if api == TOPIC_METADATA:
             return Route("topics")
         if (group_id is not None and (api in API_VERSIONS or api in _INTERNAL_APIS) and len(group_id) <= _SAFE_CHARS
-                and group_id != TOPIC_METADATA_GROUP):
+                and group_id not in _RESERVED):
             return Route("group", group_id=group_id)
     try:
         body = decode_json(value)
@@ -201,7 +207,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if isinstance(api, str) and api in _INTERNAL_APIS and isinstance(group_id, str) and group_id != TOPIC_METADATA_GROUP:
+    if isinstance(api, str) and api in _INTERNAL_APIS and isinstance(group_id, str) and group_id not in _RESERVED:
         return Route("group", group_id=group_id)
     if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
@@ -211,7 +217,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
         except BadRequest as exc:
             reason, code = exc.reason, INVALID_GROUP_ID
         else:
-            if group_id != TOPIC_METADATA_GROUP:
+            if group_id not in _RESERVED:
                 return Route("group", group_id=group_id)
             reason, code = "group_id: reserved for the coordinator's topic metadata", INVALID_GROUP_ID
     response = encode(error_response(api, request_id, group_id, code, reason))
@@ -406,7 +412,7 @@ def _fetch_position(group: ClassicGroup | ConsumerGroup | None,
     VIEW_OFFSETS_MAX of them."""
     if (position is None or group is None or isinstance(group, ShareGroup)
             or (isinstance(group, ClassicGroup) and group.state != GroupState.STABLE)
-            or offsets_can_expire(group) or len(group.offsets) > VIEW_OFFSETS_MAX):
+            or offsets_can_expire(group) or len(group.offsets) > VIEW_OFFSETS_MAX or group.offsets.pending):
         return None
     return position
 
@@ -419,7 +425,7 @@ def _only_offsets(records: list) -> bool:
     return all(type(r) is Record and type(r.key) in _VIEW_NEUTRAL for r in records)
 
 
-_VIEW_NEUTRAL = (OffsetCommitKey, SharePartitionSnapshotKey)
+_VIEW_NEUTRAL = (OffsetCommitKey, TxnOffsetCommitKey, SharePartitionSnapshotKey)
 
 
 def _last_snapshots(written: list[Record]) -> list[Record]:
@@ -535,7 +541,19 @@ def _load_request(group_id: str, group: ClassicGroup | ConsumerGroup | ShareGrou
     return loaded.group, loaded.configs, [f"LoadGroup: {reason}" for _, reason in loaded.unreadable]
 
 
-_INTERNAL = {fast_answers.LIVENESS: _liveness, PENDING_MEMBER: _pending_member, "ShareGrant": share.grant,
+def _transaction_marker(group: ClassicGroup | ConsumerGroup | None, body: dict,
+                        env: Env) -> tuple[CoordinatorResult, list[str]]:
+    """A transaction's end, read in the control topic by the job's source (`state.offsets.transactions`)."""
+    try:
+        marker = msgspec.convert(body, TransactionMarker)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"TransactionMarker: {exc}") from None
+    if isinstance(group, ShareGroup):
+        return CoordinatorResult(), []
+    return transactions.transaction_marker(group, marker, env), []
+
+
+_INTERNAL = {fast_answers.LIVENESS: _liveness, "TransactionMarker": _transaction_marker, PENDING_MEMBER: _pending_member, "ShareGrant": share.grant,
              "ShareUpdate": share.update, "IncrementalAlterGroupConfigs": share.alter_configs_body,
              "DescribeGroupConfigs": share.describe_configs_body}
 """The internal requests a handler takes (written by the job and the gateways, never by clients) by `api`: no
@@ -593,9 +611,11 @@ class _AnyMetadataDoc(msgspec.Struct):
     configs: dict[str, str] | UnsetType = UNSET
 
 
-class _OffsetsDoc(msgspec.Struct):
+class _OffsetsDoc(msgspec.Struct, omit_defaults=True):
     v: int
     offsets: list[StoredOffset]
+    pending: list[StoredPending] | UnsetType = UNSET
+    """The pending transactional offsets (absent when none: states without them are stored as before)."""
 
 
 class _Versioned(msgspec.Struct):
@@ -624,9 +644,10 @@ def encode_metadata(group: ClassicGroup | ConsumerGroup | ShareGroup | None, per
 
 
 def encode_offsets(group: ClassicGroup | ConsumerGroup | None) -> bytes | None:
-    if group is None or not group.offsets:
+    if group is None or not (group.offsets or group.offsets.pending):
         return None
-    return encode(_OffsetsDoc(STATE_SCHEMA_VERSION, group.offsets.to_doc()))
+    pending = group.offsets.pending_to_doc()
+    return encode(_OffsetsDoc(STATE_SCHEMA_VERSION, group.offsets.to_doc(), pending or UNSET))
 
 
 def _decode(raw: bytes, decoder: msgspec.json.Decoder, what: str) -> Any:
@@ -670,7 +691,8 @@ def _decode_stored(stored: StoredGroup | None, read_offsets: OffsetsReader | Non
         raise ValueError(f"stored state has schema version {doc.v}, this release reads {STATE_SCHEMA_VERSION}"
                          " (older states are upgraded with state.batch.upgrade_state)")
     if read_offsets is None:
-        offsets = Offsets(_offset_values(stored.offsets))
+        values, pending = _offset_values(stored.offsets)
+        offsets = Offsets(values, pending=pending)
     else:
         offsets = Offsets(read=lambda: _offset_values(read_offsets()))
     configs = {} if doc.configs is UNSET else dict(doc.configs)
@@ -687,13 +709,15 @@ def _decode_stored(stored: StoredGroup | None, read_offsets: OffsetsReader | Non
     return group, current, configs
 
 
-def _offset_values(raw: bytes | None) -> dict:
+def _offset_values(raw: bytes | None) -> tuple[dict, dict]:
+    """The committed and the pending transactional offsets of a stored offsets part."""
     if raw is None:
-        return {}
+        return {}, {}
     doc = _decode(raw, _OFFSETS, "offsets")
     if doc.v != STATE_SCHEMA_VERSION:
         raise ValueError(f"stored offsets have schema version {doc.v}, this release reads {STATE_SCHEMA_VERSION}")
-    return Offsets.values_from_doc(doc.offsets)
+    pending = {} if doc.pending is UNSET else Offsets.pending_from_doc(doc.pending)
+    return Offsets.values_from_doc(doc.offsets), pending
 
 
 def upgrade_state(stored: bytes) -> StoredGroup:

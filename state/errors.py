@@ -172,8 +172,25 @@ OFFSET_METADATA_TOO_LARGE = Errors.OFFSET_METADATA_TOO_LARGE
 REBALANCE_IN_PROGRESS = Errors.REBALANCE_IN_PROGRESS
 UNKNOWN_MEMBER_ID = Errors.UNKNOWN_MEMBER_ID
 UNKNOWN_SERVER_ERROR = Errors.UNKNOWN_SERVER_ERROR
+UNSTABLE_OFFSET_COMMIT = Errors.UNSTABLE_OFFSET_COMMIT
+COORDINATOR_NOT_AVAILABLE = Errors.COORDINATOR_NOT_AVAILABLE
 UNSUPPORTED_ASSIGNOR = Errors.UNSUPPORTED_ASSIGNOR
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION
+
+
+_TOO_LARGE = frozenset({Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE, Errors.INVALID_FETCH_SIZE})
+
+
+def append_error(api: str, code: int | None) -> Errors:
+    """The error a group request gets when the log would not take its record (`code`: the log's error, None when
+    unknown), as Kafka's GroupCoordinatorService maps its log's failures. A record too large fails the same way
+    on every retry, so it gets a non-retriable error: INVALID_COMMIT_OFFSET_SIZE for a commit (a client retrying
+    15 on each of 50,000 partitions retried forever), UNKNOWN_SERVER_ERROR for the rest. Anything else may pass:
+    COORDINATOR_NOT_AVAILABLE, which clients retry after looking the coordinator up again."""
+    if code in _TOO_LARGE:
+        return Errors.INVALID_COMMIT_OFFSET_SIZE if api in ("OffsetCommit", "TxnOffsetCommit") \
+            else Errors.UNKNOWN_SERVER_ERROR
+    return Errors.COORDINATOR_NOT_AVAILABLE
 
 
 class CoordinatorError(Exception):

@@ -59,6 +59,7 @@ from schemas.messages import (
     OffsetCommitKey,
     OffsetCommitValue,
     RecordKey,
+    TxnOffsetCommitKey,
 )
 from schemas.share_group import SHARE_RECORD_VALUES, ShareGroupRecordValue
 from state.consumer.member import ConsumerGroupMember, PartitionEpochs, Partitions
@@ -100,6 +101,7 @@ def decode_key(raw: bytes | None) -> RecordKey:
 
 _VALUES: dict[type, msgspec.json.Decoder] = {key: msgspec.json.Decoder(value) for key, value in (
     (OffsetCommitKey, OffsetCommitValue),
+    (TxnOffsetCommitKey, OffsetCommitValue),
     (GroupMetadataKey, GroupMetadataRecord),
     (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
     (ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
@@ -178,6 +180,17 @@ def offset_record(group_id: str, topic: str, partition: int, value: OffsetValue)
 
 def offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
     return Record(OffsetCommitKey(group_id, topic, partition), None)
+
+
+def pending_offset_record(group_id: str, producer_id: int, topic: str, partition: int,
+                          value: OffsetValue) -> Record:
+    """A transactional offset, pending until its transaction ends (`schemas.messages.TxnOffsetCommitKey`)."""
+    return Record(TxnOffsetCommitKey(group_id, producer_id, topic, partition), OffsetCommitValue(
+        value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, None))
+
+
+def pending_offset_tombstone(group_id: str, producer_id: int, topic: str, partition: int) -> Record:
+    return Record(TxnOffsetCommitKey(group_id, producer_id, topic, partition), None)
 
 
 def offset_value_of(value: OffsetCommitValue) -> OffsetValue:

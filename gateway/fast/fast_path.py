@@ -41,10 +41,11 @@ from typing import Awaitable, Callable
 import msgspec
 
 from gateway.upstream.appender import AppendFailed, Appender
-from gateway.upstream.control import Json, unanswered
+from gateway.upstream.control import Json
+from gateway.upstream.coordinator import not_written
 from gateway.fast.holds import Holds
 from gateway.fast.views import ViewFollower
-from state.api import (BadRequest, Errors, PublishedView, commit_from_view, commit_response,
+from state.api import (BadRequest, PublishedView, commit_from_view, commit_response,
                        consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
                        share_heartbeat_from_view,
                        heartbeat_from_view)
@@ -295,8 +296,7 @@ class FastPath:
         try:
             await written
         except AppendFailed as exc:
-            log.warning("cannot append an OffsetCommit: %s", exc)
-            return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE, f"the control topic cannot be written: {exc}")
+            return not_written(body, exc)
         return answer
 
     def close(self) -> None:

@@ -40,6 +40,7 @@ from gateway.security import apis as security_apis, authz
 from gateway.upstream import group_configs, peek
 from gateway.security.acl import ANONYMOUS, AclOperation, ResourceType
 from gateway.upstream.control import GROUP_APIS, GroupApi, Json, control_requests, from_json, to_json
+from gateway.front import strict
 from gateway.front.frames import FrameError, framed, read_frame, request_prefix
 from gateway.security.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSAGE, GroupAccess, Session, group_access
 from gateway.security.authentication import MAX_RECEIVE_BYTES, Exchange
@@ -162,7 +163,7 @@ class ClientConnection:
         if api_key == SHARE_ACKNOWLEDGE:
             return self._spawn(self.gateway.share.acknowledge(self, frame, version, correlation))
         if api_key == ApiKey.FindCoordinator:
-            request = FindCoordinatorRequest.decode(frame, version=version, header=True)
+            request = strict.decode(FindCoordinatorRequest, frame, version)
             if request.key_type == GROUP_COORDINATOR:
                 return self._spawn(self._find_coordinator(request, version, correlation))
         if api_key in security_apis.ACL_APIS and not self.gateway.authorizing:
@@ -312,7 +313,7 @@ class ClientConnection:
         return _encode(from_json(FindCoordinatorResponse, version, doc), version, correlation)
 
     async def _group(self, api: GroupApi, frame: bytes, version: int, correlation: int) -> bytes:
-        request = api.request.decode(frame, version=version, header=True)
+        request = strict.decode(api.request, frame, version)
         doc = to_json(request, version)
         # Authorization, before anything reaches the control topic (or is answered from the group view).
         access = (group_access(self.gateway.authorizer, self.session, api.name, version, doc)

@@ -28,6 +28,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Hashable
 
+from gateway.front import strict
 from gateway.security.acl import AclOperation, ResourceType
 from gateway.upstream.control import Json, from_json, kafka_topic_id
 from gateway.upstream.kafka_apis import ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, \
@@ -75,7 +76,7 @@ class Shares:
     # -- the two APIs ---------------------------------------------------------------------------------------------
 
     async def fetch(self, connection: Any, frame: bytes, version: int, correlation: int) -> bytes:
-        request = ShareFetchRequest.decode(frame, version=version, header=True)
+        request = strict.decode(ShareFetchRequest, frame, version)
         started = time.monotonic()
 
         def answer(doc: Json, records: dict[tuple[str, int], list[bytes]] | None = None) -> bytes:
@@ -123,7 +124,7 @@ class Shares:
         return answer({"responses": _by_topic(partitions, parsed.topic_uuids)}, records)
 
     async def acknowledge(self, connection: Any, frame: bytes, version: int, correlation: int) -> bytes:
-        request = ShareAcknowledgeRequest.decode(frame, version=version, header=True)
+        request = strict.decode(ShareAcknowledgeRequest, frame, version)
 
         def answer(doc: Json) -> bytes:
             lock_ms = self.holder.limits(request.group_id or "")[0].record_lock_duration_ms

@@ -15,7 +15,7 @@ import logging
 import threading
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from common.librdkafka_config import confluent_config
 
@@ -23,7 +23,12 @@ log = logging.getLogger(__name__)
 
 
 class AppendFailed(Exception):
-    """The requests topic did not take a record (the broker refused it, or it could not be sent in time)."""
+    """The requests topic did not take a record (the broker refused it, or it could not be sent in time).
+    `code`: Kafka's error code for why (librdkafka's local MSG_SIZE_TOO_LARGE shares the broker's 10), or None."""
+
+    def __init__(self, error: Any) -> None:
+        super().__init__(str(error))
+        self.code = error.code() if isinstance(error, KafkaError) and error.code() >= -1 else None
 
 
 class Appender:
@@ -51,8 +56,10 @@ class Appender:
 
         try:
             self._producer.produce(self.topic, value, key.encode("utf-8"), on_delivery=delivered)
-        except (BufferError, KafkaException) as exc:
-            done.set_exception(AppendFailed(str(exc)))
+        except BufferError as exc:
+            done.set_exception(AppendFailed(exc))
+        except KafkaException as exc:
+            done.set_exception(AppendFailed(exc.args[0]))
         return done
 
     def _poll(self) -> None:
@@ -77,4 +84,4 @@ def _settle(done: asyncio.Future, error: Any) -> None:
     if error is None:
         done.set_result(None)
     else:
-        done.set_exception(AppendFailed(str(error)))
+        done.set_exception(AppendFailed(error))

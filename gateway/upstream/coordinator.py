@@ -18,7 +18,7 @@ from typing import Any, Awaitable
 from client.transport import KafkaTransport, encode_request
 from gateway.upstream.appender import Appender
 from gateway.upstream.control import Json, unanswered
-from state.api import Errors
+from state.api import Errors, append_error
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,7 @@ class CoordinatorClient:
         if answer.done():
             return answer.result()
         if written.done() and written.exception() is not None:
-            log.warning("cannot send %s: %s", body.get("api"), written.exception())
-            return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE,
-                              f"the control topic cannot be written: {written.exception()}")
+            return not_written(body, written.exception())
         return unanswered(body, Errors.COORDINATOR_NOT_AVAILABLE,
                           f"the coordinator did not answer within {timeout_s:.1f} s")
 
@@ -87,3 +85,11 @@ class CoordinatorClient:
                 stop()
             except Exception as exc:  # noqa: BLE001 - stopping with the cluster gone: unsent requests are dropped
                 log.warning("closing the control-topic clients: %s", exc)
+
+
+def not_written(body: Json, failure: BaseException) -> Json:
+    """The answer to `body` when the control topic would not take it, with the error Kafka's coordinator gives
+    for that failure of its log (`state.api.append_error`)."""
+    log.warning("cannot send %s: %s", body.get("api"), failure)
+    return unanswered(body, append_error(body.get("api", ""), getattr(failure, "code", None)),
+                      f"the control topic cannot be written: {failure}")

@@ -18,6 +18,7 @@ from typing import Any, Awaitable, Callable
 from kafka.protocol.admin.configs import (DescribeConfigsRequest, DescribeConfigsResponse,
                                           IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse)
 
+from gateway.front import strict
 from gateway.upstream.control import Json, from_json, to_json
 
 GROUP_RESOURCE = 32
@@ -58,7 +59,7 @@ def split(api_key: int, frame: bytes, version: int, correlation: int, call: Call
     """None when the request names no GROUP resource (it goes to the cluster as it is). `call(group_id, body)`:
     the coordinator's answer; `allowed(operation, group_id)`: the principal's ACL on the group."""
     api = APIS[api_key]
-    request = api.request.decode(frame, version=version, header=True)
+    request = strict.decode(api.request, frame, version)
     doc = to_json(request, version)
     resources = doc["resources"]
     if not any(r["resource_type"] == GROUP_RESOURCE for r in resources):

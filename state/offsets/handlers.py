@@ -25,8 +25,10 @@ from state.views import fast_answers
 from state.consumer.group import ConsumerGroup, delete_records
 from state.consumer.offsets import fetch_member_error, validate_offset_commit, validate_offset_fetch
 from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
-from state.errors import GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE, CoordinatorError
+from state.errors import (GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE,
+                          UNSTABLE_OFFSET_COMMIT, CoordinatorError)
 from state.classic.group import ClassicGroup, GroupState
+from state.offsets.transactions import pending_tombstones
 from state.offsets.values import OffsetValue
 from state.classic.membership import create_group, session
 from state.records import group_tombstone, offset_record, offset_tombstone
@@ -104,28 +106,38 @@ def _consumer_commit_error(group: ConsumerGroup, req: OffsetCommitRequest,
 def offset_fetch(group: ClassicGroup | ConsumerGroup | None, req: OffsetFetchRequest,
                  env: Env) -> CoordinatorResult:
     """Any state, no member checks (classic groups; a consumer group checks the member and its epoch when the
-    request names them, OffsetFetch v9+); unknown partitions answer offset -1."""
+    request names them, OffsetFetch v9+); unknown partitions answer offset -1. With `require_stable` (v7+), a
+    partition some open transaction holds an offset of answers UNSTABLE_OFFSET_COMMIT: the client retries until
+    the transaction ends."""
     if isinstance(group, ConsumerGroup):
         try:
             validate_offset_fetch(group, member_id=req.member_id, member_epoch=req.member_epoch,
                                   principal=req.principal)
         except CoordinatorError as exc:
             return answer(simple_response(req, exc.code))
-    return answer(fetch_response(req, group.offsets if group is not None else {}))
+    if group is None:
+        return answer(fetch_response(req, {}))
+    unstable = None
+    if req.require_stable and group.offsets.pending:
+        unstable = {(t, p) for _, t, p in group.offsets.pending}
+    return answer(fetch_response(req, group.offsets, unstable))
 
 
-def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], Any]) -> OffsetFetchResponse:
+def fetch_response(req: OffsetFetchRequest, offsets: Mapping[tuple[str, int], Any],
+                   unstable: set[tuple[str, int]] | None = None) -> OffsetFetchResponse:
     """The answer to an OffsetFetch given the group's committed offsets (values with `offset`, `leader_epoch` and
-    `metadata`: the group's own, or a view's, `fetch_from_view`)."""
+    `metadata`: the group's own, or a view's, `fetch_from_view`), and the partitions to answer
+    UNSTABLE_OFFSET_COMMIT (a view carries no offsets while any is pending, `state.batch`)."""
     topics = []
     if req.topics is None:
         by_topic: dict[str, list] = {}
         for (topic, partition), value in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append(_fetched(partition, value))
+            by_topic.setdefault(topic, []).append(_fetched(partition, value, unstable, topic))
         topics = [OffsetFetchResponseTopic(t, tuple(parts)) for t, parts in by_topic.items()]
     else:
         for topic in req.topics:
-            parts = tuple(_fetched(p, offsets.get((topic.name, p))) for p in topic.partition_indexes)
+            parts = tuple(_fetched(p, offsets.get((topic.name, p)), unstable, topic.name)
+                          for p in topic.partition_indexes)
             topics.append(OffsetFetchResponseTopic(topic.name, parts))
     return simple_response(req, NONE, topics=tuple(topics))  # type: ignore[return-value]
 
@@ -154,7 +166,10 @@ def fetch_from_view(view: PublishedView | None, req: OffsetFetchRequest,
     return fetch_response(req, view.offsets)
 
 
-def _fetched(partition: int, value: Any) -> OffsetFetchResponsePartition:
+def _fetched(partition: int, value: Any, unstable: set[tuple[str, int]] | None = None,
+             topic: str = "") -> OffsetFetchResponsePartition:
+    if unstable is not None and (topic, partition) in unstable:
+        return OffsetFetchResponsePartition(partition, -1, -1, "", UNSTABLE_OFFSET_COMMIT)
     if value is None:
         return OffsetFetchResponsePartition(partition, -1, -1, "", NONE)
     return OffsetFetchResponsePartition(partition, value.offset, value.leader_epoch, value.metadata, NONE)
@@ -182,8 +197,9 @@ def offset_delete(group: ClassicGroup | ConsumerGroup | None, req: OffsetDeleteR
                 code = GROUP_SUBSCRIBED_TO_TOPIC
             else:
                 code = NONE
-                if (name, index) in group.offsets:
+                if (name, index) in group.offsets or group.offsets.has_pending((name, index)):
                     tombstones.append(offset_tombstone(req.group_id, name, index))
+                    tombstones.extend(pending_tombstones(group, lambda t, p: (t, p) != (name, index)))
             partitions.append(OffsetDeleteResponsePartition(index, code))
         topics.append(OffsetDeleteResponseTopic(name, tuple(partitions)))
     return CoordinatorResult(tombstones, [simple_response(req, NONE, topics=tuple(topics))])
@@ -197,8 +213,8 @@ def on_expiration_timer(group: ClassicGroup | ConsumerGroup, env: Env) -> Coordi
     if retention_base is not None:
         for (topic, partition), value in sorted(group.offsets.items()):
             base = retention_base(topic, value)
-            if base is None:
-                continue
+            if base is None or group.offsets.has_pending((topic, partition)):
+                continue  # Kafka: not while a transaction holds an offset of the partition
             expired = (env.now_ms >= value.expire_timestamp if value.expire_timestamp is not None
                        else env.now_ms - base >= env.config.offsets_retention_ms)
             if expired:
@@ -206,7 +222,7 @@ def on_expiration_timer(group: ClassicGroup | ConsumerGroup, env: Env) -> Coordi
     next_check = Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))
     group, done = then(group, NOTHING, CoordinatorResult(tombstones, [], [next_check]))
     empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
-    if empty and not group.offsets:
+    if empty and not group.offsets and not group.offsets.pending:
         return done + delete_group(group)
     return done
 
@@ -236,9 +252,10 @@ def _retention_base(group: ClassicGroup | ConsumerGroup) -> Callable[[str, Offse
 
 
 def delete_group(group: ClassicGroup | ConsumerGroup) -> CoordinatorResult:
-    """Tombstone every offset, then the group's metadata: the group is gone (a later request sees none)."""
+    """Tombstone every offset (the pending transactional ones too), then the group's metadata: the group is gone
+    (a later request sees none)."""
     tombstones = [offset_tombstone(group.group_id, topic, partition) for topic, partition in sorted(group.offsets)]
-    return CoordinatorResult(tombstones) + delete_group_metadata(group)
+    return CoordinatorResult(tombstones + pending_tombstones(group)) + delete_group_metadata(group)
 
 
 def delete_group_metadata(group: ClassicGroup | ConsumerGroup) -> CoordinatorResult:

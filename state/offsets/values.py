@@ -2,7 +2,9 @@
 
 Kafka keeps offsets apart from groups (its OffsetMetadataManager beside the GroupMetadataManager); so does the core:
 a group holds an `Offsets`, stored in a row of its own (`state.batch`), and changed only by replaying offset
-records (`state.runtime.replay.replay`).
+records (`state.runtime.replay.replay`). Beside the committed offsets, the pending transactional ones (Kafka's
+pendingTransactionalOffsets): by producer id, what a TxnOffsetCommit wrote and its transaction's marker has not yet
+committed or aborted.
 """
 
 from __future__ import annotations
@@ -20,7 +22,20 @@ class OffsetValue:
     expire_timestamp: int | None
 
 
+@dataclass(slots=True)
+class PendingOffset:
+    """A transactional offset waiting for its transaction's end. `superseded`: a plain commit of the same partition
+    came after it (Kafka compares the two records' log offsets): its COMMIT then leaves the plain one in place."""
+
+    value: OffsetValue
+    superseded: bool = False
+
+
 TopicPartition = tuple[str, int]
+PendingKey = tuple[int, str, int]
+"""(producer id, topic, partition)."""
+StoredPending = tuple[int, str, int, int, int, str, int, bool]
+"""(producer id, topic, partition, offset, leader_epoch, metadata, commit_timestamp, superseded), as stored."""
 StoredOffset = tuple[str, int, int, int, str, int, int | None]
 """(topic, partition, offset, leader_epoch, metadata, commit_timestamp, expire_timestamp), as stored."""
 
@@ -33,11 +48,13 @@ class Offsets(MutableMapping[TopicPartition, OffsetValue]):
     the first time anything here is touched. `changed` says whether the offsets must be written back.
     """
 
-    __slots__ = ("_values", "_read", "changed")
+    __slots__ = ("_values", "_pending", "_read", "changed")
 
     def __init__(self, values: dict[TopicPartition, OffsetValue] | None = None,
-                 read: Callable[[], dict[TopicPartition, OffsetValue]] | None = None) -> None:
+                 read: Callable[[], tuple[dict[TopicPartition, OffsetValue], dict[PendingKey, PendingOffset]]]
+                 | None = None, pending: dict[PendingKey, PendingOffset] | None = None) -> None:
         self._values = values if values is not None or read is not None else {}
+        self._pending = pending if pending is not None else {}
         self._read = read
         self.changed = False
 
@@ -47,8 +64,30 @@ class Offsets(MutableMapping[TopicPartition, OffsetValue]):
 
     def _all(self) -> dict[TopicPartition, OffsetValue]:
         if self._values is None:
-            self._values = self._read()  # type: ignore[misc]
+            self._values, self._pending = self._read()  # type: ignore[misc]
         return self._values
+
+    @property
+    def pending(self) -> dict[PendingKey, PendingOffset]:
+        """The pending transactional offsets; change them only with `set_pending` and `drop_pending` (replay)."""
+        self._all()
+        return self._pending
+
+    def set_pending(self, key: PendingKey, value: PendingOffset) -> None:
+        self.pending[key] = value
+        self.changed = True
+
+    def drop_pending(self, key: PendingKey) -> None:
+        if self.pending.pop(key, None) is not None:
+            self.changed = True
+
+    def pending_of(self, producer_id: int) -> list[tuple[TopicPartition, PendingOffset]]:
+        """The producer's pending offsets, by topic and partition."""
+        return sorted(((t, p), v) for (pid, t, p), v in self.pending.items() if pid == producer_id)
+
+    def has_pending(self, tp: TopicPartition) -> bool:
+        """Kafka's hasPendingTransactionalOffsets: some open transaction holds an offset of this partition."""
+        return any((t, p) == tp for _, t, p in self.pending)
 
     def __getitem__(self, tp: TopicPartition) -> OffsetValue:
         return self._all()[tp]
@@ -83,3 +122,11 @@ class Offsets(MutableMapping[TopicPartition, OffsetValue]):
     @staticmethod
     def values_from_doc(doc: list[StoredOffset]) -> dict[TopicPartition, OffsetValue]:
         return {(t, p): OffsetValue(o, e, md, c, x) for t, p, o, e, md, c, x in doc}
+
+    def pending_to_doc(self) -> list[StoredPending]:
+        return [(pid, t, p, v.value.offset, v.value.leader_epoch, v.value.metadata, v.value.commit_timestamp,
+                 v.superseded) for (pid, t, p), v in sorted(self.pending.items())]
+
+    @staticmethod
+    def pending_from_doc(doc: list[StoredPending]) -> dict[PendingKey, PendingOffset]:
+        return {(pid, t, p): PendingOffset(OffsetValue(o, e, md, c, None), s) for pid, t, p, o, e, md, c, s in doc}

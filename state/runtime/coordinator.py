@@ -14,6 +14,7 @@ from typing import Any, Callable
 from schemas.messages import DeleteGroupsRequest, Request, Response
 from state.classic import describe, membership
 from state.offsets import handlers as offsets
+from state.offsets import transactions
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
 from state.runtime.directory import sync_directory
@@ -128,7 +129,7 @@ def _not_this_kind(req: Request) -> Response:
     if req.api == "JoinGroup":
         return simple_response(req, INCONSISTENT_GROUP_PROTOCOL, member_id="")
     kind = "consumer" if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "OffsetCommit",
-                                     "OffsetFetch", "OffsetDelete") else "classic"
+                                     "OffsetFetch", "OffsetDelete", "TxnOffsetCommit") else "classic"
     if req.api in ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe"):
         return simple_response(req, GROUP_ID_NOT_FOUND, error_message=f"Group {req.group_id} is not a {kind} group.")
     return simple_response(req, GROUP_ID_NOT_FOUND)
@@ -181,6 +182,7 @@ _HANDLERS: dict[str, Callable[[Any, Any, Env], CoordinatorResult]] = {
     "OffsetCommit": offsets.offset_commit,
     "OffsetFetch": offsets.offset_fetch,
     "OffsetDelete": offsets.offset_delete,
+    "TxnOffsetCommit": transactions.txn_offset_commit,
     "DescribeGroups": describe.describe,
     "DeleteGroups": delete_groups,
     "ConsumerGroupHeartbeat": consumer.group_heartbeat,

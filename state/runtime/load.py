@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 
 import msgspec
 
-from schemas.messages import GroupMetadataKey, OffsetCommitKey
+from schemas.messages import GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey
 from state.config import CoordinatorConfig
 from state.consumer import coordinator as consumer
 from state.consumer.group import ConsumerGroup
@@ -80,7 +80,7 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
     return Loaded(group, unreadable, configs)
 
 
-CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey)
+CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey)
 
 
 def _where(position: int, read_at: Sequence[tuple[int, int]]) -> str:

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from schemas.messages import GroupMetadataKey, OffsetCommitKey
+from schemas.messages import GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey
 from state.classic import replay as classic_replay
 from state.classic.group import ClassicGroup
 from state.consumer import replay as consumer_replay
 from state.consumer.group import ConsumerGroup
 from state.errors import ReplayError
+from state.offsets.values import PendingOffset
 from state.records import AnyRecord, GroupCreated, HeartbeatOwed, Record, kafka_group_value, offset_value_of, persisted_of
 from schemas.share_group import GroupConfigKey, ShareGroupRecordKey
 from state.share import replay as share_replay
@@ -57,7 +58,7 @@ def _written(group: Group | None, record: Record) -> Group | None:
     key, value = record.key, record.value
     if type(key) is GroupConfigKey:
         return group  # the group id's configs: the runtime's, kept beside the group (`state.batch`)
-    if isinstance(group, ShareGroup) and isinstance(key, (GroupMetadataKey, OffsetCommitKey)):
+    if isinstance(group, ShareGroup) and isinstance(key, (GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey)):
         raise ReplayError(f"a classic group's record for share group {group.group_id}")
     if isinstance(key, GroupMetadataKey):
         if group is None:
@@ -73,10 +74,25 @@ def _written(group: Group | None, record: Record) -> Group | None:
         if group is None:
             raise ReplayError("an offset record for a group that does not exist")
         tp = (key.topic, key.partition)
-        if value is None:
-            group.offsets.pop(tp, None)
+        offsets = group.offsets
+        if value is None:  # Kafka's: the partition's committed offset and every pending one go
+            offsets.pop(tp, None)
+            for pending in [k for k in offsets.pending if k[1:] == tp]:
+                offsets.drop_pending(pending)
         else:
-            group.offsets[tp] = offset_value_of(value)  # type: ignore[arg-type]
+            offsets[tp] = offset_value_of(value)  # type: ignore[arg-type]
+            for pending in [v for k, v in offsets.pending.items() if k[1:] == tp and not v.superseded]:
+                pending.superseded = True  # Kafka: the later record offset stays committed
+                offsets.changed = True
+        return group
+    if isinstance(key, TxnOffsetCommitKey):
+        if group is None:
+            raise ReplayError("a transactional offset record for a group that does not exist")
+        pending_key = (key.producer_id, key.topic, key.partition)
+        if value is None:
+            group.offsets.drop_pending(pending_key)
+        else:
+            group.offsets.set_pending(pending_key, PendingOffset(offset_value_of(value)))  # type: ignore[arg-type]
         return group
     if type(key) in _SHARE_KEYS:
         return _share_written(group, record)
@@ -132,8 +148,8 @@ def _replaced(old: Group, new: Group, what: str) -> Group:
 
 
 def _offsets_only(group: Group) -> ClassicGroup | None:
-    """What a group's tombstone leaves: nothing, or the simple group of its remaining offsets."""
-    if not group.offsets:
+    """What a group's tombstone leaves: nothing, or the simple group of its remaining offsets (pending ones too)."""
+    if not group.offsets and not group.offsets.pending:
         return None
     simple = ClassicGroup(group.group_id, offsets=group.offsets, timers=group.timers, clock_ms=group.clock_ms)
     simple.persisted = kafka_group_value(simple)

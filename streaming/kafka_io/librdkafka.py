@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Iterator, Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from common.librdkafka_config import confluent_config
+from streaming.kafka_io.kafka_clients import ReadWait
 
 log = logging.getLogger(__name__)
 """librdkafka's own log lines (a broker gone, a connection refused) come here rather than to stderr."""
@@ -46,7 +46,11 @@ def cached_consumer(purpose: str, config: Mapping[str, object]) -> Consumer:
                 **confluent_config(config), "logger": log, "group.id": f"spark-group-coordinator-{purpose}",
                 "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error",
                 # tansu holds a fetch for its full wait when there is no data, and a new assignment waits for it
-                "fetch.wait.max.ms": 10, "enable.partition.eof": True})
+                "fetch.wait.max.ms": 10, "enable.partition.eof": True,
+                # every record up to the high watermark the driver planned, open transactions' too (read_committed
+                # would stop at the last stable offset and never reach it); their outcome is the markers'
+                # (`common.markers`)
+                "isolation.level": "read_uncommitted"})
         return consumer
 
 
@@ -70,20 +74,20 @@ class OffsetOutOfRange(Exception):
 
 
 def read_range(config: Mapping[str, object], topic: str, partition: int, start: int, end: int,
-               timeout_s: float) -> Iterator[tuple]:
+               wait_log_s: float) -> Iterator[tuple]:
     """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see
-    `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange`)."""
+    `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange` and says why the read never gives up)."""
     consumer = cached_consumer("read", config)
     consumer.assign([TopicPartition(topic, partition, start)])
     try:
-        yield from _consume(consumer, topic, partition, start, end, timeout_s)
+        yield from _consume(consumer, topic, partition, start, end, wait_log_s)
     finally:
         consumer.unassign()
 
 
 def _consume(consumer: Consumer, topic: str, partition: int, start: int, end: int,
-             timeout_s: float) -> Iterator[tuple]:
-    deadline = time.monotonic() + timeout_s
+             wait_log_s: float) -> Iterator[tuple]:
+    waiting = ReadWait(f"{topic}-{partition}", end, wait_log_s)
     position = -1
     while position + 1 < end:
         # `consume` returns when it has as many messages as asked for, or at its timeout: ask for no more than the
@@ -105,8 +109,7 @@ def _consume(consumer: Consumer, topic: str, partition: int, start: int, end: in
             if position >= end:
                 return
             yield (partition, position, message.timestamp()[1], message.key(), message.value())
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{topic}-{partition}: offsets up to {end} not readable within {timeout_s} s")
+        waiting.check(max(position + 1, start))
 
 
 def log_start(config: Mapping[str, object], topic: str, partition: int) -> int:

@@ -6,6 +6,8 @@ range deterministically when Spark replays a batch.
 Options follow the JVM connector: `subscribe`, `startingOffsets` (earliest | latest | JSON
 `{"topic": {"0": 23, "1": -2}}` with -2 = earliest and -1 = latest), `maxOffsetsPerTrigger`, `failOnDataLoss`, and
 `kafka.*` settings for kafka-python (security included). Partitions added to the topic are read from offset 0.
+Unlike the JVM connector's `pollTimeoutMs`, a read never fails for records slow to become readable: it waits and
+logs a line every `readWaitLogMs` (default 60000; `read_range`).
 
 `route=true` makes the source the coordinator's front door: each record is routed with the core's `route` while it
 is read, so the routing costs no extra Python stage.
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
+from bisect import bisect_left
 import time
 from dataclasses import dataclass, replace
 from itertools import chain, islice
@@ -52,10 +55,11 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from common.config import client_config
-from state.api import TOPIC_METADATA_GROUP, route
+from common.markers import gaps, read_markers
+from state.api import TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, marker_request, route
 from streaming.bucket_deadlines import buckets_to_call
 from streaming.buckets import bucket_of
-from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
+from streaming.kafka_io.kafka_clients import ReadWait, cached_consumer, chosen_client, high_watermarks
 from streaming.kafka_io.timer_schedule import TimerSchedule
 from streaming.kafka_io.topic_watch import TopicWatch
 from streaming.kafka_io.view_marks import ViewMarks
@@ -139,7 +143,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.topic_watch = TopicWatch(self.client_config, self.topic, refresh_ms) if refresh_ms > 0 else None
         views = options.get("viewstopic")
         self.marks = ViewMarks(self.client_config, self.client, views, self.topic) if views else None
-        self.poll_timeout_ms = int(options.get("polltimeoutms", "120000"))
+        self.wait_log_ms = int(options.get("readwaitlogms", "60000"))
         # A new reader is a new query run: its first new batch is marked (only routed rows, the coordinator's, carry
         # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
         # and runs that batch, so the first such offset is the one to mark.
@@ -259,11 +263,14 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
         freeze_survivors()
-        rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.poll_timeout_ms, self.client)
+        rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.wait_log_ms, self.client)
         if self.route:
             resumed = partition.resumed
-            routed_rows = (out for row in rows for out in routed(row, self.buckets, resumed))
-            return record_batches(chain(timer_rows(partition.due, resumed), routed_rows), ROUTED_ARROW)
+            delivered: list[tuple[int, int]] = []
+            routed_rows = (out for row in rows if not delivered.append(row[1:3])
+                           for out in routed(row, self.buckets, resumed))
+            markers = marker_rows(self.client_config, partition, delivered, self.buckets, resumed)
+            return record_batches(chain(timer_rows(partition.due, resumed), routed_rows, markers), ROUTED_ARROW)
         return record_batches(rows, RAW_ARROW)
 
 
@@ -292,16 +299,20 @@ def cap_rows(available: Mapping[int, int], max_rows: int | None) -> dict[int, in
     return take
 
 
-def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool, poll_timeout_ms: int,
+def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool, wait_log_ms: int,
                client: str = "kafka-python") -> Iterator[tuple]:
     """Yield `(partition, offset, timestamp, key, value)` for offsets in `[start, end)`, with `client`
     (`streaming.kafka_io.kafka_clients.chosen_client`).
 
+    The read never gives up on records the broker said are there: it waits, with a line every `wait_log_ms`
+    (`streaming.kafka_io.kafka_clients.ReadWait`). A read that failed after a timeout stopped the query under
+    sustained load, and the restarted query would have planned the same range again.
+
     Offsets can have holes (transaction markers, compaction); only records deleted by retention count as data loss:
     with `failOnDataLoss` the task fails, otherwise reading resumes at the log start."""
     if client == "confluent":
-        return _read_range_librdkafka(config, part, fail_on_data_loss, poll_timeout_ms)
-    return _read_range_kafka_python(config, part, fail_on_data_loss, poll_timeout_ms)
+        return _read_range_librdkafka(config, part, fail_on_data_loss, wait_log_ms)
+    return _read_range_kafka_python(config, part, fail_on_data_loss, wait_log_ms)
 
 
 def _data_loss(where: str, start: int, fail_on_data_loss: bool) -> None:
@@ -312,14 +323,14 @@ def _data_loss(where: str, start: int, fail_on_data_loss: bool) -> None:
 
 
 def _read_range_librdkafka(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool,
-                           poll_timeout_ms: int) -> Iterator[tuple]:
+                           wait_log_ms: int) -> Iterator[tuple]:
     from streaming.kafka_io import librdkafka
 
     start = part.start
     while True:
         try:
             yield from librdkafka.read_range(config, part.topic, part.partition, start, part.end,
-                                             poll_timeout_ms / 1000)
+                                             wait_log_ms / 1000)
             return
         except librdkafka.OffsetOutOfRange:
             _data_loss(f"{part.topic}-{part.partition}", start, fail_on_data_loss)
@@ -327,12 +338,12 @@ def _read_range_librdkafka(config: Mapping[str, object], part: KafkaRange, fail_
 
 
 def _read_range_kafka_python(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss: bool,
-                             poll_timeout_ms: int) -> Iterator[tuple]:
+                             wait_log_ms: int) -> Iterator[tuple]:
     consumer = cached_consumer("read", config, max_poll_records=5000)
     tp = TopicPartition(part.topic, part.partition)
     consumer.assign([tp])
     consumer.seek(tp, part.start)
-    deadline = time.monotonic() + poll_timeout_ms / 1000
+    waiting = ReadWait(f"{part.topic}-{part.partition}", part.end, wait_log_ms / 1000)
     while consumer.position(tp) < part.end:
         try:
             batch = consumer.poll(timeout_ms=200)
@@ -344,8 +355,7 @@ def _read_range_kafka_python(config: Mapping[str, object], part: KafkaRange, fai
             if record.offset >= part.end:
                 break
             yield (part.partition, record.offset, record.timestamp, record.key, record.value)
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{tp}: offsets up to {part.end} not readable within {poll_timeout_ms} ms")
+        waiting.check(consumer.position(tp))
 
 
 def routed(row: tuple, buckets: int, resumed: bool) -> list[tuple]:
@@ -359,6 +369,26 @@ def routed(row: tuple, buckets: int, resumed: bool) -> list[tuple]:
     group_id = r.group_id or ""
     bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
     return [row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)]
+
+
+def marker_rows(config: Mapping[str, object], part: KafkaRange, delivered: list[tuple[int, int]], buckets: int,
+                resumed: bool) -> Iterator[tuple]:
+    """The transaction markers among the range's offsets that were not delivered (`delivered`: (offset, timestamp)
+    of each record read, filled while the range is read, before this runs), each as a `TransactionMarker` row to
+    every bucket (`state.api.deliver_markers` finds the groups it is for), at its offset, with the time of the
+    record before it. Read raw from the log (`common.markers`): consumers skip control records."""
+    skipped = gaps((offset for offset, _ in delivered), part.start, part.end)
+    if not skipped:
+        return
+    bootstrap = config.get("bootstrap_servers")
+    servers = bootstrap if isinstance(bootstrap, str) else ",".join(bootstrap)  # type: ignore[arg-type]
+    offsets = [offset for offset, _ in delivered]  # ascending: a partition is read in order
+    for marker in read_markers(servers, part.topic, part.partition, skipped):
+        before = bisect_left(offsets, marker.offset)
+        value = marker_request(TRANSACTIONS_GROUP, marker.producer_id, marker.producer_epoch, marker.committed)
+        row = (part.partition, marker.offset, delivered[before - 1][1] if before else 0, None, value)
+        yield from (row + ("group", TRANSACTIONS_GROUP, None, None, None, bucket, resumed)
+                    for bucket in range(buckets))
 
 
 def timer_rows(buckets: Iterable[int], resumed: bool) -> Iterator[tuple]:

@@ -10,10 +10,13 @@ from typing import Any, get_type_hints
 import pytest
 from msgspec import inspect as mi
 
+from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
 from gateway.upstream.control import GROUP_APIS
 from schemas.messages import API_VERSIONS, REQUESTS, RESPONSES, Extension, Versions
 
 KAFKA = {api.name: (api.request, api.response) for api in GROUP_APIS.values()}
+KAFKA["TxnOffsetCommit"] = (TxnOffsetCommitRequest, TxnOffsetCommitResponse)  # the gateway serves it its own way
 ENVELOPE = {"request_id", "api_version", "principal", "group_id"}
 SEVERAL_GROUPS = {
     # Kafka names several groups in one message; a control message names one, at its top level
@@ -31,7 +34,7 @@ SEVERAL_GROUPS = {
     ("DescribeShareGroupOffsets", "response"): (None, "groups"),
 }
 """(Kafka's list of group ids, or Kafka's list of per-group structs whose fields are ours at the top)."""
-OURS = {("OffsetCommit", "response"): {"error_code"}}
+OURS = {("OffsetCommit", "response"): {"error_code"}, ("TxnOffsetCommit", "response"): {"error_code"}}
 """Fields that are our extension without a class of their own to mark: the top-level OffsetCommit error code."""
 INT_TYPES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63, "bitfield": 31}
 """Bits of each integer type; a bitfield (authorized operations) is an int32 on the wire."""

@@ -97,6 +97,7 @@ def durable_view(group: ClassicGroup | ConsumerGroup | None) -> tuple[Any, Any]:
         return None, {}
     offsets = {tp: (o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp)
                for tp, o in group.offsets.items()}
+    offsets.update({key: (v.value.offset, v.superseded) for key, v in group.offsets.pending.items()})
     if isinstance(group, ConsumerGroup):
         return [r.encode() for r in snapshot(group)], offsets
     return group.persisted, offsets

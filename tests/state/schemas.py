@@ -30,7 +30,7 @@ def validate_response(response: dict) -> None:
 RECORD_KINDS = {1: "OffsetCommit", 2: "GroupMetadata", 3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
                 5: "ConsumerGroupMemberMetadata", 6: "ConsumerGroupTargetAssignmentMetadata",
                 7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment",
-                16: "ConsumerGroupRegularExpression"}
+                16: "ConsumerGroupRegularExpression", 102: "TxnOffsetCommit"}
 """Record type (the key's `version`) -> the name of its key and value schemas, as Kafka names them."""
 
 

@@ -14,7 +14,8 @@ from tests.state.test_replay_tool import SCENARIO
 
 
 VERSIONS = API_VERSIONS
-RECORD_SCHEMAS = ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue", *CONSUMER_RECORDS,
+RECORD_SCHEMAS = ["GroupMetadataKey", "GroupMetadataValue", "OffsetCommitKey", "OffsetCommitValue",
+                  "TxnOffsetCommitKey", "TxnOffsetCommitValue", *CONSUMER_RECORDS,
                   *SHARE_RECORDS]
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from state.batch import StoredGroup, route, step_group
 from state.config import CoordinatorConfig
-from state.errors import Errors
+from state.errors import Errors, append_error
 from tests.state.context import GroupContext
 from tests.state.schemas import validate_response
 
@@ -203,3 +203,16 @@ def test_unknown_timer_keys_in_a_stored_state_are_dropped():
     doc["group"]["timers"].append(["from-the-future", 0])
     result = step_group("g", StoredGroup(json.dumps(doc).encode()), [], ctx.now_ms, CONFIG)
     assert b"from-the-future" not in result.metadata
+
+
+@pytest.mark.parametrize("api,code,error", [
+    ("OffsetCommit", Errors.MESSAGE_TOO_LARGE, Errors.INVALID_COMMIT_OFFSET_SIZE),
+    ("TxnOffsetCommit", Errors.RECORD_LIST_TOO_LARGE, Errors.INVALID_COMMIT_OFFSET_SIZE),
+    ("OffsetDelete", Errors.MESSAGE_TOO_LARGE, Errors.UNKNOWN_SERVER_ERROR),
+    ("JoinGroup", Errors.INVALID_FETCH_SIZE, Errors.UNKNOWN_SERVER_ERROR),
+    ("OffsetCommit", Errors.REQUEST_TIMED_OUT, Errors.COORDINATOR_NOT_AVAILABLE),
+    ("Heartbeat", None, Errors.COORDINATOR_NOT_AVAILABLE),
+])
+def test_a_request_the_log_would_not_take_gets_kafka_s_error_for_that_failure(api, code, error):
+    """A record too large fails on every retry: non-retriable errors; any other failure may pass: 15."""
+    assert append_error(api, code) == error

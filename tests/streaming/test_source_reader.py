@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
 import uuid
 
@@ -87,6 +89,24 @@ def test_read_is_the_same_on_replay(broker, topic, client):
     part = KafkaRange(topic, 1, 1, 3)
     assert rows_of(r.read(part)) == rows_of(r.read(part))
     assert [row["offset"] for row in rows_of(r.read(part))] == [1, 2]
+
+
+def test_a_range_slow_to_become_readable_is_waited_for_with_a_line_a_wait_and_read_whole(broker, topic, client,
+                                                                                        caplog):
+    """The planned end is there but its last records are not readable for several wait intervals (as under a broker
+    slow to serve them): the read neither fails nor stops early; it says it waits, and yields every record."""
+    produce(broker, topic, 3)
+    r = reader(broker, topic, client, readWaitLogMs="500")
+    late = threading.Timer(2.0, produce, (broker, topic, 2))
+    late.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="streaming.kafka_io.kafka_clients"):
+            rows = rows_of(r.read(KafkaRange(topic, 0, 0, 5)))
+    finally:
+        late.join()
+    assert [row["value"] for row in rows] == [b"0-0", b"0-1", b"0-2", b"0-0", b"0-1"]
+    waits = [m for m in caplog.messages if "still waiting" in m]
+    assert waits and all(f"{topic}-0" in m and "up to 5" in m for m in waits)
 
 
 def test_max_offsets_per_trigger_caps_each_batch_across_partitions(broker, topic):

@@ -94,6 +94,57 @@ def test_a_bad_frame_closes_its_connection_and_the_gateway_serves_on(gateway, na
     assert gateway.serving
 
 
+def commit_v2(member_id: bytes, topic: bytes, topics_count: int = 1) -> bytes:
+    """An OffsetCommit v2 frame written by hand, so that its strings and counts can be what no client library
+    writes: a string is its int16 length then its bytes (length -1: null), an array its int32 count."""
+    def string(value: bytes | None) -> bytes:
+        return struct.pack(">h", -1) if value is None else struct.pack(">h", len(value)) + value
+    partition = struct.pack(">iq", 0, 5) + string(b"")
+    body = (string(b"g") + struct.pack(">i", 1) + string(member_id) + struct.pack(">q", -1)
+            + struct.pack(">i", topics_count) + (string(topic) + struct.pack(">i", 1) + partition) * max(0, topics_count))
+    frame = struct.pack(">hhi", 8, 2, 1) + string(b"gateway-test") + body
+    return struct.pack(">i", len(frame)) + frame
+
+
+BAD_REQUESTS = {
+    "a null member id (v2)": commit_v2(None, b"t"),
+    "a null topic name (v2)": commit_v2(b"m", None),
+    "a topics count of -1 (v2)": commit_v2(b"m", b"t", topics_count=-1),
+    "a topics count of -3 (v2)": commit_v2(b"m", b"t", topics_count=-3),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_REQUESTS))
+def test_a_request_kafka_s_parser_refuses_closes_its_connection_and_reaches_no_coordinator(gateway, name):
+    """Kafka's generated readers refuse a null where the field is not nullable (a negative string length or array
+    count) and the broker closes the connection; kafka-python would have read them as None or []."""
+    bad = gateway.connect()
+    bad.sock.sendall(BAD_REQUESTS[name])
+    assert bad.closed_by_peer()
+    assert gateway.control.requests == []
+    assert gateway.serving
+    # The same commit, well formed, is a control request.
+    gateway.connect().sock.sendall(commit_v2(b"m", b"t"))
+    assert gateway.control.wait_for(lambda r: r["api"] == "OffsetCommit")["member_id"] == "m"
+
+
+def test_a_string_over_32767_bytes_closes_its_connection_as_kafka_s_parser_does(gateway):
+    """A flexible version's varint length can carry a string of any size; Kafka's readers refuse one over 32,767
+    bytes. One at the bound is a request."""
+    topic = OffsetCommitRequest.OffsetCommitRequestTopic
+
+    def commit(member_id: str) -> Any:
+        return OffsetCommitRequest[9](group_id="g", generation_id_or_member_epoch=1, member_id=member_id,
+                                      group_instance_id=None, topics=[topic(name="t", partitions=[])])
+
+    bad = gateway.connect()
+    bad.send(commit("m" * 32_768), 9)
+    assert bad.closed_by_peer()
+    assert gateway.control.requests == [] and gateway.serving
+    gateway.connect().send(commit("m" * 32_767), 9)
+    assert len(gateway.control.wait_for(lambda r: r["api"] == "OffsetCommit")["member_id"]) == 32_767
+
+
 def test_group_requests_the_coordinator_does_not_answer_get_coordinator_not_available(gateway):
     connection = gateway.connect()
     heartbeat = connection.call(HeartbeatRequest[4](group_id="g", generation_id=1, member_id="m",

@@ -17,7 +17,8 @@ from typing import Any, Iterator
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.protocol.consumer.group import HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse
+from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
+                                           OffsetCommitRequest, OffsetCommitResponse)
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
@@ -118,6 +119,29 @@ def test_answers_come_in_request_order_a_long_poll_holding_back_the_next(gateway
         assert (join.header.correlation_id, join.error_code) == (join_id, Errors.COORDINATOR_NOT_AVAILABLE)
         assert metadata.header.correlation_id == metadata_id and metadata.brokers
         assert waited >= 2.5  # 500 ms rebalance timeout + 2 s grace: a long poll, not the 1 s request timeout
+    finally:
+        connection.close()
+
+
+def test_a_commit_too_large_for_the_control_topic_gets_a_non_retriable_error(gateway):
+    """50,000 partitions make a control record over the producer's 1 MB: the log will never take it, so every
+    partition gets INVALID_COMMIT_OFFSET_SIZE, as Kafka's coordinator answers a commit its log refuses (not 15,
+    which clients retry forever), at once rather than after the request timeout. The connection serves on."""
+    topic, partition = OffsetCommitRequest.OffsetCommitRequestTopic, \
+        OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    partitions = [partition(partition_index=i, committed_offset=i, committed_leader_epoch=-1, committed_metadata="")
+                  for i in range(50_000)]
+    connection = Connection(gateway.bootstrap_servers)
+    try:
+        commit = connection.call(OffsetCommitRequest[8](group_id="g-large", generation_id_or_member_epoch=-1,
+                                                        member_id="", group_instance_id=None,
+                                                        topics=[topic(name="t", partitions=partitions)]),
+                                 8, OffsetCommitResponse)
+        errors = {p.error_code for t in commit.topics for p in t.partitions}
+        assert errors == {Errors.INVALID_COMMIT_OFFSET_SIZE}
+        assert sum(len(t.partitions) for t in commit.topics) == 50_000
+        assert connection.call(MetadataRequest[9](topics=[], allow_auto_topic_creation=False), 9,
+                               MetadataResponse).brokers
     finally:
         connection.close()
 
