@@ -257,6 +257,16 @@ class StateBatchValue(Message, frozen=True):
     delivery_count: Int16
 
 
+class ShareViewConfig(Message, frozen=True):
+    """The group's share settings as the holders apply them (group config over the coordinator's)."""
+
+    auto_offset_reset: str
+    record_lock_duration_ms: Int32
+    delivery_count_limit: Int32
+    partition_max_record_locks: Int32
+    isolation_level: str
+
+
 class ShareGrantAnswer(Message, frozen=True):
     topic_id: TopicId
     partition: Int32
@@ -268,6 +278,9 @@ class ShareGrantAnswer(Message, frozen=True):
     state_epoch: Int32 = 0
     start_offset: Annotated[Int64, Meta(description="a take's durable state: -1 when not resolved yet")] = -1
     state_batches: tuple[StateBatchValue, ...] = ()
+    config: Annotated[ShareViewConfig | None, Meta(description="a granted take's or renewal's group settings, which "
+                                                           "the holder applies (the view may not show the group "
+                                                           "yet when its first fetch comes)")] = None
 
 
 class ShareGrantResponse(GroupResponse, frozen=True, kw_only=True, tag="ShareGrant"):
@@ -307,16 +320,6 @@ class ShareViewGrant(Message, frozen=True):
     holder: str | None
     wanted_by: str | None = None
     state_epoch: Int32 = 0
-
-
-class ShareViewConfig(Message, frozen=True):
-    """The group's share settings as the holders apply them (group config over the coordinator's)."""
-
-    auto_offset_reset: str
-    record_lock_duration_ms: Int32
-    delivery_count_limit: Int32
-    partition_max_record_locks: Int32
-    isolation_level: str
 
 
 class ShareGroupView(Struct, frozen=True, kw_only=True):

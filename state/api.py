@@ -28,6 +28,7 @@ from state.views.fast_answers import (
 )
 from state.classic.group import GroupState
 from state.offsets.handlers import fetch_from_view
+from state.offsets.transactions import TRANSACTIONS_GROUP, deliver_markers, marker_request
 from state.classic.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.config import kafka_python_settings, read_properties
 from state.records import decode_key
@@ -78,6 +79,7 @@ __all__ = [
     "StateBatch",
     "StoredGroup",
     "TOPIC_METADATA_GROUP",
+    "TRANSACTIONS_GROUP",
     "acknowledge",
     "acquire",
     "append_error",
@@ -89,6 +91,7 @@ __all__ = [
     "decode_mark",
     "decode_request",
     "decode_view",
+    "deliver_markers",
     "earliest",
     "encode",
     "encode_mark",
@@ -102,6 +105,7 @@ __all__ = [
     "is_member_id_round",
     "kafka_python_settings",
     "lease_deadline",
+    "marker_request",
     "member_id_required",
     "move_log_start",
     "next_fetch_offset",

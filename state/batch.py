@@ -111,6 +111,10 @@ TOPIC_METADATA_GROUP = "\x00topic-metadata"
 request naming it is refused (INVALID_GROUP_ID)."""
 
 
+_RESERVED = frozenset({TOPIC_METADATA_GROUP, transactions.TRANSACTIONS_GROUP})
+"""Group ids a bucket keeps its own rows under; a request naming one is refused (INVALID_GROUP_ID)."""
+
+
 @dataclass(frozen=True)
 class Route:
     kind: Literal["group", "directory", "topics", "reject"]
@@ -188,7 +192,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
         if api == TOPIC_METADATA:
             return Route("topics")
         if (group_id is not None and (api in API_VERSIONS or api in _INTERNAL_APIS) and len(group_id) <= _SAFE_CHARS
-                and group_id != TOPIC_METADATA_GROUP):
+                and group_id not in _RESERVED):
             return Route("group", group_id=group_id)
     try:
         body = decode_json(value)
@@ -203,7 +207,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
     if api == "ListGroups":
         return Route("directory", reply_key=key)
     group_id = body.get("group_id")
-    if isinstance(api, str) and api in _INTERNAL_APIS and isinstance(group_id, str) and group_id != TOPIC_METADATA_GROUP:
+    if isinstance(api, str) and api in _INTERNAL_APIS and isinstance(group_id, str) and group_id not in _RESERVED:
         return Route("group", group_id=group_id)
     if not isinstance(api, str) or api not in API_VERSIONS:
         reason, code = f"unknown api {api!r}", INVALID_REQUEST
@@ -213,7 +217,7 @@ def route(key: bytes | None, value: bytes | None) -> Route:
         except BadRequest as exc:
             reason, code = exc.reason, INVALID_GROUP_ID
         else:
-            if group_id != TOPIC_METADATA_GROUP:
+            if group_id not in _RESERVED:
                 return Route("group", group_id=group_id)
             reason, code = "group_id: reserved for the coordinator's topic metadata", INVALID_GROUP_ID
     response = encode(error_response(api, request_id, group_id, code, reason))

@@ -26,11 +26,13 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from state.api import (
     TOPIC_METADATA_GROUP,
+    TRANSACTIONS_GROUP,
     CoordinatorConfig,
     FastAnswer,
     GroupStep,
     OffsetsReader,
     StoredGroup,
+    deliver_markers,
     step_group,
 )
 from streaming.bucket_deadlines import deadline_record, is_due, publishes
@@ -182,9 +184,11 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
             stats.timer_rows += 1
     out: list[OutputRow] = []
     topic_rows = by_group.pop(TOPIC_METADATA_GROUP, [])
+    marker_rows = by_group.pop(TRANSACTIONS_GROUP, [])
     group_ids = sorted(by_group.keys() | set(store.due(now_ms)))
-    store.prefetch([TOPIC_METADATA_GROUP, *group_ids])
+    store.prefetch([TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, *group_ids])
     topics = _bucket_topics(store, topic_rows, now_ms, config, out)
+    group_ids = _deliver_markers(store, by_group, marker_rows, group_ids, now_ms)
     for group_id in group_ids:
         group_rows = by_group.get(group_id, [])
         held = store.read(group_id)
@@ -208,6 +212,29 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
     store.finish()
     stats.deadline = store.earliest()
     return out
+
+
+def _deliver_markers(store: GroupStore, by_group: dict[str, list[Input]], marker_rows: list[Input],
+                     group_ids: list[str], now_ms: int) -> list[str]:
+    """The bucket's open transactions (the reserved group TRANSACTIONS_GROUP) after this call's TxnOffsetCommits
+    and transaction markers: each marker becomes a TransactionMarker request of the groups it is for
+    (`state.api.deliver_markers`), at its place among their requests. The groups to step."""
+    held = store.read(TRANSACTIONS_GROUP)
+    before = None if held is None else held.stored.metadata
+    requests = [(g, r.partition, r.offset, r.value) for g, rows in by_group.items() for r in rows]
+    index, added = deliver_markers(before, requests, [(r.partition, r.offset, r.value) for r in marker_rows])
+    if index != before:
+        store.write(TRANSACTIONS_GROUP, held, GroupStep(metadata=index), now_ms)
+    elif held is not None:
+        store.keep(TRANSACTIONS_GROUP, held, now_ms)
+    at = {(r.partition, r.offset): r for r in marker_rows}
+    for group_id, partition, offset, value in added:
+        rows = by_group.setdefault(group_id, [])
+        marker = at[(partition, offset)]
+        rows.append(Input(partition, offset, None, value, None, None, None, marker.timestamp, group_id,
+                          marker.resumed))
+        rows.sort(key=lambda r: (r.partition, r.offset))
+    return sorted(set(group_ids) | {g for g, *_ in added})
 
 
 def _bucket_topics(store: GroupStore, rows: list[Input], now_ms: int, config: CoordinatorConfig,

@@ -78,9 +78,9 @@ class Shares:
     async def fetch(self, connection: Any, frame: bytes, version: int, correlation: int) -> bytes:
         request = strict.decode(ShareFetchRequest, frame, version)
         started = time.monotonic()
-        lock_ms = self.holder.limits(request.group_id or "")[0].record_lock_duration_ms
 
         def answer(doc: Json, records: dict[tuple[str, int], list[bytes]] | None = None) -> bytes:
+            lock_ms = self.holder.limits(request.group_id or "")[0].record_lock_duration_ms
             doc = {"throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
                    "acquisition_lock_timeout_ms": lock_ms, "responses": [], "node_endpoints": [], **doc}
             return _encode(ShareFetchResponse, version, doc, correlation, records)
@@ -238,7 +238,7 @@ class Shares:
         per_bytes = max(request.max_bytes // len(tps), 1)
         record_limit = getattr(request, "share_acquire_mode", 0) == 1
         _, config = self.holder.limits(group_id)
-        isolation = 1 if getattr(config, "isolation_level", "") == READ_COMMITTED else 0
+        isolation = 1 if (config or {}).get("isolation_level") == READ_COMMITTED else 0
         deadline = started + max(request.max_wait_ms, 0) / 1000
         while True:
             budget = request.max_records

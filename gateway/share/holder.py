@@ -73,6 +73,8 @@ class Held:
     """Serve only before this (monotonic ms)."""
     partition: SharePartition
     limits: Limits
+    config: Json | None
+    """The group's settings as the query's last grant or renewal said (`ShareViewConfig`'s fields)."""
     held_since_ms: int
     appending: int = 0
     """Appends in flight: acquisition waits for them (a change is durable before it is built on)."""
@@ -205,13 +207,16 @@ class Holder:
             if isinstance(done, Exception):
                 log.warning("a release of %s's records was not made durable: %s", member_id, done)
 
-    def limits(self, group_id: str) -> tuple[Limits, Any]:
-        """The group's share settings (its view's, else the coordinator's defaults) and its config (or None)."""
+    def limits(self, group_id: str) -> tuple[Limits, Json | None]:
+        """The group's share settings and its config (or None): as the query's last answer to a grant of the group
+        said, else as its view says, else the coordinator's defaults."""
+        for held in self._held.values():
+            if held.key[0] == group_id and held.config is not None:
+                return held.limits, held.config
         config = getattr(self._share_view(group_id), "config", None)
-        if config is None:
-            return Limits(), None
-        return Limits(config.delivery_count_limit, config.record_lock_duration_ms,
-                      config.partition_max_record_locks), config
+        return _limits(None if config is None else {
+            f: getattr(config, f) for f in ("auto_offset_reset", "record_lock_duration_ms", "delivery_count_limit",
+                                            "partition_max_record_locks", "isolation_level")})
 
     # -- long polls ----------------------------------------------------------------------------------------------
 
@@ -276,24 +281,29 @@ class Holder:
     # -- the grant -----------------------------------------------------------------------------------------------
 
     async def _take(self, key: SPKey) -> None:
+        """Take the share-partition at the epoch it is free at: the view's to begin with, then each refusal's (the
+        query's answer is newer than any view: a share-partition freed since, by this process's own release or a
+        lease's end, is taken at once at its new epoch). Held by another, the take is asked again every RETAKE_S
+        (the query notes this process as wanting it, so its holder hands it over)."""
         group_id, topic_id, partition = key
+        epoch, _ = self._seen_grant(key)
         try:
             while key in self._wanted and key not in self._held:
-                epoch, holder = self._seen_grant(key)
-                if holder is not None and holder != self.id:
-                    await self._grant_call(group_id, [_grant_op(topic_id, partition, "take", epoch)])  # noted
-                    await asyncio.sleep(RETAKE_S)
-                    continue
                 sent = now_ms()
                 answer = await self._grant_call(group_id, [_grant_op(topic_id, partition, "take", epoch)])
                 granted = _answer_for(answer, topic_id, partition)
-                if granted is not None and granted.get("error_code") == Errors.NONE and \
-                        granted.get("holder") == self.id:
+                if granted is None:
+                    await asyncio.sleep(RETAKE_S)
+                    epoch, _ = self._seen_grant(key)
+                    continue
+                if granted.get("error_code") == Errors.NONE and granted.get("holder") == self.id:
                     await self._start(key, granted, sent)
                     return
-                if granted is not None and granted.get("holder") is None and granted.get("epoch") != epoch:
-                    continue  # freed meanwhile: take at the epoch it is free at now
-                await asyncio.sleep(RETAKE_S)
+                free_now = granted.get("holder") is None and granted.get("epoch") != epoch
+                if granted.get("error_code") == Errors.FENCED_STATE_EPOCH:
+                    epoch = granted["epoch"]
+                if not free_now:
+                    await asyncio.sleep(RETAKE_S)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
             log.warning("taking %s: %s", key, exc)
         finally:
@@ -314,7 +324,7 @@ class Holder:
         """Granted: run the share-partition from its durable state (resolving its start offset first, if it is
         the first holder ever)."""
         group_id, topic_id, partition = key
-        limits, config = self.limits(group_id)
+        limits, config = _limits(granted.get("config")) if granted.get("config") else self.limits(group_id)
         persisted = PersistedState(granted["start_offset"], granted.get("state_epoch", 0), tuple(
             StateBatch(b["first_offset"], b["last_offset"], RecordState(b["delivery_state"]), b["delivery_count"])
             for b in granted.get("state_batches") or ()))
@@ -323,13 +333,13 @@ class Holder:
         lease_ms = granted["lease_ms"]
         held = Held(key, PartitionLog(self._reads, node_id, topic or "", partition), granted["epoch"],
                     persisted.state_epoch, lease_deadline(sent_ms, lease_ms, LEASE_MARGIN_MS),
-                    share_partition_from_snapshot(persisted), limits, now_ms())
+                    share_partition_from_snapshot(persisted), limits, config, now_ms())
         self._held[key] = held
         if not held.partition.resolved:
             if topic is None:
                 self._drop(held, "its topic id is unknown")
                 return
-            reset = getattr(config, "auto_offset_reset", "latest")
+            reset = (config or {}).get("auto_offset_reset", "latest")
             offset = await self._reset_offset(held, reset)
             if offset is None:
                 self._drop(held, "its start offset could not be resolved")
@@ -389,6 +399,8 @@ class Holder:
                         continue
                     held.deadline_ms = max(held.deadline_ms, lease_deadline(sent, renewed.get("lease_ms", lease_ms),
                                                                             LEASE_MARGIN_MS))
+                    if renewed.get("config"):
+                        held.limits, held.config = _limits(renewed["config"])
                     if self._handover_due(held):
                         await self._release(held)
         finally:
@@ -497,6 +509,14 @@ class Holder:
             body = {"api": "ShareGrant", "group_id": h.key[0], "holder": self.id,
                     "partitions": [_grant_op(h.key[1], h.key[2], "release", h.grant_epoch)]}
             _retrieved_later(self._coordinator.call(h.key[0], body, CLOSE_WAIT_S))
+
+
+def _limits(config: Json | None) -> tuple[Limits, Json | None]:
+    """The share-partition rules' limits from a group's settings (None: the coordinator's defaults)."""
+    if config is None:
+        return Limits(), None
+    return Limits(config["delivery_count_limit"], config["record_lock_duration_ms"],
+                  config["partition_max_record_locks"]), config
 
 
 def _grant_op(topic_id: str, partition: int, operation: str, epoch: int) -> Json:

@@ -14,7 +14,10 @@ that producer before it (docs/gateway.md, "Transactions").
 
 from __future__ import annotations
 
-from typing import Callable
+import json
+from typing import Callable, Iterable
+
+import msgspec
 
 from schemas.messages import (
     TransactionMarker,
@@ -31,7 +34,7 @@ from state.errors import COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, Co
 from state.offsets.values import OffsetValue
 from state.records import offset_record, pending_offset_record, pending_offset_tombstone
 from state.runtime.step import NOTHING, CoordinatorResult, Env, then
-from state.wire import simple_response
+from state.wire import encode, simple_response
 
 
 def txn_offset_commit(group: ClassicGroup | ConsumerGroup | None, req: TxnOffsetCommitRequest,
@@ -127,4 +130,73 @@ def pending_tombstones(group: ClassicGroup | ConsumerGroup, keep: Callable[[str,
             if keep is None or not keep(topic, partition)]
 
 
-__all__ = ["txn_offset_commit", "transaction_marker", "pending_tombstones"]
+
+
+# -- which groups a marker is for (the job's state buckets) ---------------------------------------------------------
+
+TRANSACTIONS_GROUP = "\x00transactions"
+"""The reserved group id under which a state bucket keeps its open transactions (`deliver_markers`); the source
+sends every transaction marker of the control topic to every bucket under it."""
+
+class _TxnPeek(msgspec.Struct):
+    """What the bucket reads of a request to keep its open transactions: a TxnOffsetCommit's producer."""
+
+    api: str = ""
+    producer_id: int = -1
+
+
+_PEEK = msgspec.json.Decoder(_TxnPeek)
+
+
+def marker_request(group_id: str, producer_id: int, producer_epoch: int, committed: bool) -> bytes:
+    """The `TransactionMarker` request of a marker, for one group."""
+    return encode(TransactionMarker(group_id=group_id, producer_id=producer_id, producer_epoch=producer_epoch,
+                                    committed=committed))
+
+
+def deliver_markers(index: bytes | None, requests: Iterable[tuple[str, int, int, bytes | None]],
+                    markers: Iterable[tuple[int, int, bytes | None]]) -> tuple[bytes | None, list[tuple]]:
+    """Which groups of a bucket each transaction marker is for: those with a TxnOffsetCommit of its producer in the
+    same control-topic partition before it and after that producer's previous marker there, in this call or an
+    earlier one (`index`, the bucket's open transactions: partition -> producer id -> group ids, as stored).
+
+    `requests`: the call's group requests as (group id, partition, offset, value); `markers`: the markers read in
+    the control topic as (partition, offset, value: a TransactionMarker for TRANSACTIONS_GROUP). Returns the index
+    to store (None: none open) and the requests to add, (group id, partition, offset, value), each to be handled
+    at its marker's place among the group's requests."""
+    open_txns: dict[str, dict[str, list[str]]] = json.loads(index) if index else {}
+    events = []
+    for group_id, partition, offset, value in requests:
+        if value is not None and b'"TxnOffsetCommit"' in value:
+            try:
+                peek = _PEEK.decode(value)
+            except msgspec.DecodeError:
+                continue
+            if peek.api == "TxnOffsetCommit" and peek.producer_id >= 0:
+                events.append((partition, offset, 0, group_id, peek.producer_id))
+    for partition, offset, value in markers:
+        try:
+            marker = msgspec.json.decode(value or b"", type=TransactionMarker)
+        except msgspec.DecodeError:
+            continue
+        events.append((partition, offset, 1, "", marker))
+    added = []
+    for partition, offset, kind, group_id, what in sorted(events, key=lambda e: e[:3]):
+        by_producer = open_txns.setdefault(str(partition), {})
+        if kind == 0:
+            groups = by_producer.setdefault(str(what), [])
+            if group_id not in groups:
+                groups.append(group_id)
+            continue
+        for target in sorted(by_producer.pop(str(what.producer_id), [])):
+            added.append((target, partition, offset,
+                          marker_request(target, what.producer_id, what.producer_epoch, what.committed)))
+        if not by_producer:
+            del open_txns[str(partition)]
+    if not open_txns:
+        return None, added
+    return json.dumps(open_txns, sort_keys=True, separators=(",", ":")).encode(), added
+
+
+__all__ = ["TRANSACTIONS_GROUP", "deliver_markers", "marker_request", "pending_tombstones", "transaction_marker",
+           "txn_offset_commit"]

@@ -23,6 +23,12 @@ def view_of(group: ShareGroup, settings: ShareSettings) -> ShareGroupView:
         grants=tuple(ShareViewGrant(t, p, s.grant.epoch, s.grant.holder, group.wanted.get((t, p)),
                                     s.persisted.state_epoch)
                      for (t, p), s in sorted(group.partitions.items())),
-        config=ShareViewConfig(settings.auto_offset_reset, settings.record_lock_duration_ms,
-                               settings.delivery_count_limit, settings.partition_max_record_locks,
-                               settings.isolation_level))
+        config=holder_config(settings))
+
+
+def holder_config(settings: ShareSettings) -> ShareViewConfig:
+    """The settings a holder applies to the group's share-partitions (in the view, and in a granted take's or
+    renewal's answer)."""
+    return ShareViewConfig(settings.auto_offset_reset, settings.record_lock_duration_ms,
+                           settings.delivery_count_limit, settings.partition_max_record_locks,
+                           settings.isolation_level)

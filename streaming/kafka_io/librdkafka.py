@@ -46,7 +46,11 @@ def cached_consumer(purpose: str, config: Mapping[str, object]) -> Consumer:
                 **confluent_config(config), "logger": log, "group.id": f"spark-group-coordinator-{purpose}",
                 "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error",
                 # tansu holds a fetch for its full wait when there is no data, and a new assignment waits for it
-                "fetch.wait.max.ms": 10, "enable.partition.eof": True})
+                "fetch.wait.max.ms": 10, "enable.partition.eof": True,
+                # every record up to the high watermark the driver planned, open transactions' too (read_committed
+                # would stop at the last stable offset and never reach it); their outcome is the markers'
+                # (`common.markers`)
+                "isolation.level": "read_uncommitted"})
         return consumer
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
+from bisect import bisect_left
 import time
 from dataclasses import dataclass, replace
 from itertools import chain, islice
@@ -54,7 +55,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from common.config import client_config
-from state.api import TOPIC_METADATA_GROUP, route
+from common.markers import gaps, read_markers
+from state.api import TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, marker_request, route
 from streaming.bucket_deadlines import buckets_to_call
 from streaming.buckets import bucket_of
 from streaming.kafka_io.kafka_clients import ReadWait, cached_consumer, chosen_client, high_watermarks
@@ -264,8 +266,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.wait_log_ms, self.client)
         if self.route:
             resumed = partition.resumed
-            routed_rows = (out for row in rows for out in routed(row, self.buckets, resumed))
-            return record_batches(chain(timer_rows(partition.due, resumed), routed_rows), ROUTED_ARROW)
+            delivered: list[tuple[int, int]] = []
+            routed_rows = (out for row in rows if not delivered.append(row[1:3])
+                           for out in routed(row, self.buckets, resumed))
+            markers = marker_rows(self.client_config, partition, delivered, self.buckets, resumed)
+            return record_batches(chain(timer_rows(partition.due, resumed), routed_rows, markers), ROUTED_ARROW)
         return record_batches(rows, RAW_ARROW)
 
 
@@ -364,6 +369,26 @@ def routed(row: tuple, buckets: int, resumed: bool) -> list[tuple]:
     group_id = r.group_id or ""
     bucket = bucket_of(group_id, buckets) if r.kind == "group" else 0
     return [row + (r.kind, group_id, r.reply_key, r.reason, r.response, bucket, resumed)]
+
+
+def marker_rows(config: Mapping[str, object], part: KafkaRange, delivered: list[tuple[int, int]], buckets: int,
+                resumed: bool) -> Iterator[tuple]:
+    """The transaction markers among the range's offsets that were not delivered (`delivered`: (offset, timestamp)
+    of each record read, filled while the range is read, before this runs), each as a `TransactionMarker` row to
+    every bucket (`state.api.deliver_markers` finds the groups it is for), at its offset, with the time of the
+    record before it. Read raw from the log (`common.markers`): consumers skip control records."""
+    skipped = gaps((offset for offset, _ in delivered), part.start, part.end)
+    if not skipped:
+        return
+    bootstrap = config.get("bootstrap_servers")
+    servers = bootstrap if isinstance(bootstrap, str) else ",".join(bootstrap)  # type: ignore[arg-type]
+    offsets = [offset for offset, _ in delivered]  # ascending: a partition is read in order
+    for marker in read_markers(servers, part.topic, part.partition, skipped):
+        before = bisect_left(offsets, marker.offset)
+        value = marker_request(TRANSACTIONS_GROUP, marker.producer_id, marker.producer_epoch, marker.committed)
+        row = (part.partition, marker.offset, delivered[before - 1][1] if before else 0, None, value)
+        yield from (row + ("group", TRANSACTIONS_GROUP, None, None, None, bucket, resumed)
+                    for bucket in range(buckets))
 
 
 def timer_rows(buckets: Iterable[int], resumed: bool) -> Iterator[tuple]:

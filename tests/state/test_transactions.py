@@ -4,10 +4,12 @@ member checks of a transactional commit, and the precedence of a later plain com
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from state.api import TRANSACTIONS_GROUP, deliver_markers, marker_request
 from state.config import CoordinatorConfig
 from state.errors import Errors
 from state.runtime.load import load
@@ -213,3 +215,28 @@ class TestDurability:
     def test_a_share_group_ignores_a_marker(self):
         ctx = GroupContext()
         assert marker(ctx, committed=True) == [] and ctx.group is None
+
+
+class TestDeliverMarkers:
+    """Which groups of a bucket a marker is for: a TxnOffsetCommit of its producer before it in the partition."""
+
+    @staticmethod
+    def txn(group: str, offset: int, producer_id: int = PID, partition: int = 0) -> tuple:
+        return (group, partition, offset, json.dumps({"api": "TxnOffsetCommit", "producer_id": producer_id}).encode())
+
+    @staticmethod
+    def end(offset: int, producer_id: int = PID, partition: int = 0, committed: bool = True) -> tuple:
+        return (partition, offset, marker_request(TRANSACTIONS_GROUP, producer_id, 0, committed))
+
+    def test_a_marker_goes_to_the_groups_committed_before_it_even_in_an_earlier_call(self):
+        index, added = deliver_markers(None, [self.txn("a", 1), self.txn("b", 2, producer_id=9)], [])
+        assert added == [] and index is not None
+        index, added = deliver_markers(index, [self.txn("c", 5)], [self.end(4), self.end(6)])
+        assert [(g, o) for g, _, o, _ in added] == [("a", 4), ("c", 6)]
+        assert json.loads(added[0][3])["group_id"] == "a"
+        index, added = deliver_markers(index, [], [self.end(8, producer_id=9, committed=False)])
+        assert [(g, json.loads(v)["committed"]) for g, _, _, v in added] == [("b", False)] and index is None
+
+    def test_a_marker_of_another_partition_or_producer_is_for_nobody(self):
+        index, added = deliver_markers(None, [self.txn("a", 1)], [self.end(2, partition=1), self.end(3, producer_id=1)])
+        assert added == [] and index is not None

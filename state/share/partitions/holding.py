@@ -29,6 +29,7 @@ from state.share.partitions import grant as grants
 from state.share import records
 from state.share.group import ShareGroup, SharePartitionKey, ShareSnapshot
 from state.share.heartbeat import Env
+from state.share.view import holder_config
 from state.share.partitions.partition import UNRESOLVED, PersistedState, RecordState, StateBatch, UpdateRefused, apply_update
 from state.runtime.timers import Cancel, Schedule, TimerOperation
 
@@ -70,6 +71,7 @@ def share_grant(group: ShareGroup, request: ShareGrantRequest, env: Env, batch_m
     timers: list[TimerOperation] = []
     answers = []
     lease_ms = env.config.share_partition_lease_ms
+    config = holder_config(env.settings)
     for p in request.partitions:
         tp = (p.topic_id, p.partition)
         if not group.is_assignable(*tp):
@@ -107,7 +109,8 @@ def share_grant(group: ShareGroup, request: ShareGrantRequest, env: Env, batch_m
             p.topic_id, p.partition, Errors.NONE if ok else Errors.FENCED_STATE_EPOCH, after.epoch, after.holder,
             lease_ms=lease_ms if ok and after.held else 0, state_epoch=persisted.state_epoch,
             start_offset=persisted.start_offset if give_state else UNRESOLVED,
-            state_batches=tuple(records.batch_value(b) for b in persisted.batches) if give_state else ()))
+            state_batches=tuple(records.batch_value(b) for b in persisted.batches) if give_state else (),
+            config=config if ok and after.held else None))
     response = ShareGrantResponse(request_id=request.request_id, group_id=request.group_id, error_code=Errors.NONE,
                                   partitions=tuple(answers))
     return CoordinatorResult(out, [response], timers)  # type: ignore[arg-type]

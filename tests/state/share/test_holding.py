@@ -133,3 +133,13 @@ def test_a_new_driver_restarts_every_lease():
     grant(s, "gw1", "take", holding.NEVER_HELD)
     ops = holding.restart_leases(s.group, T + 100_000, L)
     assert [(op.key, op.deadline_ms) for op in ops] == [(holding.share_lease_key(FOO, 0), T + 100_000 + L)]
+
+
+def test_a_granted_take_or_renewal_carries_the_groups_settings_and_a_refusal_none():
+    # the holder applies them from its first fetch on, before any view of the group has reached its gateway
+    s = joined()
+    taken = grant(s, "gw1", "take", holding.NEVER_HELD)
+    assert (taken.config.auto_offset_reset, taken.config.record_lock_duration_ms,
+            taken.config.delivery_count_limit) == ("latest", 30_000, 5)
+    assert grant(s, "gw1", "renew", taken.epoch).config == taken.config
+    assert grant(s, "gw2", "take", taken.epoch).config is None
