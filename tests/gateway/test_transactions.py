@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
 from tests.gateway.conftest import wait_for
@@ -68,3 +68,26 @@ def test_offsets_commit_with_the_transaction_wait_while_open_and_never_commit_on
     assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (retried, 0), what="the retry")
     assert env.committed(group, source) == {0: retried}
     consumer.close()
+
+
+def test_a_zombie_producer_is_fenced_and_its_offsets_never_commit(gateway_env):
+    """Two producers with one transactional id: the first (the zombie, an older epoch) cannot put its offsets into
+    a transaction; the second commits its own."""
+    env = gateway_env
+    source = env.topic(1)
+    group = f"zombie-{uuid.uuid4().hex[:8]}"
+    metadata = Consumer({"bootstrap.servers": env.bootstrap, "group.id": group}).consumer_group_metadata()
+    zombie = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}"})
+    zombie.init_transactions(60)
+    zombie.begin_transaction()
+    successor = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}"})
+    successor.init_transactions(60)  # bumps the epoch: the zombie's transaction is aborted upstream
+    with pytest.raises(KafkaException) as refused:
+        zombie.send_offsets_to_transaction([TopicPartition(source, 0, 5)], metadata, 30)
+        zombie.commit_transaction(30)
+    assert refused.value.args[0].code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                                            KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.INVALID_TXN_STATE)
+    successor.begin_transaction()
+    successor.send_offsets_to_transaction([TopicPartition(source, 0, 7)], metadata, 60)
+    successor.commit_transaction(60)
+    assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (7, 0), what="the successor's commit")
