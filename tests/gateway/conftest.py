@@ -38,6 +38,9 @@ GATEWAY_PROPERTIES = {
     "group.consumer.min.session.timeout.ms": "6000",
     "group.consumer.session.timeout.ms": "12000",
     "topic.metadata.refresh.interval.ms": "1000",
+    # Share groups: a group may lock records for as little as 1 s (Kafka's broker-side floor; 15 s by default), so
+    # that a lock running out is seen soon.
+    "group.share.min.record.lock.duration.ms": "1000",
 }
 
 

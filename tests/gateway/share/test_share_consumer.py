@@ -1,0 +1,183 @@
+"""Unmodified confluent-kafka ShareConsumers (KIP-932) through a gateway in front of the real query and broker
+(issue 34): members share one partition and every record accepted is delivered once; explicit ACCEPT, RELEASE and
+REJECT; the delivery-count limit; a record whose lock runs out comes back; a SIGKILLed member's records come back to
+another member at once (its connection closed: its share session's records are released, durable, before the lock
+would have ended).
+
+Each test has its topic and its group (configured before its first member, as an operator does with
+`kafka-configs.sh --entity-type groups`); the query and the gateway are the package's (tests/gateway/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+from tests.gateway.conftest import ROOT, GatewayEnv, wait_for
+
+pytestmark = [pytest.mark.broker, pytest.mark.spark]
+
+LOCK_MS = 3000
+"""The groups' `share.record.lock.duration.ms` where a lock is meant to run out (the package's query allows 1 s)."""
+LONG_LOCK_MS = 60_000
+"""Where a lock must not be what brings records back."""
+
+
+def share_group(env: GatewayEnv, **configs: object) -> str:
+    """A fresh group reading from the earliest offset, with these `share.*` configs (underscores for dots)."""
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    entries = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)]
+    entries += [ConfigEntry(k.replace("_", "."), str(v), incremental_operation=AlterConfigOpType.SET)
+                for k, v in configs.items()]
+    admin = AdminClient({"bootstrap.servers": env.bootstrap})
+    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                                  incremental_configs=entries)]).values():
+        future.result(timeout=180)  # a fresh query's first batches may be slow
+    return group
+
+
+def produce(env: GatewayEnv, topic: str, values: list[bytes]) -> None:
+    """One record per log batch: a share-partition acquires whole batches, so members can split them."""
+    producer = Producer({"bootstrap.servers": env.bootstrap})
+    for value in values:
+        producer.produce(topic, value)
+        producer.flush(30)
+
+
+@dataclass
+class Member:
+    """A ShareConsumer polling in a thread of the test; `seen`: (offset, value, delivery count) of every delivery."""
+
+    consumer: ShareConsumer
+    acks: dict[bytes, AcknowledgeType] | None
+    seen: list[tuple[int, bytes, int]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for message in self.consumer.poll(0.3):
+                if message.error() is not None:
+                    continue
+                self.seen.append((message.offset(), message.value(), message.delivery_count()))
+                if self.acks is not None:
+                    self.consumer.acknowledge(message, self.acks.get(message.value(), AcknowledgeType.ACCEPT))
+                self.stop.wait(0.02)  # some work per record: the others get a turn
+        self.consumer.close()
+
+
+class Members:
+    def __init__(self) -> None:
+        self.started: list[tuple[Member, threading.Thread]] = []
+
+    def start(self, env: GatewayEnv, group: str, topic: str,
+              acks: dict[bytes, AcknowledgeType] | None = None, **config: object) -> Member:
+        """`acks`: explicit mode, each record acknowledged by its value (ACCEPT if not named); None: implicit."""
+        consumer = ShareConsumer({"bootstrap.servers": env.bootstrap, "group.id": group,
+                                  "share.acknowledgement.mode": "implicit" if acks is None else "explicit", **config})
+        consumer.subscribe([topic])
+        member = Member(consumer, acks)
+        thread = threading.Thread(target=member.run, daemon=True)
+        thread.start()
+        self.started.append((member, thread))
+        return member
+
+    def close(self) -> None:
+        for member, _ in self.started:
+            member.stop.set()
+        for _, thread in self.started:
+            thread.join(timeout=30)
+
+
+@pytest.fixture
+def members() -> Iterator[Members]:
+    started = Members()
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture
+def holding(gateway_env) -> Iterator:
+    """`holding(group, topic)`: a member in its own process that sits on what it acquires; returns (process,
+    offsets); every one is killed by pid at the end."""
+    processes: list[subprocess.Popen] = []
+
+    def start(group: str, topic: str) -> tuple[subprocess.Popen, list[int]]:
+        process = subprocess.Popen([sys.executable, "-m", "tests.gateway.share.holding_member", gateway_env.bootstrap,
+                                    group, topic], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        processes.append(process)
+        return process, json.loads(process.stdout.readline())
+
+    try:
+        yield start
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+
+def delivered(group: list[Member]) -> list[tuple[int, bytes, int]]:
+    return sorted(s for m in group for s in m.seen)
+
+
+def test_three_members_share_one_partition_and_each_record_is_delivered_once(gateway_env, members):
+    env = gateway_env
+    topic, group = env.topic(partitions=1), share_group(env)
+    three = [members.start(env, group, topic, **{"max.poll.records": 5}) for _ in range(3)]
+    values: list[bytes] = []
+    while not all(m.seen for m in three) and len(values) < 300:  # rounds until each has joined and got some
+        values += [b"r%d" % i for i in range(len(values), len(values) + 30)]
+        produce(env, topic, values[-30:])
+        wait_for(lambda: len(delivered(three)) >= len(values), 120, "every record delivered")
+    # the last poll's implicit acceptance goes with the close; nothing comes again meanwhile
+    assert [(o, v, c) for o, v, c in delivered(three)] == [(i, values[i], 1) for i in range(len(values))]
+    assert all(m.seen for m in three), [len(m.seen) for m in three]
+
+
+def test_explicit_accept_release_reject_and_the_delivery_count_limit(gateway_env, members):
+    env = gateway_env
+    topic, group = env.topic(partitions=1), share_group(env, share_delivery_count_limit=3)
+    produce(env, topic, [b"accept-0", b"release", b"reject", b"accept-3"])
+    member = members.start(env, group, topic, acks={b"release": AcknowledgeType.RELEASE,
+                                                    b"reject": AcknowledgeType.REJECT})
+    wait_for(lambda: sum(1 for _, v, _ in member.seen if v == b"release") >= 3, 120,
+             "the released record delivered up to the limit")
+    produce(env, topic, [b"after"])  # consumed once the limit archived the released record
+    wait_for(lambda: any(v == b"after" for _, v, _ in member.seen), 120, "a record produced after")
+    assert sorted(member.seen) == [(0, b"accept-0", 1), (1, b"release", 1), (1, b"release", 2), (1, b"release", 3),
+                                   (2, b"reject", 1), (3, b"accept-3", 1), (4, b"after", 1)]
+
+
+def test_a_record_whose_lock_runs_out_comes_back_to_another_member(gateway_env, members, holding):
+    env = gateway_env
+    topic, group = env.topic(partitions=1), share_group(env, share_record_lock_duration_ms=LOCK_MS)
+    produce(env, topic, [b"a", b"b"])
+    _, held = holding(group, topic)  # alive, connected, and never acknowledging
+    other = members.start(env, group, topic)
+    wait_for(lambda: {o for o, _, _ in other.seen} >= set(held), 120, "the held records delivered again")
+    assert {(o, c) for o, _, c in other.seen if o in held} == {(o, 2) for o in held}
+
+
+def test_a_killed_members_records_come_back_to_another_member_at_once(gateway_env, members, holding):
+    env = gateway_env
+    topic, group = env.topic(partitions=1), share_group(env, share_record_lock_duration_ms=LONG_LOCK_MS)
+    produce(env, topic, [b"a", b"b", b"c"])
+    process, held = holding(group, topic)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+    other = members.start(env, group, topic)
+    # released when its connection closed, not when its locks would end (an upper bound below the lock)
+    wait_for(lambda: {o for o, _, _ in other.seen} >= set(held), LONG_LOCK_MS / 2000, "the killed member's records")
+    assert {(o, c) for o, _, c in other.seen if o in held} == {(o, 2) for o in held}
