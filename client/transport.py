@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CONTROL_TOPIC = "group-coordinator-requests"
 DEFAULT_RESPONSE_TOPIC = "group-coordinator-responses"
+IDLE_READ_S = 1.0
+"""With no request awaiting its answer, the response partitions are read this often (positions kept: nothing is
+missed, a later answer is read from where the reader stopped)."""
 
 
 class Transport(Protocol):
@@ -58,13 +61,24 @@ class PendingRequests:
         self._futures: dict[str, Future[Json]] = {}
         self._ids = itertools.count()
         self._prefix = uuid.uuid4().hex[:12]
+        self._added = threading.Event()
 
     def new(self) -> tuple[str, Future[Json]]:
         request_id = f"{self._prefix}-{next(self._ids)}"
         fut: Future[Json] = Future()
         with self._lock:
             self._futures[request_id] = fut
+        self._added.set()
         return request_id, fut
+
+    def wait_for_any(self, timeout_s: float) -> None:
+        """Return once a request awaits its answer, or after `timeout_s`: the reader has nothing to fetch for
+        meanwhile (an idle gateway's reader fetched twenty times a second, issue 37)."""
+        with self._lock:
+            if self._futures:
+                return
+            self._added.clear()
+        self._added.wait(timeout_s)
 
     def complete(self, response: Json) -> None:
         with self._lock:
@@ -215,6 +229,7 @@ class KafkaTransport:
             if not positioned:
                 self._closed.wait(0.02)
                 continue
+            self._waiters.wait_for_any(IDLE_READ_S)
             try:
                 batches = self._consumer.poll(timeout_ms=100)
             except Exception:  # a broker hiccup must not kill the reader; callers time out and retry

@@ -40,6 +40,11 @@ log = logging.getLogger(__name__)
 
 SAMPLE_INTERVAL_S = 0.1
 """How often the log ends are noted (one small fetch each): freshness is known to this much."""
+IDLE_INTERVAL_S = 0.3
+"""How often once no request was written for `IDLE_AFTER_S`: an idle gateway used a tenth of a core sampling ten
+times a second (issue 37). The query's marks come every second when idle, so views stay fresh within the 2 s bound;
+a request written, a wake or a refresh brings back `SAMPLE_INTERVAL_S`."""
+IDLE_AFTER_S = 2.0
 SAMPLES_KEPT_S = 60.0
 
 
@@ -55,6 +60,8 @@ class ViewFollower:
         """views partition -> (offset, requests-topic positions) of the latest mark read there."""
         self._samples: deque[tuple[float, dict[int, int], dict[int, int]]] = deque()
         """(t, E, V) of recent samples, oldest first."""
+        self._busy_as_of = float("-inf")
+        """When a round last saw the requests topic's ends move, or was asked for (`_interval`)."""
         self.complete_as_of = float("-inf")
         self.alive_as_of = float("-inf")
         self.read_as_of = float("-inf")
@@ -125,6 +132,7 @@ class ViewFollower:
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
+            woken = self._wake.is_set()
             self._wake.clear()
             with self._refreshes_lock:
                 waiting, self._refreshes = self._refreshes, []
@@ -138,10 +146,18 @@ class ViewFollower:
                 following = False
             for loop, done in waiting:
                 loop.call_soon_threadsafe(_resolve, done, ends)
-            pause = SAMPLE_INTERVAL_S - (time.monotonic() - started) if following else 1.0
+            pause = self._interval(started, asked=woken or bool(waiting)) - (time.monotonic() - started) if following else 1.0
             self._wake.wait(max(pause, 0.0))
         for consumer in self._clients or ():
             consumer.close()
+
+    def _interval(self, now: float, asked: bool) -> float:
+        """The pause between rounds: `SAMPLE_INTERVAL_S` while requests are written or rounds asked for,
+        `IDLE_INTERVAL_S` after `IDLE_AFTER_S` without."""
+        samples = self._samples
+        if asked or (len(samples) >= 2 and samples[-1][1] != samples[-2][1]):
+            self._busy_as_of = now
+        return SAMPLE_INTERVAL_S if now - self._busy_as_of < IDLE_AFTER_S else IDLE_INTERVAL_S
 
     def step(self) -> bool:
         """One round of the thread's: note the log ends now, read the views up to them, move the two instants.
