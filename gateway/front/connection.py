@@ -37,7 +37,7 @@ from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateRespon
                                  SaslHandshakeResponse)
 
 from gateway.security import apis as security_apis, authz
-from gateway.upstream import group_configs, peek
+from gateway.upstream import group_configs, peek, transactions
 from gateway.security.acl import ANONYMOUS, AclOperation, ResourceType
 from gateway.upstream.control import GROUP_APIS, GroupApi, Json, control_requests, from_json, to_json
 from gateway.front import strict
@@ -88,6 +88,8 @@ class ClientConnection:
         self._exchange: Exchange | None = None
         self._slots: asyncio.Queue[Awaitable[Any] | None] = asyncio.Queue(MAX_IN_FLIGHT)
         self._upstream: Upstream | None = None
+        self._txn_upstream: Upstream | None = None
+        """The gateway's own upstream connection for a TxnOffsetCommit's AddPartitionsToTxn (opened on first use)."""
         self._tasks: set[asyncio.Task] = set()
 
     async def serve(self) -> None:
@@ -349,6 +351,8 @@ class ClientConnection:
         extra = None
         if api.name in _CLIENT_NAMED:  # our extension: Kafka takes these from the header and the socket
             extra = {"client_id": request.header.client_id or "", "client_host": self.client_host}
+        if api.name == "TxnOffsetCommit":
+            return await self._txn_offset_commit(api, version, doc, timeout_s)
         bodies = control_requests(api, version, doc, self.principal, extra)
         if fast_path is not None:
             for body in bodies:
@@ -364,6 +368,23 @@ class ClientConnection:
                 for body in bodies:
                     fast_path.after_request(api.name, body)
         return api.merge(doc, list(answers), version)
+
+    async def _txn_offset_commit(self, api: GroupApi, version: int, doc: Json, timeout_s: float) -> Json:
+        """A TxnOffsetCommit joins the producer's transaction (`gateway.upstream.transactions`): the group's
+        control-topic partition is added to it and the request written there with the producer's id and epoch, on
+        the gateway's own connection to the upstream; what the upstream refuses is the answer on every partition."""
+        if self._txn_upstream is None or self._txn_upstream.closed:
+            s = self.gateway.settings
+            host, port = self.gateway.upstream_addresses(None)[0]
+            self._txn_upstream = await Upstream.connect(host, port, s.upstream, s.connect_timeout_ms / 1000)
+        upstream, partitions = self._txn_upstream, self.gateway.control_partitions
+        error = await partitions.add(upstream, doc["group_id"], doc)
+        if error:
+            return transactions.refused(doc, error)
+        (body,) = control_requests(api, version, doc, self.principal)
+        key = doc["group_id"].encode("utf-8")
+        return await self.gateway.coordinator.call_written(
+            doc["group_id"], body, timeout_s, lambda value: partitions.write(upstream, doc, key, value))
 
     # -- SASL ------------------------------------------------------------------------------------------------
 

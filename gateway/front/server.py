@@ -27,6 +27,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
+from gateway.upstream.transactions import ControlPartitions
 from gateway.front.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.security.acl import Authorizer
 from gateway.security.authentication import Authenticator
@@ -112,6 +113,8 @@ class Gateway:
         """The ACLs and SCRAM credentials the gateway follows (when authorization or SCRAM is on)."""
         self.fast_path = fast_path
         """Heartbeats and commits answered from the groups' views (None: every request waits for the coordinator)."""
+        self.control_partitions = ControlPartitions(settings.requests_topic)
+        """Adds a group's control-topic partition to a producer's transaction (TxnOffsetCommit)."""
         self.authorizing = settings.authorization and security is not None
         self._topic_names: dict[bytes, str] = {}
         self._topic_ids_learned = 0.0

@@ -10,8 +10,9 @@
 - Every other upstream API: the upstream's versions, forwarded byte for byte.
 - ShareFetch and ShareAcknowledge (KIP-932): the gateway's own versions (`gateway.share`).
 - Left out: the group APIs of protocols the coordinator does not run (KIP-1071 streams groups; KIP-932's group-side
-  APIs until the coordinator runs share groups) and TxnOffsetCommit, which would commit to the upstream's own coordinator. A client configured for them
-  then fails fast with UnsupportedVersion instead of hanging.
+  APIs until the coordinator runs share groups). A client configured for them then fails fast with
+  UnsupportedVersion instead of hanging.
+- TxnOffsetCommit is a group API (`gateway.upstream.transactions`): the coordinator's, never the upstream's own.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from gateway.security.apis import versions as security_versions
 Versions = dict[int, tuple[int, int]]
 
 NOT_SERVED = frozenset({
-    ApiKey.TxnOffsetCommit,
     83, 84, 85, 86, 87,  # the share-group state APIs
     88, 89,  # StreamsGroupHeartbeat, StreamsGroupDescribe (KIP-1071)
 })

@@ -31,6 +31,7 @@ from gateway.upstream.control import Json, unanswered
 
 GROUP_AUTHORIZATION_FAILED = 30
 TOPIC_AUTHORIZATION_FAILED = 29
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 GROUP_MESSAGE = "Group authorization failed."
 _MEMBER_APIS = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"})
 Op, Res = AclOperation, ResourceType
@@ -62,8 +63,11 @@ def group_access(authorizer: Authorizer, session: Session, api: str, version: in
         if allowed(Op.READ, Res.GROUP, doc["group_id"]):
             return GroupAccess(doc)
         return GroupAccess(None, _refused(api, doc))
-    if api in ("OffsetCommit", "OffsetDelete"):
-        operation = Op.READ if api == "OffsetCommit" else Op.DELETE
+    if api == "TxnOffsetCommit" and not allowed(Op.WRITE, Res.TRANSACTIONAL_ID, doc["transactional_id"]):
+        return GroupAccess(None, unanswered({"api": api, **doc}, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                            "Transactional id authorization failed."))
+    if api in ("OffsetCommit", "OffsetDelete", "TxnOffsetCommit"):
+        operation = Op.DELETE if api == "OffsetDelete" else Op.READ
         if not allowed(operation, Res.GROUP, doc["group_id"]):
             return GroupAccess(None, _refused(api, doc))
         kept, refused = _split_topics(doc["topics"], lambda name: allowed(Op.READ, Res.TOPIC, name))

@@ -33,6 +33,7 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
                                            OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
                                            OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
                                            SyncGroupResponse)
+from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kafka.protocol.schemas.fields.codecs import BitField
 
 from gateway.upstream.kafka_apis import (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
@@ -278,6 +279,9 @@ GROUP_APIS: dict[int, GroupApi] = {api.api_key: api for api in (
              _share_offsets_merge),
     GroupApi("DeleteShareGroupOffsets", DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse, _one,
              _share_offsets_merge),
+    # written after the group's control-topic partition joined the producer's transaction
+    # (`gateway.upstream.transactions`)
+    GroupApi("TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse, _one, _first),
 )}
 """By Kafka API key."""
 
@@ -301,7 +305,7 @@ def unanswered(body: Json, code: int, reason: str) -> Json:
     """The answer to a control request the coordinator did not answer in time: the core's error shape for that
     API, plus what Kafka repeats from the request with the error (each committed or fetched partition)."""
     response = msgspec.to_builtins(error_response(body["api"], "", body.get("group_id"), code, reason))
-    if body["api"] in ("OffsetCommit", "OffsetFetch") and body.get("topics"):
+    if body["api"] in ("OffsetCommit", "OffsetFetch", "TxnOffsetCommit") and body.get("topics"):
         response["topics"] = [
             {"name": t["name"], "partitions": [
                 {"partition_index": p, "error_code": code, "committed_offset": -1, "committed_leader_epoch": -1,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any, Awaitable
+from typing import Any, Awaitable, Callable
 
 from client.transport import KafkaTransport, encode_request
 from gateway.upstream.appender import Appender
@@ -48,6 +48,14 @@ class CoordinatorClient:
         before this returns, so requests are written in the order of the calls."""
         request_id, future = self._transport.expect(key)
         written = self.appender.append(key, encode_request(body, request_id))
+        return self._answer(request_id, asyncio.wrap_future(future), written, body, timeout_s)
+
+    def call_written(self, key: str, body: Json, timeout_s: float,
+                     write: Callable[[bytes], Awaitable[None]]) -> Awaitable[Json]:
+        """`call`, with `body` written by `write` (its encoded value) instead of the appender: a TxnOffsetCommit,
+        written inside the producer's transaction (`gateway.upstream.transactions`)."""
+        request_id, future = self._transport.expect(key)
+        written = asyncio.ensure_future(write(encode_request(body, request_id)))
         return self._answer(request_id, asyncio.wrap_future(future), written, body, timeout_s)
 
     async def _answer(self, request_id: str, answer: asyncio.Future, written: asyncio.Future, body: Json,
@@ -91,5 +99,7 @@ def not_written(body: Json, failure: BaseException) -> Json:
     """The answer to `body` when the control topic would not take it, with the error Kafka's coordinator gives
     for that failure of its log (`state.api.append_error`)."""
     log.warning("cannot send %s: %s", body.get("api"), failure)
-    return unanswered(body, append_error(body.get("api", ""), getattr(failure, "code", None)),
+    answer_code = getattr(failure, "answer_code", None)  # the upstream's refusal is the answer (a fenced producer)
+    return unanswered(body, answer_code if answer_code is not None else
+                      append_error(body.get("api", ""), getattr(failure, "code", None)),
                       f"the control topic cannot be written: {failure}")

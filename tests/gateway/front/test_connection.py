@@ -47,11 +47,11 @@ def api_versions(connection: Connection) -> dict[int, tuple[int, int]]:
 
 def test_api_versions_advertise_the_coordinator_s_group_apis_and_not_the_other_protocols(gateway):
     ours, upstream = api_versions(gateway.connect()), TANSU_VERSIONS
-    assert {k: ours[k] for k in (11, 14, 12, 13, 8, 9, 47, 15, 16, 42, 68, 69)} == {
+    assert {k: ours[k] for k in (11, 14, 12, 13, 8, 9, 47, 15, 16, 42, 68, 69, 28)} == {
         11: (0, 9), 14: (0, 5), 12: (0, 4), 13: (0, 5), 8: (0, 9), 9: (0, 9), 47: (0, 0), 15: (0, 5), 16: (0, 5),
-        42: (0, 2), 68: (0, 1), 69: (0, 1)}
+        42: (0, 2), 68: (0, 1), 69: (0, 1), 28: (0, 5)}  # TxnOffsetCommit: the coordinator's (issue 32)
     assert 47 not in upstream and 68 not in upstream  # tansu has neither; the gateway serves them anyway
-    for missing in (28, 88, 17, 36):  # TxnOffsetCommit, streams groups, no SASL on this listener
+    for missing in (88, 17, 36):  # streams groups, no SASL on this listener
         assert missing not in ours
     assert {k: ours[k] for k in (76, 77, 78, 79)} == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}  # share groups
     assert ours[2] == upstream[2] and ours[19] == upstream[19]  # forwarded as they are

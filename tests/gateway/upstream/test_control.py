@@ -55,6 +55,10 @@ REQUESTS = {
     "AlterShareGroupOffsets": {"group_id": "g", "topics": [{"topic_name": "t", "partitions": [
         {"partition_index": 0, "start_offset": 5}]}]},
     "DeleteShareGroupOffsets": {"group_id": "g", "topics": [{"topic_name": "t"}]},
+    "TxnOffsetCommit": {"transactional_id": "tx", "group_id": "g", "producer_id": 7, "producer_epoch": 0,
+                        "generation_id": 1, "member_id": "m", "group_instance_id": None, "topics": [
+                            {"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 5,
+                                                          "committed_leader_epoch": -1, "committed_metadata": ""}]}]},
 }
 LISTED = {"error_code": 0, "groups": [{"group_id": "g", "protocol_type": "consumer", "group_state": "Stable",
                                        "group_type": "classic"}]}

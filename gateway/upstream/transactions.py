@@ -1,0 +1,107 @@
+"""TxnOffsetCommit through the gateway: the group's control-topic partition joins the producer's transaction first.
+
+Kafka's group coordinator writes a TxnOffsetCommit's offsets into `__consumer_offsets` inside the producer's
+transaction, and the transaction coordinator's marker there decides them. Here the coordinator is the query, and
+the control topic its log: before the gateway writes the TxnOffsetCommit to the group's control-topic partition, it
+adds that partition to the client's transaction (AddPartitionsToTxn v3, with the client's transactional id,
+producer id and epoch, as the client's own producer would), so the upstream's transaction coordinator writes its
+COMMIT or ABORT marker into that partition after the request, in order with the group's other requests; the query
+reads the marker (`common.markers`) and commits or drops the pending offsets (`state.offsets.transactions`).
+
+A stale epoch (a zombie producer), a producer id the upstream never issued, or a transaction not begun is refused by
+the upstream here, and the TxnOffsetCommit gets that error on every partition without reaching the control topic.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafka.partitioner.default import murmur2
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from gateway.upstream.broker import Upstream
+
+ADD_PARTITIONS_VERSION = 3
+METADATA_VERSION = 8
+PRODUCE_VERSION = 8
+
+
+class NotWritten(Exception):
+    """The upstream refused the transactional write (`code`: its error, e.g. PRODUCER_FENCED)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"the upstream answered error {code}")
+        self.answer_code = code
+
+
+class ControlPartitions:
+    """Adds a group's control-topic partition to a producer's transaction, on a connection of the gateway's own
+    (the client's forwarded connection carries the client's correlation ids)."""
+
+    def __init__(self, requests_topic: str) -> None:
+        self.requests_topic = requests_topic
+        self._partitions: int | None = None
+        self._sequences: dict[tuple[int, int, int], int] = {}
+        """(producer id, epoch, partition) -> the next sequence number of the gateway's writes for it."""
+
+    async def write(self, upstream: Upstream, doc: dict[str, Any], key: bytes, value: bytes) -> None:
+        """Write the control request `value` to the group's partition inside the producer's transaction: a
+        transactional batch with its producer id and epoch (tansu, as Kafka, writes a transaction's markers to the
+        partitions the producer wrote to). NotWritten when the upstream refuses it."""
+        partition = await self.partition_of(upstream, doc["group_id"])
+        producer = (doc["producer_id"], doc["producer_epoch"], partition)
+        sequence = self._sequences.get(producer, 0)
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
+                                            producer_id=doc["producer_id"], producer_epoch=doc["producer_epoch"],
+                                            base_sequence=sequence, batch_size=len(value) + len(key) + 1024)
+        builder.append(0, int(time.time() * 1000), key, value, [])
+        request = ProduceRequest[PRODUCE_VERSION](transactional_id=doc["transactional_id"], acks=-1,
+                                                  timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
+                                                      name=self.requests_topic, partition_data=[
+                                                          ProduceRequest.TopicProduceData.PartitionProduceData(
+                                                              index=partition, records=bytes(builder.build()))])])
+        answer = await upstream.request(request, PRODUCE_VERSION, ProduceResponse)
+        (code,) = [p.error_code for t in answer.responses for p in t.partition_responses]
+        if code:
+            raise NotWritten(code)
+        self._sequences[producer] = sequence + 1
+
+    async def add(self, upstream: Upstream, group_id: str, doc: dict[str, Any]) -> int:
+        """The upstream's error for adding the group's partition to the transaction the TxnOffsetCommit `doc`
+        names (0: added)."""
+        partition = await self.partition_of(upstream, group_id)
+        request = AddPartitionsToTxnRequest[ADD_PARTITIONS_VERSION](
+            v3_and_below_transactional_id=doc["transactional_id"], v3_and_below_producer_id=doc["producer_id"],
+            v3_and_below_producer_epoch=doc["producer_epoch"],
+            v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
+                name=self.requests_topic, partitions=[partition])])
+        answer = await upstream.request(request, ADD_PARTITIONS_VERSION, AddPartitionsToTxnResponse)
+        codes = [p.partition_error_code for t in answer.results_by_topic_v3_and_below
+                 for p in t.results_by_partition]
+        return next((code for code in codes if code), 0)
+
+    async def partition_of(self, upstream: Upstream, group_id: str) -> int:
+        """The control-topic partition of the group's requests: murmur2 of the group id, as the appender's
+        partitioner puts them."""
+        if self._partitions is None:
+            metadata = await upstream.request(MetadataRequest[METADATA_VERSION](
+                topics=[MetadataRequest.MetadataRequestTopic(name=self.requests_topic)],
+                allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False), METADATA_VERSION, MetadataResponse)
+            (topic,) = metadata.topics
+            if topic.error_code or not topic.partitions:
+                raise ConnectionError(f"no partitions of {self.requests_topic} (error {topic.error_code})")
+            self._partitions = len(topic.partitions)
+        return (murmur2(group_id.encode("utf-8")) & 0x7FFFFFFF) % self._partitions
+
+
+def refused(doc: dict[str, Any], code: int) -> dict[str, Any]:
+    """The TxnOffsetCommit answer of a request whose partition could not join the transaction: the error on every
+    partition, as Kafka's coordinator answers a failed write."""
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
+                                           for p in t["partitions"]]} for t in doc.get("topics") or []]}
