@@ -29,7 +29,7 @@ from common.topics import ensure_topics
 from state.errors import Errors
 from streaming.kafka_io.kafka_clients import high_watermarks
 from streaming.recovery.lease import EXIT_LEASE_LOST, HELD, LeaseRecord, LeaseSettings, checkpoint_key
-from tests.support.coordinator import files_not_sparks
+from tests.support.coordinator import files_not_sparks, release_lease
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,7 +165,8 @@ def test_a_second_driver_stands_by_while_the_holder_renews_and_takes_over_when_i
 @pytest.mark.broker
 def test_a_released_lease_is_taken_at_once_not_after_the_timeout(broker, tmp_path, drivers):
     props = _on_broker(broker, tmp_path / "checkpoint", **{"lease.timeout.ms": "20000"})
-    first = drivers(props, "holding")  # after 20 s: a fresh driver watches one timeout before it takes a free lease
+    release_lease(broker, props)  # else the first driver would watch one timeout (20 s) before it takes the lease
+    first = drivers(props, "holding")
     second = drivers(props, "standby")
     first.proc.stdin.close()
     assert first.line() == "released"

@@ -9,11 +9,13 @@ from __future__ import annotations
 import itertools
 import re
 import uuid
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 import time
 from typing import Any, Callable, Mapping, TypeVar
 
+from kafka import KafkaProducer
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -21,6 +23,7 @@ from common import config as job_config
 from common.config import Topics
 from common.topics import ensure_topics
 from streaming.query import start_query
+from streaming.recovery.lease import RELEASED, LeaseRecord, LeaseSettings
 from tests.support.kafka import ResponseReader, producer, read_topic, send_raw, send_requests
 
 NO_RETENTION_CHECK_MS = str(10**13)
@@ -28,7 +31,21 @@ NO_RETENTION_CHECK_MS = str(10**13)
 
 RELAXED_LEASE = {"lease.timeout.ms": "60000", "lease.renew.interval.ms": "1000"}
 """For tests that run `coordinator run` but are not about the lease: a driver starved of CPU for seconds on a loaded
-machine would lose a lease of a few seconds and halt (exit 75), which is the lease working, not what they test."""
+machine would lose a lease of a few seconds and halt (exit 75), which is the lease working, not what they test.
+A fresh driver watches one timeout for a holder before it takes a free lease: where the broker runs before the job,
+`release_lease` spares those 60 s."""
+
+
+def release_lease(bootstrap: str, props: Mapping[str, str]) -> None:
+    """Leave the checkpoint's lease as a driver that stopped cleanly leaves it (a release record under its key), so
+    that the next driver takes it at once instead of watching one `lease.timeout.ms` for a holder
+    (streaming/recovery/lease.py). `props`: the job's properties, as overrides of its defaults."""
+    job = job_config.load(overrides=props)
+    settings = LeaseSettings.from_properties(job)
+    ensure_topics({"bootstrap_servers": bootstrap}, job)
+    released = LeaseRecord("a driver that stopped before the test", 0, RELEASED, int(settings.timeout_s * 1000))
+    with closing(KafkaProducer(bootstrap_servers=bootstrap)) as out:
+        out.send(settings.topic, key=settings.key.encode(), value=released.encode(), partition=0).get(30)
 
 TEST_PROPERTIES = {
     # Short enough that tests wait seconds, not minutes; the session bounds keep Kafka's 6 s minimum unless a
