@@ -110,8 +110,14 @@ class ShareLoad:
             admin.create_topics([NewTopic(self.topic, partitions, 1)])
         finally:
             admin.close()
-        self.port = _free_port()
-        self.gateway = self.start_gateway()
+        for attempt in range(5):  # the port after the one picked is the broker's listener: both must be free
+            self.port = _free_port()
+            try:
+                self.gateway = self.start_gateway()
+                break
+            except RuntimeError:
+                if attempt == 4:
+                    raise
         self.bootstrap = self.gateway.bootstrap_servers
         entries = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
                    ConfigEntry("share.delivery.count.limit", str(DELIVERY_LIMIT),
@@ -147,7 +153,14 @@ class ShareLoad:
     def kill_gateway(self) -> None:
         os.kill(self.gateway.process.pid, signal.SIGKILL)
         self.gateway.process.wait(timeout=30)
-        self.gateway = self.start_gateway()
+        for attempt in range(10):  # on the same port, where the consumers look for it
+            try:
+                self.gateway = self.start_gateway()
+                return
+            except RuntimeError:
+                if attempt == 9:
+                    raise
+                time.sleep(1)
 
     def _produce(self) -> None:
         from confluent_kafka import Producer

@@ -393,8 +393,10 @@ class Holder:
                 for held in mine:
                     renewed = _answer_for(answer, held.key[1], held.key[2])
                     if renewed is None or renewed.get("error_code") != Errors.NONE:
-                        if renewed is not None and renewed.get("error_code") == Errors.COORDINATOR_NOT_AVAILABLE:
-                            continue  # the query did not answer: the deadline stands, asked again next round
+                        if renewed is None or renewed.get("error_code") == Errors.COORDINATOR_NOT_AVAILABLE:
+                            # the query did not decide (no answer, or the whole request refused, as a new driver's
+                            # first batches may): the deadline stands, asked again next round
+                            continue
                         self._drop(held, f"its renewal was refused ({renewed and renewed.get('error_code')})")
                         continue
                     held.deadline_ms = max(held.deadline_ms, lease_deadline(sent, renewed.get("lease_ms", lease_ms),
