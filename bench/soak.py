@@ -1,0 +1,293 @@
+"""Sustained load on the embedded default, as a new user runs it (issue 37): does it hold for the whole run?
+
+`coordinator run` (its own tansu broker, the query and a gateway) is started as a user starts it; then, through the
+gateway, with librdkafka (confluent-kafka) at client defaults:
+- 100 members in 10 groups (heartbeats every 3 s, a commit every 5 s: auto-commit),
+- 3 consumers committing every record synchronously (fed by a producer),
+- a group that rebalances every 2 minutes (a member joins, the oldest leaves).
+
+The peer is the run itself: its last 5 minutes against its first 5 (a stack that holds keeps the same pace).
+It prints, per minute, commits/s, batches and their p99, and ends with
+
+    soak: commits/s last 5 min / first 5 min = R, batch p99 last/first = Q, members expired = X, query restarts = W,
+          idle gateway = Y cores, broker memory growth = Z MB/h
+
+Goals: R >= 0.9, Q <= 1.5, X = 0, W = 0, Y <= 0.05. `idle gateway` is measured before the load, 20 s with no
+client. Members expired is the query's own count (`members_expired` in its per-batch metrics): members that leave
+close their consumers, so any expiry is one that kept heartbeating.
+
+    python -m bench.soak [--minutes 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.parts.gateway_fast import cpu_seconds
+
+ROOT = Path(__file__).resolve().parent.parent
+GROUPS, MEMBERS, COMMITTERS = 10, 10, 3
+REBALANCE_S = 120.0
+
+
+def start_stack(workdir: Path) -> tuple[subprocess.Popen, str, str, Path]:
+    """`coordinator run` on the embedded default; (process, broker, gateway, its output file)."""
+    out = workdir / "run.out"
+    process = subprocess.Popen([str(ROOT / ".venv" / "bin" / "coordinator"), "run", "--metrics-log",
+                                str(workdir / "metrics.log"), "--metrics-port", "0"],
+                               cwd=ROOT, stdout=out.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        text = out.read_text()
+        broker = re.search(r"group coordinator running: bootstrap.servers=(\S+)", text)
+        gateway = re.search(r"kafka clients: bootstrap.servers=(\S+)", text)
+        if broker and gateway:
+            return process, broker.group(1), gateway.group(1), out
+        if process.poll() is not None:
+            break
+        time.sleep(1)
+    stop_stack(process)
+    raise RuntimeError(f"coordinator run did not start:\n{out.read_text()[-3000:]}")
+
+
+def stop_stack(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def child(process: subprocess.Popen, marker: str) -> int:
+    """The pid of the run's child process whose command line holds `marker`."""
+    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat[1]) == process.pid and marker in cmdline:
+            return pid
+    raise RuntimeError(f"no child of {process.pid} runs {marker!r}")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Load:
+    """The clients, each on a thread of its own; counts what they saw."""
+
+    def __init__(self, gateway: str, broker: str) -> None:
+        self.gateway, self.broker = gateway, broker
+        self.stop = threading.Event()
+        self.commits: list[float] = []
+        """When each synchronous commit was answered."""
+        self.commit_errors: dict[str, int] = {}
+        self.lost = 0
+        self.lock = threading.Lock()
+        tag = uuid.uuid4().hex[:6]
+        self.members_topic, self.records_topic = f"soak-members-{tag}", f"soak-records-{tag}"
+        admin = AdminClient({"bootstrap.servers": broker})
+        for future in admin.create_topics([NewTopic(self.members_topic, 10, 1),
+                                           NewTopic(self.records_topic, COMMITTERS, 1)]).values():
+            future.result()
+        self.tag = tag
+        self.threads: list[threading.Thread] = []
+
+    def consumer(self, group: str, **settings: object) -> Consumer:
+        return Consumer({"bootstrap.servers": self.gateway, "group.id": group, "auto.offset.reset": "earliest",
+                         "fetch.wait.max.ms": 10, **settings})
+
+    def _on_lost(self, _consumer: Consumer, partitions: list) -> None:
+        with self.lock:
+            self.lost += 1
+
+    def start(self) -> None:
+        self.threads = [threading.Thread(target=self._members, args=(g,), daemon=True) for g in range(GROUPS)]
+        self.threads += [threading.Thread(target=self._committer, args=(c,), daemon=True) for c in range(COMMITTERS)]
+        self.threads += [threading.Thread(target=self._producer, daemon=True),
+                         threading.Thread(target=self._rebalancer, daemon=True)]
+        for thread in self.threads:
+            thread.start()
+
+    def _members(self, g: int) -> None:
+        consumers = [self.consumer(f"soak-{self.tag}-group-{g}") for _ in range(MEMBERS)]
+        for c in consumers:
+            c.subscribe([self.members_topic], on_lost=self._on_lost)
+        while not self.stop.is_set():
+            for c in consumers:
+                c.poll(0.05)
+        for c in consumers:
+            c.close()
+
+    def _producer(self) -> None:
+        producer = Producer({"bootstrap.servers": self.broker, "linger.ms": 5})
+        i = 0
+        while not self.stop.is_set():
+            for p in range(COMMITTERS):
+                producer.produce(self.records_topic, f"record-{i}".encode(), partition=p)
+            producer.poll(0)
+            i += 1
+            if i % 100 == 0:
+                producer.flush()
+                time.sleep(0.05)
+        producer.flush()
+
+    def _committer(self, index: int) -> None:
+        c = self.consumer(f"soak-{self.tag}-committer-{index}", **{"enable.auto.commit": False})
+        c.subscribe([self.records_topic], on_lost=self._on_lost)
+        while not self.stop.is_set():
+            message = c.poll(0.5)
+            if message is None or message.error():
+                continue
+            try:
+                c.commit(message, asynchronous=False)
+                with self.lock:
+                    self.commits.append(time.monotonic())
+            except KafkaException as exc:
+                name = exc.args[0].name() if exc.args and isinstance(exc.args[0], KafkaError) else str(exc)
+                with self.lock:
+                    self.commit_errors[name] = self.commit_errors.get(name, 0) + 1
+        c.close()
+
+    def _rebalancer(self) -> None:
+        group = f"soak-{self.tag}-rebalancing"
+        members = [self.consumer(group), self.consumer(group)]
+        for c in members:
+            c.subscribe([self.members_topic], on_lost=self._on_lost)
+        next_change = time.monotonic() + REBALANCE_S
+        while not self.stop.is_set():
+            for c in members:
+                c.poll(0.05)
+            if time.monotonic() >= next_change:
+                joining = self.consumer(group)
+                joining.subscribe([self.members_topic], on_lost=self._on_lost)
+                members.append(joining)
+                members.pop(0).close()
+                next_change += REBALANCE_S
+        for c in members:
+            c.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(60)
+
+
+def batches(metrics: Path) -> list[dict]:
+    rows = []
+    for line in metrics.read_text().splitlines() if metrics.exists() else ():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+def p99(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def window_stats(rows: list[dict], commits: list[float], since: float, until: float, clock_offset: float) -> dict:
+    """Commits/s and batch p99 (ms) in [since, until) (monotonic seconds); batch timestamps are wall-clock."""
+    n = sum(1 for t in commits if since <= t < until)
+    durations = [r["batch_duration_ms"] for r in rows
+                 if since <= _ts(r["timestamp"]) - clock_offset < until]
+    return {"commits_per_s": n / max(until - since, 1e-9), "batch_p99_ms": p99(durations), "batches": len(durations)}
+
+
+def _ts(stamp: str) -> float:
+    from datetime import datetime
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def idle_gateway_cores(process: subprocess.Popen, seconds: float = 20.0) -> float:
+    gateway = child(process, "-m gateway")
+    before = cpu_seconds({"gateway": gateway})["gateway"]
+    time.sleep(seconds)
+    return (cpu_seconds({"gateway": gateway})["gateway"] - before) / seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0, help="how long the load runs (default 30)")
+    args = parser.parse_args(argv)
+    workdir = ROOT / "var" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}"
+    workdir.mkdir(parents=True)
+    process, broker, gateway, out = start_stack(workdir)
+    load = None
+    try:
+        time.sleep(10)
+        idle = idle_gateway_cores(process)
+        print(f"idle gateway: {idle:.3f} cores over 20 s; {_uptime()}", flush=True)
+        tansu = child(process, "tansu")
+        load = Load(gateway, broker)
+        started = time.monotonic()
+        clock_offset = time.time() - started
+        rss_start = rss_mb(tansu)
+        load.start()
+        total = args.minutes * 60
+        minute = 0
+        while time.monotonic() - started < total:
+            if process.poll() is not None:
+                print("the coordinator run exited", flush=True)
+                break
+            time.sleep(max(0.0, started + 60 * (minute + 1) - time.monotonic()))
+            minute += 1
+            s = window_stats(batches(workdir / "metrics.log"), list(load.commits), started + 60 * (minute - 1),
+                             started + 60 * minute, clock_offset)
+            print(f"minute {minute}: {s['commits_per_s']:.1f} commits/s, {s['batches']} batches, batch p99 "
+                  f"{s['batch_p99_ms'] / 1000:.2f} s, commit errors {load.commit_errors}, lost {load.lost}, "
+                  f"tansu {rss_mb(tansu):.0f} MB; {_uptime()}", flush=True)
+        ended = time.monotonic()
+        rss_end = rss_mb(tansu)
+        load.close()
+        rows = batches(workdir / "metrics.log")
+        span = min(300.0, (ended - started) / 2)
+        first = window_stats(rows, load.commits, started, started + span, clock_offset)
+        last = window_stats(rows, load.commits, ended - span, ended, clock_offset)
+        expired = sum(r.get("members_expired", 0) for r in rows if _ts(r["timestamp"]) - clock_offset >= started)
+        restarts = out.read_text().count("the coordinator query stopped") + (process.poll() is not None)
+        growth = (rss_end - rss_start) / max((ended - started) / 3600, 1e-9)
+        r = last["commits_per_s"] / first["commits_per_s"] if first["commits_per_s"] else 0.0
+        q = last["batch_p99_ms"] / first["batch_p99_ms"] if first["batch_p99_ms"] else 0.0
+        print(f"windows of {span / 60:.1f} min: first {first}, last {last}; commit errors {load.commit_errors}, "
+              f"assignments lost {load.lost}; tansu {rss_start:.0f} -> {rss_end:.0f} MB; {_uptime()}")
+        print(f"soak: commits/s last 5 min / first 5 min = {r:.2f}, batch p99 last/first = {q:.2f}, "
+              f"members expired = {expired}, query restarts = {restarts}, idle gateway = {idle:.3f} cores, "
+              f"broker memory growth = {growth:.0f} MB/h")
+        return 0
+    finally:
+        if load is not None:
+            load.close()
+        stop_stack(process)
+
+
+def _uptime() -> str:
+    return "load average " + ", ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
