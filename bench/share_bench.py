@@ -256,10 +256,15 @@ def share_group(bootstrap: str, lock_ms: int | None = None) -> str:
         entries.append(ConfigEntry("share.record.lock.duration.ms", str(lock_ms),
                                    incremental_operation=AlterConfigOpType.SET))
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
-                                                              incremental_configs=entries)])
-    for future in futures.values():
-        future.result(timeout=60)
+    for attempt in range(5):  # a fresh query's first batches may outlast the gateway's request timeout
+        try:
+            for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                                          incremental_configs=entries)]).values():
+                future.result(timeout=60)
+            return group
+        except Exception:  # noqa: BLE001 - retried, then raised
+            if attempt == 4:
+                raise
     return group
 
 

@@ -60,7 +60,8 @@ def _member(bootstrap: str, group: str, topic: str, ledger: Ledger, stop: thread
     from confluent_kafka import AcknowledgeType, ShareConsumer
 
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                              "share.acknowledgement.mode": "explicit", "max.poll.records": 20})
+                              "share.acknowledgement.mode": "explicit", "max.poll.records": 20,
+                              "log_level": 2})  # the gateway's restart is expected: its connection errors are not news
     consumer.subscribe([topic])
     try:
         while not stop.is_set():
@@ -115,10 +116,17 @@ class ShareLoad:
         entries = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
                    ConfigEntry("share.delivery.count.limit", str(DELIVERY_LIMIT),
                                incremental_operation=AlterConfigOpType.SET)]
-        configs = AdminClient({"bootstrap.servers": self.bootstrap}).incremental_alter_configs(
-            [ConfigResource(ResourceType.GROUP, self.group, incremental_configs=entries)])
-        for future in configs.values():
-            future.result(timeout=240)
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        for attempt in range(5):  # a fresh query's first batches may outlast the gateway's request timeout
+            try:
+                for future in admin.incremental_alter_configs(
+                        [ConfigResource(ResourceType.GROUP, self.group, incremental_configs=entries)]).values():
+                    future.result(timeout=120)
+                break
+            except Exception as exc:  # noqa: BLE001 - retried, then raised
+                if attempt == 4:
+                    raise
+                log(f"setting the group's configs: {exc}; again")
         self.ledger = Ledger()
         self.produced: list[bytes] = []
         self._stop_members, self._stop_producing = threading.Event(), threading.Event()
@@ -152,7 +160,7 @@ class ShareLoad:
             self.produced.append(value)
             i += 1
             producer.poll(0)
-            time.sleep(0.01)
+            time.sleep(0.02)
         producer.flush(60)
         self._stop_producing.set()
 
@@ -218,11 +226,15 @@ def run(kills: list[str], members: int, partitions: int, records: int, lease_ms:
             target = load.settled_count() + max(records // (len(kills) + 2), 1)
             _until(lambda: load.settled_count() >= target, timeout_s)
             log(f"kill {i + 1}/{len(kills)}: the {kill}, {load.settled_count()} records settled")
+            killed_at = time.monotonic()
             if kill == "driver":
                 env.job.kill()
                 env.job.start()
             else:
                 load.kill_gateway()
+            before = load.settled_count()
+            if _until(lambda: load.settled_count() > before or load.all_settled(), timeout_s + lease_ms / 1000):
+                log(f"settling again {time.monotonic() - killed_at:.1f} s after the kill")
         if not _until(load.all_settled, timeout_s + lease_ms / 1000):
             log("warning: not every record settled before the deadline")
         checks, notes = load.checks()
