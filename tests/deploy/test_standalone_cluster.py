@@ -20,7 +20,7 @@ from deploy.drills.fleet import Wire
 from deploy.standalone.cluster import StandaloneCluster
 from state.errors import Errors
 from tests.support import protocol as p
-from tests.support.coordinator import NO_RETENTION_CHECK_MS, RELAXED_LEASE
+from tests.support.coordinator import NO_RETENTION_CHECK_MS, RELAXED_LEASE, release_lease
 
 # Generous: on a 2-core machine shared with other Spark jobs one JVM start can take minutes.
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500)]
@@ -84,6 +84,8 @@ def test_standalone_cluster_matches_local_mode_and_survives_a_worker_loss(coordi
     with StandaloneCluster(tmp_path / "cluster", workers=2) as cluster:
         props = {**SETTINGS, **topics, "metrics.log": str(tmp_path / "metrics.jsonl")}
         run_flags = [x for k, v in props.items() for x in ("--set", f"{k}={v}")]
+        # A driver of this checkpoint stopped cleanly before: the job takes the lease at once.
+        release_lease(broker, {**props, "checkpoint.location": str(tmp_path / "checkpoint")})
         log_path = tmp_path / "job.log"
         with open(log_path, "wb") as out:
             job = subprocess.Popen(

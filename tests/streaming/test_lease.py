@@ -176,6 +176,7 @@ def test_a_released_lease_is_taken_at_once_not_after_the_timeout(broker, tmp_pat
 @pytest.mark.broker
 def test_a_holder_fenced_by_a_new_producer_on_its_transactional_id_stops(broker, tmp_path, drivers):
     props = _on_broker(broker, tmp_path / "checkpoint")
+    release_lease(broker, props)  # the first driver holds at once (the stand-by test watches a timeout first)
     holder = drivers(props, "holding")
     usurper = KafkaProducer(bootstrap_servers=broker,
                             transactional_id=LeaseSettings.from_properties(props).transactional_id)
@@ -190,6 +191,7 @@ def test_a_holder_fenced_by_a_new_producer_on_its_transactional_id_stops(broker,
 @pytest.mark.broker
 def test_a_holder_that_reads_another_drivers_record_after_its_own_stops(broker, tmp_path, drivers):
     props = _on_broker(broker, tmp_path / "checkpoint")
+    release_lease(broker, props)  # the first driver holds at once (the stand-by test watches a timeout first)
     settings = LeaseSettings.from_properties(props)
     holder = drivers(props, "holding")
     other = KafkaProducer(bootstrap_servers=broker)
@@ -205,6 +207,7 @@ def test_a_holder_that_reads_another_drivers_record_after_its_own_stops(broker, 
 @pytest.mark.broker
 def test_a_paused_holder_resumed_after_the_takeover_stops_and_never_writes_again(broker, tmp_path, drivers):
     props = _on_broker(broker, tmp_path / "checkpoint")
+    release_lease(broker, props)  # the first driver holds at once (the stand-by test watches a timeout first)
     settings = LeaseSettings.from_properties(props)
     old = drivers(props, "holding")
     new = drivers(props, "standby")
