@@ -40,8 +40,9 @@ def _check_struct(struct: Any, value: Any, version: int, where: str) -> None:
             if len(item) > MAX_STRING_BYTES // 4 and len(item.encode("utf-8")) > MAX_STRING_BYTES:
                 raise FrameError(f"string field {where}.{name} had invalid length {len(item.encode('utf-8'))}")
         elif kind == "structs":
+            path = f"{where}.{name}"
             for element in item:
-                _check_struct(inner, element, version, f"{where}.{name}")
+                _check_struct(inner, element, version, path)
         elif kind == "strings":
             for element in item:
                 if element is None or len(element.encode("utf-8")) > MAX_STRING_BYTES:
