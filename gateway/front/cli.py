@@ -64,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processes", type=int, default=1, metavar="N",
                         help="N gateway processes on the same listeners (SO_REUSEPORT), to use N cores "
                              "(docs/gateway.md, \"Several processes\")")
+    parser.add_argument("--profile-interval-s", type=float, default=0.0, metavar="S",
+                        help="log every S seconds the requests of each kind (API, version), where each was answered "
+                             "(the gateway, a group's view, the coordinator, the broker) and how long it took; 0: off")
     parser.add_argument("--liveness-interval-ms", type=int, default=5000,
                         help="the longest a heartbeat answered from a view waits before the coordinator hears of it "
                              "(at most a third of the group's smallest session timeout)")
@@ -133,7 +136,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         view_bound_max_ms=args.view_bound_max_ms,
         liveness_interval_ms=args.liveness_interval_ms, offset_fetch_by_coordinator=args.offset_fetch_by_coordinator,
         offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
-        member_id_round_by_coordinator=args.member_id_round_by_coordinator,
+        member_id_round_by_coordinator=args.member_id_round_by_coordinator, profile_interval_s=args.profile_interval_s,
         coordinator_config=CoordinatorConfig.from_properties(props),
         shared=None if worker is None else Shared(Path(worker[0]), worker[1], worker[3]),
         process_index=0 if worker is None else worker[2],
