@@ -14,10 +14,13 @@ every request did before.
   the coordinator would have answered otherwise, the member owes it a heartbeat and leaves the view.
 - OffsetCommit: appended to the requests topic (acks=all) carrying the answer given (`answered`), then answered
   once the append is acknowledged. The coordinator applies it as always and sends no answer; where it decides
-  otherwise (the view was stale), it counts a misprediction. The offsets are the coordinator's decision alone.
-- TxnOffsetCommit: the same, written inside the producer's transaction instead of appended (`txn_commit`); its
-  offsets stay pending until the transaction's marker. While a classic JoinGroup, SyncGroup or LeaveGroup of the
-  group is forwarded, and until the view that follows its answer is read, it goes to the coordinator.
+  otherwise (the view was stale), it counts a misprediction. The offsets are the coordinator's decision alone. One
+  the view read does not accept waits for the follower's next round (the view after the member's SyncGroup may not
+  be read yet) and is answered from that view where it accepts it.
+- TxnOffsetCommit: answered as an OffsetCommit, written inside the producer's transaction instead of appended
+  (`txn_commit`); its offsets stay pending until the transaction's marker. While a classic JoinGroup, SyncGroup or
+  LeaveGroup of the group is forwarded, and until the view that follows its answer is read, it goes to the
+  coordinator.
 - OffsetFetch: answered from the offsets a view carries (a Stable classic group's, a consumer group's where none
   can expire), as of the last request the coordinator applied for it, when the follower, woken after the fetch
   arrived, finds nothing written to the group's requests-topic partition since that request; not written to the
@@ -39,7 +42,7 @@ import itertools
 import logging
 import time
 import uuid
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 import msgspec
 
@@ -57,6 +60,10 @@ log = logging.getLogger(__name__)
 
 REFRESH_TIMEOUT_S = 1.0
 """How long an OffsetFetch waits for the view follower's fresh round before asking the coordinator."""
+
+COMMIT_REFRESH_TIMEOUT_S = 0.5
+"""How long a commit the view read does not accept waits for the follower's next round before asking the
+coordinator (a round takes milliseconds; the coordinator a micro-batch)."""
 
 HOLD_WAIT_S = 2.0
 """How long an OffsetFetch or a held heartbeat waits for the view that follows a request of its group the gateway
@@ -158,6 +165,9 @@ class FastPath:
         self.max_metadata_bytes = max_metadata_bytes
         self._ids = itertools.count()
         self._prefix = f"fast-{uuid.uuid4().hex[:8]}"
+        self._commit_turns: dict[str, asyncio.Future] = {}
+        """Per group: the last commit waiting for a fresher view (`_commit`), done once it is written or left to
+        the coordinator."""
         self.holds = holds or Holds()
         """Per group: requests that may change it, forwarded to the coordinator and not yet answered, and when the
         last was answered: no view answers its heartbeats before a follower round begun later. Shared by the
@@ -245,6 +255,22 @@ class FastPath:
             except asyncio.TimeoutError:
                 return not self._holds(group_id)
 
+    async def _read_since(self, instant: float, timeout_s: float) -> bool:
+        """Wake the follower and wait, at most `timeout_s`, until it has read the views in a round begun at
+        `instant` or later; whether it has. Each round's end wakes the wait to look again."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        self.follower.wake()
+        while True:
+            round_ended = self.follower.round_ended()
+            if self.follower.read_as_of >= instant:
+                round_ended.cancel()
+                return True
+            try:
+                await asyncio.wait_for(round_ended, deadline - loop.time())
+            except asyncio.TimeoutError:
+                return self.follower.read_as_of >= instant
+
     def _request(self, body: Json):
         view = self.follower.view(body["group_id"])
         if view is None:
@@ -297,16 +323,53 @@ class FastPath:
                               response.error_code)
         return _at_once(msgspec.to_builtins(response))
 
-    def _commit(self, body: Json, decide: Callable = commit_from_view,
-                write: Callable[[bytes], Awaitable[None]] | None = None) -> Awaitable[Json] | None:
-        """A commit the group's view accepts (`decide`), appended carrying the answer given (or written by
-        `write`), and answered once that is acknowledged. None: ask the coordinator."""
-        view, req = self._request(body)
-        if req is None:
-            return None
-        answer = decide(view, req, self.max_metadata_bytes)
-        if answer is None:
-            return None
+    def _commit(self, body: Json) -> Awaitable[Json | None] | None:
+        """A commit the group's view accepts (`state.api.commit_from_view`), answered once it is appended. One the
+        view read does not accept waits for a round of the follower begun after it arrived, and is answered from
+        the view that round reads if that one accepts it: the view the coordinator wrote before its answer to the
+        member's last request (the SyncGroup that formed the group, the heartbeat that gave it its epoch) may not
+        be read yet, and asking the coordinator would cost a micro-batch (docs/gateway.md, "Every client's
+        speed"). While one waits, the group's later commits wait their turn behind it, so that the group's
+        commits reach the requests topic in the order they came."""
+        group_id = body["group_id"]
+        ahead = self._commit_turns.get(group_id)
+        if ahead is None:
+            view, req = self._request(body)
+            if req is None:
+                return None
+            answer = commit_from_view(view, req, self.max_metadata_bytes)
+            if answer is not None:
+                return self._append_commit(body, req, answer)
+        turn = asyncio.get_running_loop().create_future()
+        self._commit_turns[group_id] = turn
+        return self._commit_in_turn(body, ahead, turn)
+
+    async def _commit_in_turn(self, body: Json, ahead: asyncio.Future | None, turn: asyncio.Future) -> Json | None:
+        """The commit's answer from the view once the commit ahead of it is written (or, first in line, once the
+        follower's next round is read); None: ask the coordinator. Its turn ends when it is written, or just before
+        it returns None, so that the connection writes it to the coordinator before the next commit is looked at
+        (`CoordinatorClient.call` writes before it returns)."""
+        try:
+            if ahead is not None:
+                await asyncio.shield(ahead)
+            elif not await self._read_since(time.monotonic(), COMMIT_REFRESH_TIMEOUT_S):
+                return None
+            view, req = self._request(body)
+            answer = None if req is None else commit_from_view(view, req, self.max_metadata_bytes)
+            if answer is None:
+                return None
+            written = self._append_commit(body, req, answer)
+        finally:
+            if not turn.done():
+                turn.set_result(None)
+            if self._commit_turns.get(body["group_id"]) is turn:
+                del self._commit_turns[body["group_id"]]
+        return await written
+
+    def _append_commit(self, body: Json, req: Any, answer: Any,
+                       write: Callable[[bytes], Awaitable[None]] | None = None) -> Awaitable[Json]:
+        """Append the commit carrying its answer (or have `write` write it), and answer once that is
+        acknowledged."""
         value = encode({**body, "request_id": f"{self._prefix}-{next(self._ids)}", "answered": answer})
         written = self.appender.append(req.group_id, value) if write is None else asyncio.ensure_future(write(value))
         return self._after(written, msgspec.to_builtins(commit_response(req, answer)), body)
@@ -320,7 +383,11 @@ class FastPath:
         group_id = body["group_id"]
         if self._holds(group_id) or self.holds.holds(_MEMBERSHIP_HOLD + group_id, self.follower.read_as_of):
             return None  # a member's generation may be changing (`_MEMBERSHIP_HOLD`)
-        return self._commit(body, txn_commit_from_view, write)
+        view, req = self._request(body)
+        if req is None:
+            return None
+        answer = txn_commit_from_view(view, req, self.max_metadata_bytes)
+        return None if answer is None else self._append_commit(body, req, answer, write)
 
     @staticmethod
     async def _after(written: asyncio.Future, answer: Json, body: Json) -> Json:

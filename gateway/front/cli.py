@@ -53,13 +53,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(docs/gateway.md, \"Fast answers\")")
     parser.add_argument("--view-bound-ms", type=_positive, default=2000,
                         help="answer heartbeats and commits from a group's view while the views are complete and the "
-                             "coordinator alive as of at most this long ago (docs/gateway.md)")
+                             "coordinator alive as of at most this long ago, or 2.5 times the query's measured "
+                             "pace where that is longer (docs/gateway.md)")
+    parser.add_argument("--view-bound-max-ms", type=_positive, default=10000,
+                        help="how far the view bound may follow the query's pace when its batches are slow; "
+                             "at or below --view-bound-ms the bound is fixed (docs/gateway.md)")
     parser.add_argument("--offset-fetch-by-coordinator", action="store_true",
                         help="leave every OffsetFetch to the coordinator's micro-batch instead of answering it from a "
                              "Stable group's view where that holds the group's offsets now (docs/gateway.md)")
     parser.add_argument("--processes", type=int, default=1, metavar="N",
                         help="N gateway processes on the same listeners (SO_REUSEPORT), to use N cores "
                              "(docs/gateway.md, \"Several processes\")")
+    parser.add_argument("--profile-interval-s", type=float, default=0.0, metavar="S",
+                        help="log every S seconds the requests of each kind (API, version), where each was answered "
+                             "(the gateway, a group's view, the coordinator, the broker) and how long it took; 0: off")
     parser.add_argument("--liveness-interval-ms", type=int, default=5000,
                         help="the longest a heartbeat answered from a view waits before the coordinator hears of it "
                              "(at most a third of the group's smallest session timeout)")
@@ -126,9 +133,10 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
         response_fetch_wait_ms=args.response_fetch_wait_ms, views_topic=props["topic.views"],
         fast_answers_by_coordinator=args.fast_answers_by_coordinator, view_bound_ms=args.view_bound_ms,
+        view_bound_max_ms=args.view_bound_max_ms,
         liveness_interval_ms=args.liveness_interval_ms, offset_fetch_by_coordinator=args.offset_fetch_by_coordinator,
         offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
-        member_id_round_by_coordinator=args.member_id_round_by_coordinator,
+        member_id_round_by_coordinator=args.member_id_round_by_coordinator, profile_interval_s=args.profile_interval_s,
         coordinator_config=CoordinatorConfig.from_properties(props),
         shared=None if worker is None else Shared(Path(worker[0]), worker[1], worker[3]),
         process_index=0 if worker is None else worker[2],
@@ -173,7 +181,7 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
     if settings.fast_answers_by_coordinator:
         return None
     follower = ViewFollower(settings.bootstrap_servers, settings.views_topic, settings.requests_topic,
-                            settings.kafka_config, settings.view_bound_ms)
+                            settings.kafka_config, settings.view_bound_ms, settings.view_bound_max_ms)
     return FastPath(follower, coordinator.appender, Heartbeats(coordinator.appender, settings.liveness_interval_ms,
                                                                loop), settings.offset_metadata_max_bytes,
                     offset_fetch_by_coordinator=settings.offset_fetch_by_coordinator,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -40,7 +41,7 @@ from gateway.security import apis as security_apis, authz
 from gateway.upstream import group_configs, peek, transactions
 from gateway.security.acl import ANONYMOUS, AclOperation, ResourceType
 from gateway.upstream.control import GROUP_APIS, GroupApi, Json, control_requests, from_json, to_json
-from gateway.front import strict
+from gateway.front import profile, strict
 from gateway.front.frames import FrameError, framed, read_frame, request_prefix
 from gateway.security.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSAGE, GroupAccess, Session, group_access
 from gateway.security.authentication import MAX_RECEIVE_BYTES, Exchange
@@ -101,7 +102,10 @@ class ClientConnection:
                 frame = await read_frame(self._reader, limit)
                 if frame is None:
                     break
-                slot = await self._handle(frame)
+                if self.gateway.profile is None:
+                    slot = await self._handle(frame)
+                else:
+                    slot = await self._profiled(frame)
                 if slot is not None:
                     await self._slots.put(slot)
         except FrameError as exc:
@@ -118,6 +122,22 @@ class ClientConnection:
             if self._upstream is not None:
                 self._upstream.close()
             self._writer.close()
+
+    async def _profiled(self, frame: bytes) -> Awaitable[Any] | None:
+        """`_handle`, the request's kind and time recorded in the gateway's profile (`gateway.front.profile`)."""
+        started = time.perf_counter()
+        if len(frame) < 8 or (self._handshake_version == 0 and not self._authenticated):
+            return await self._handle(frame)  # no header to name it by
+        api_key, version, _ = request_prefix(frame)
+        route = profile.Route(_ROUTES.get(api_key, "upstream"))
+        token = profile.ROUTE.set(route)
+        try:
+            slot = await self._handle(frame)
+        finally:
+            profile.ROUTE.reset(token)
+        if slot is None:
+            return None
+        return self.gateway.profile.timed(slot, api_key, version, len(frame), route, started)
 
     async def _write_answers(self) -> None:
         while True:
@@ -335,11 +355,13 @@ class ClientConnection:
             fast = fast_path.answer(api.name, body)
             answer = None if fast is None else await fast
             if answer is not None:
+                profile.routed("view")
                 return answer
         if api.name == "OffsetFetch" and fast_path is not None:
             bodies = control_requests(api, version, doc, self.principal)
             fetched = await asyncio.gather(*(fast_path.offset_fetch(body) for body in bodies))
             if all(answer is not None for answer in fetched):
+                profile.routed("view")
                 return api.merge(doc, list(fetched), version)
         timeout_s = self.gateway.timeout_s(api.name, doc)
         if api.name == "ListGroups":
@@ -362,6 +384,7 @@ class ClientConnection:
             if api.name == "JoinGroup" and self.gateway.member_id_round is not None:
                 named = await self.gateway.member_id_round.answer(version, bodies[0])
                 if named is not None:
+                    profile.routed("view")
                     return named
             answers = await asyncio.gather(*(coordinator.call(body["group_id"], body, timeout_s) for body in bodies))
         finally:
@@ -444,6 +467,11 @@ class ClientConnection:
         if self._exchange.complete:
             self._authenticated, self.principal = True, self._exchange.principal
 
+
+_ROUTES = {**{key: "coordinator" for key in GROUP_APIS}, SHARE_FETCH: "gateway", SHARE_ACKNOWLEDGE: "gateway",
+           ApiKey.ApiVersions: "gateway", ApiKey.SaslHandshake: "gateway", ApiKey.SaslAuthenticate: "gateway",
+           ApiKey.FindCoordinator: "gateway"}
+"""Who answers a request of each API, until its handling says otherwise (`gateway.front.profile`)."""
 
 _CLIENT_NAMED = frozenset({"JoinGroup", "ConsumerGroupHeartbeat", "ShareGroupHeartbeat"})
 """The requests whose member the coordinator shows with the client's id and host (DescribeGroups,

@@ -33,6 +33,7 @@ from gateway.security.acl import Authorizer
 from gateway.security.authentication import Authenticator
 from gateway.fast.member_id_round import MemberIdRound
 from gateway.front.processes import Shared
+from gateway.front.profile import RequestProfile
 from gateway.security.topics import SecurityTopics
 from gateway.upstream.broker import Upstream, UpstreamSecurity
 from gateway.front.versions import Versions, advertised
@@ -75,6 +76,8 @@ class GatewaySettings:
     view_bound_ms: int = 2000
     """How recent a group's view must be for the gateway to answer heartbeats and commits from it
     (`gateway.fast.views`)."""
+    view_bound_max_ms: int = 10000
+    """How far that bound may follow the query's pace when its batches are slow (`gateway.fast.views`)."""
     liveness_interval_ms: int = 5000
     """The longest a heartbeat answered from a view waits before the coordinator hears of it
     (`gateway.fast.fast_path`)."""
@@ -91,6 +94,9 @@ class GatewaySettings:
     member_id_round_by_coordinator: bool = False
     """JoinGroup's member-id round waits for the coordinator instead of being answered here at once
     (`gateway.fast.member_id_round`)."""
+    profile_interval_s: float = 0.0
+    """Log the requests of each kind, where they were answered and how long they took, every this long
+    (`gateway.front.profile`; 0: off)."""
     coordinator_config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     """The coordinator's settings (the `group.*` properties, as the query reads them), for the member-id round the
     gateway answers itself by the core's rules."""
@@ -131,6 +137,9 @@ class Gateway:
         from gateway.share.fetch import Shares
 
         self.share = Shares(self)
+        self.profile = RequestProfile(settings.profile_interval_s) if settings.profile_interval_s > 0 else None
+        """The requests per kind, logged every `profile_interval_s` (None: not counted)."""
+        self._profile_task: asyncio.Task | None = None
         """Share sessions and the share-partitions this process holds (ShareFetch, ShareAcknowledge)."""
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -144,12 +153,16 @@ class Gateway:
         self.bootstrap_port = server.sockets[0].getsockname()[1]
         for node_id in sorted(self.brokers):
             await self.node_address(node_id)
+        if self.profile is not None:
+            self._profile_task = asyncio.get_running_loop().create_task(self.profile.run())
 
     @property
     def bootstrap_address(self) -> str:
         return f"{self.settings.advertised_host}:{self.bootstrap_port}"
 
     async def close(self) -> None:
+        if self._profile_task is not None:
+            self._profile_task.cancel()
         for server in self.servers:
             server.close()
         for server in self.servers:

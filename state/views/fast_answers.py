@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from msgspec import structs
+
 from schemas.consumer_group import (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
                                     ConsumerViewCommitter)
 from schemas.messages import (CommitAnswer, HeardMember, HeartbeatRequest, Liveness, OffsetCommitRequest,
@@ -75,16 +77,23 @@ def consumer_heartbeat_from_view(view: PublishedView | None,
                                  req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse | None:
     """The answer to a ConsumerGroupHeartbeat that changes nothing, where the view decides it: a member of the view
     (reconciled to the group's target) at its epoch, declaring nothing new (every field null or -1, as a regular
-    heartbeat of librdkafka's is), of the principal the member is bound to; it is answered with its epoch, the
-    interval and no assignment. None: ask the coordinator (another principal's member, a join, a leave, an
-    acknowledgement, a change of subscription, a member it must tell something)."""
+    heartbeat of librdkafka's is) but perhaps the partitions it owns, of the principal the member is bound to; it is
+    answered with its epoch, the interval and no assignment. None: ask the coordinator (another principal's member,
+    a join, a leave, a change of subscription, a member it must tell something).
+
+    The owned partitions change nothing for such a member: the coordinator reads them only from a member behind its
+    epoch (`_throw_if_member_epoch_is_invalid`) or one that must revoke partitions (a member not reconciled, so not
+    in the view), and answers an assignment only to a full request (a rebalance timeout and a subscription with
+    them) or when the member's partitions change. So librdkafka's acknowledgement of a new assignment, sent at once
+    after the heartbeat that gave it, is answered here: forwarded, it waited for a micro-batch, and held back the
+    member's commits behind it on the coordinator connection (docs/gateway.md, "Every client's speed")."""
     if not isinstance(view, PublishedConsumerGroup):
         return None
     member = view.members.get(req.member_id)
     if (member is None or not rules.acts_for(member, req.principal)
             or req.member_epoch != member.member_epoch or req.member_epoch != view.group_epoch
             or (req.instance_id is not None and req.instance_id != member.instance_id)
-            or not declares_nothing_new(req)):
+            or not declares_nothing_new(structs.replace(req, topic_partitions=None))):
         return None
     return ConsumerGroupHeartbeatResponse(request_id=req.request_id, group_id=req.group_id, error_code=NONE,
                                           member_id=req.member_id, member_epoch=req.member_epoch,
@@ -222,10 +231,17 @@ def _classic_member(group: ConsumerGroup, member_id: str) -> bool:
 def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMember, env: Env,
                        heard_ms: int) -> CoordinatorResult:
     """A consumer group's heartbeat a gateway answered "nothing changed" (`consumer_heartbeat_from_view`; its
-    member epoch is `generation_id`), checked by the coordinator (`state.consumer.coordinator.heard`)."""
+    member epoch is `generation_id`), checked by the coordinator (`state.consumer.coordinator.heard`). It carries
+    the member's client id and host as the group has them: a Liveness request names neither, and a heartbeat with
+    others would change the member (Kafka takes them from each heartbeat's header and socket, which do not change
+    while the member heartbeats on one connection), so every heartbeat answered from the view was found
+    mispredicted and sent the member's next one to the coordinator."""
+    member = group.members.get(heard.member_id)
+    client = {} if member is None else {"client_id": member.client_id, "client_host": member.client_host}
     req = ConsumerGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
                                         group_id=liveness.group_id, member_id=heard.member_id,
-                                        member_epoch=heard.generation_id, instance_id=heard.group_instance_id)
+                                        member_epoch=heard.generation_id, instance_id=heard.group_instance_id,
+                                        **client)
     kept, decided = _checked(group, req.member_id, req.member_epoch, consumer.heard(group, req, env, heard_ms),
                              consumer_session_timeout_key(req.member_id))
     return kept + CoordinatorResult(fast_answers=[FastAnswer(
@@ -236,10 +252,13 @@ def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMem
 def _share_liveness(group: ShareGroup, liveness: Liveness, heard: HeardMember, env: Env,
                     heard_ms: int) -> CoordinatorResult:
     """A share group's heartbeat a gateway answered from its view (`share_heartbeat_from_view`; its member epoch
-    is `generation_id`), checked as a consumer group's (`state.share.coordinator.heard`)."""
+    is `generation_id`), checked as a consumer group's (`state.share.coordinator.heard`), with the member's client
+    id and host as the group has them (`_consumer_liveness`)."""
+    member = group.members.get(heard.member_id)
+    client = {} if member is None else {"client_id": member.client_id, "client_host": member.client_host}
     req = ShareGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
                                      group_id=liveness.group_id, member_id=heard.member_id,
-                                     member_epoch=heard.generation_id)
+                                     member_epoch=heard.generation_id, **client)
     kept, decided = _checked(group, req.member_id, req.member_epoch, share.heard(group, req, env, heard_ms),
                              share_session_timeout_key(req.member_id))
     return kept + CoordinatorResult(fast_answers=[FastAnswer(

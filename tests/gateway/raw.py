@@ -83,9 +83,13 @@ class RawMember:
 
     def join_and_sync(self, topic: str = "t") -> None:
         """The member-id handshake, the join phase and the sync: a one-member group, Stable."""
+        self.join(topic)
+        self.sync()
+
+    def join(self, topic: str = "t") -> None:
+        """The member-id handshake and the join phase: a one-member group, CompletingRebalance."""
         from assignors.consumer_protocol import Subscription, encode_subscription
-        from kafka.protocol.consumer.group import (JoinGroupRequest, JoinGroupResponse, SyncGroupRequest,
-                                                   SyncGroupResponse)
+        from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
 
         protocol = JoinGroupRequest.JoinGroupRequestProtocol(
             name="range", metadata=encode_subscription(Subscription((topic,))))
@@ -99,6 +103,11 @@ class RawMember:
                 break
         assert joined.error_code == 0, joined
         self.generation = joined.generation_id
+
+    def sync(self) -> None:
+        """The leader's SyncGroup: the group turns Stable."""
+        from kafka.protocol.consumer.group import SyncGroupRequest, SyncGroupResponse
+
         assignment = SyncGroupRequest.SyncGroupRequestAssignment(member_id=self.member_id, assignment=b"")
         synced = self.connection.call(SyncGroupRequest[5](
             group_id=self.group, generation_id=self.generation, member_id=self.member_id, group_instance_id=None,

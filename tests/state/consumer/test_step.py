@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from schemas.consumer_group import ConsumerGroupHeartbeatRequest
+from schemas.consumer_group import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestTopicPartitions
 from state.batch import LOAD_GROUP, TOPIC_METADATA_GROUP, load_group, route, step_group
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
@@ -310,8 +310,7 @@ def test_a_heartbeat_that_changes_nothing_is_answered_from_the_view_and_restarts
     answered = consumer_heartbeat_from_view(published, heartbeat_request("A", 1))
     assert (answered.error_code, answered.member_epoch, answered.heartbeat_interval_ms, answered.assignment) == (
         0, 1, 5000, None)
-    # an acknowledgement, another epoch, a subscription: the coordinator's
-    assert consumer_heartbeat_from_view(published, heartbeat_request("A", 1, topic_partitions=())) is None
+    # another epoch, a subscription, another member: the coordinator's
     assert consumer_heartbeat_from_view(published, heartbeat_request("A", 0)) is None
     assert consumer_heartbeat_from_view(published, heartbeat_request("A", 1, subscribed_topic_names=("t",))) is None
     assert consumer_heartbeat_from_view(published, heartbeat_request("B", 1)) is None
@@ -320,6 +319,49 @@ def test_a_heartbeat_that_changes_nothing_is_answered_from_the_view_and_restarts
     assert liveness(ctx, "A", 1, heard) == []  # no answer: the gateway gave it
     assert ctx.last.records == [] and not ctx.last.fast_answers[0].mispredicted
     assert ctx.group.timers[consumer_session_timeout_key("A")] == heard + SESSION
+
+
+def owned(*partitions: int) -> tuple[ConsumerGroupHeartbeatRequestTopicPartitions, ...]:
+    return (ConsumerGroupHeartbeatRequestTopicPartitions(T, partitions),)
+
+
+def test_a_reconciled_members_acknowledgement_is_answered_from_the_view_as_the_coordinator_answers_it():
+    """librdkafka acknowledges a new assignment in the heartbeat it sends at once after it (its owned partitions,
+    nothing else): for a member reconciled to the target the coordinator answers it as a regular heartbeat, so the
+    view does too, whatever partitions it names. Only the epoch and membership still decide."""
+    ctx = consumer_context()
+    ctx.consumer_join("A", client_id="rdkafka", client_host="/127.0.0.1")
+    published = view(ctx)
+    heard = ctx.now_ms + 1_000
+    ctx.now_ms += 2_000
+    assert liveness(ctx, "A", 1, heard) == []  # the gateway answered an acknowledgement: checked as a heartbeat
+    assert ctx.last.records == [] and not ctx.last.fast_answers[0].mispredicted
+    assert "A" in view(ctx).members
+    for partitions in ((0, 1, 2, 3, 4, 5), (), (0, 1)):
+        ack = heartbeat_request("A", 1, topic_partitions=owned(*partitions))
+        answered = consumer_heartbeat_from_view(published, ack)
+        decided = ctx.consumer_heartbeat("A", 1, topic_partitions=[{"topic_id": T, "partitions": list(partitions)}],
+                                         client_id="rdkafka", client_host="/127.0.0.1")
+        assert (answered.error_code, answered.member_epoch, answered.heartbeat_interval_ms, answered.assignment) == (
+            decided["error_code"], decided["member_epoch"], decided["heartbeat_interval_ms"],
+            decided.get("assignment")) == (0, 1, 5000, None)
+        assert ctx.last.records == []
+    # a stale or future epoch, an acknowledgement with a rebalance timeout (a full request): the coordinator's
+    for req in (heartbeat_request("A", 0, topic_partitions=owned(0)),
+                heartbeat_request("A", 2, topic_partitions=owned(0)),
+                heartbeat_request("A", 1, topic_partitions=owned(0), rebalance_timeout_ms=300_000)):
+        assert consumer_heartbeat_from_view(published, req) is None
+
+
+def test_an_acknowledgement_of_a_member_that_must_revoke_is_the_coordinators():
+    """B's join moves partitions from A: A's acknowledgement of what it revoked changes the group, and A is not in
+    the view until it is reconciled."""
+    ctx = consumer_context()
+    ctx.consumer_join("A")
+    ctx.consumer_join("B")
+    assert consumer_heartbeat_from_view(view(ctx), heartbeat_request("A", 1, topic_partitions=owned(0, 1, 2))) is None
+    response = ctx.consumer_heartbeat("A", 1, topic_partitions=[{"topic_id": T, "partitions": [0, 1, 2]}])
+    assert response["member_epoch"] == 2 and "A" in view(ctx).members
 
 
 def test_a_heartbeat_answered_from_a_stale_view_makes_the_member_heartbeat_the_coordinator():

@@ -156,8 +156,10 @@ def test_lease_expires_on_its_timer_and_a_new_driver_restarts_it():
 
 
 def test_share_heartbeat_answered_from_the_view_is_checked_by_the_coordinator():
+    """The member joined with a client id and host (the gateway names them); the Liveness request names neither,
+    and the coordinator checks it as the member's heartbeat with the ones it has."""
     q = Query()
-    join(q)
+    join(q, client_id="rdkafka", client_host="/127.0.0.1")
     q.step({"api": "Liveness", "members": [{"member_id": "m1", "generation_id": 1, "heard_ms": T + 100,
                                             "answered": 0}]}, now=T + 200)
     assert [(a.api, a.mispredicted) for a in q.last.fast_answers] == [("Heartbeat", False)]
