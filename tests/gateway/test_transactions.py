@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
+from kafka import TopicPartition as KafkaPythonPartition
+from kafka import errors as kafka_errors
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
@@ -198,3 +203,43 @@ def test_bad_transactional_commits_are_refused_and_the_gateway_keeps_serving(gat
         assert stable_fetch(env.bootstrap, group, source) == (-1, 0)
     finally:
         connection.close()
+
+
+def bounded(call: Callable[..., Any], *args: Any, timeout_s: float = 60) -> Any:
+    """`call(*args)`, failing the test after `timeout_s` (kafka-python's transactional calls wait unbounded)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call, *args).result(timeout=timeout_s)
+
+
+def test_kafka_python_commits_aborts_and_a_replaced_static_member_is_fenced(gateway_env):
+    """kafka-python 3's transactional producer with its consumer's group metadata (KIP-447): commit, abort, and
+    offsets sent for a static member's instance id under another member id: FENCED_INSTANCE_ID, abortable."""
+    env = gateway_env
+    source = env.topic(1)
+    group = f"kpy-{uuid.uuid4().hex[:8]}"
+    consumer = KafkaConsumer(source, bootstrap_servers=env.bootstrap, group_id=group, group_instance_id="static-1",
+                             enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=1000)
+    producer = KafkaProducer(bootstrap_servers=env.bootstrap, transactional_id=f"tx-{group}")
+    try:
+        wait_for(lambda: consumer.poll(200) is not None and consumer.assignment(), timeout_s=60,
+                 what="the static member's assignment")
+        metadata = consumer.group_metadata()
+        bounded(producer.init_transactions)
+        for offset, end in ((4, producer.commit_transaction), (6, producer.abort_transaction)):
+            producer.begin_transaction()
+            bounded(producer.send_offsets_to_transaction, {KafkaPythonPartition(source, 0): OffsetAndMetadata(offset)},
+                    metadata)
+            bounded(end)
+            assert wait_for(lambda: stable_fetch(env.bootstrap, group, source)[1] == 0, timeout_s=60,
+                            what="the transaction's marker applied")
+            assert stable_fetch(env.bootstrap, group, source) == (4, 0)
+        producer.begin_transaction()
+        impostor = metadata._replace(member_id="another-member")
+        with pytest.raises(kafka_errors.FencedInstanceIdError):
+            bounded(producer.send_offsets_to_transaction, {KafkaPythonPartition(source, 0): OffsetAndMetadata(9)},
+                    impostor)
+        bounded(producer.abort_transaction)
+        assert stable_fetch(env.bootstrap, group, source) == (4, 0)
+    finally:
+        producer.close(timeout=5)
+        consumer.close()
