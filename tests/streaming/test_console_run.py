@@ -21,7 +21,7 @@ from kafka.admin import NewTopic
 
 from tests.support.coordinator import RELAXED_LEASE
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker]
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.xdist_group("driver-jvm")]  # tests/conftest.py
 
 CONSOLE_LEASE = {**RELAXED_LEASE, "lease.timeout.ms": "30000"}
 """RELAXED_LEASE at half the timeout: the embedded broker starts with the job, so no release can be left for it
