@@ -8,7 +8,7 @@ order, and it decides as always. Its own answer is not sent (the client has one 
 the one given, that is a misprediction (`FastAnswer.mispredicted`), which the shell counts and logs. What it
 stores (offsets, sessions) is what it decided, never what the gateway answered.
 
-- An OffsetCommit a gateway answered carries that answer (`answered`): `settle_commit`.
+- An OffsetCommit or a TxnOffsetCommit a gateway answered carries that answer (`answered`): `settle_commit`.
 - Heartbeats a gateway answered reach the coordinator coalesced, as one internal `Liveness` request per group and
   interval naming each member heard, when and with which answer: `liveness` takes each as that member's
   Heartbeat (the same rule, the session restarted from when it was heard).
@@ -25,7 +25,8 @@ from schemas.consumer_group import (ConsumerGroupHeartbeatRequest, ConsumerGroup
                                     ConsumerViewCommitter)
 from schemas.messages import (CommitAnswer, HeardMember, HeartbeatRequest, Liveness, OffsetCommitRequest,
                               OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
-                              PartitionError)
+                              PartitionError, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+                              TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic)
 from state import rules
 from state.consumer import coordinator as consumer
 from state.classic.group import ClassicGroup
@@ -153,30 +154,39 @@ def _commits_whole(committers: Mapping[str, ConsumerViewCommitter], req: OffsetC
         return False
 
 
-def commit_response(req: OffsetCommitRequest, answer: CommitAnswer) -> OffsetCommitResponse:
-    """The response `answer` stands for, as the coordinator would have sent it."""
+_COMMIT_SHAPES = {"OffsetCommit": (OffsetCommitResponseTopic, OffsetCommitResponsePartition),
+                  "TxnOffsetCommit": (TxnOffsetCommitResponseTopic, TxnOffsetCommitResponsePartition)}
+
+
+def commit_response(req: OffsetCommitRequest | TxnOffsetCommitRequest,
+                    answer: CommitAnswer) -> OffsetCommitResponse | TxnOffsetCommitResponse:
+    """The response `answer` stands for, as the coordinator would have sent it (an OffsetCommit's or a
+    TxnOffsetCommit's: the same shape)."""
+    topic_of, partition_of = _COMMIT_SHAPES[req.api]
     errors = {(e.topic, e.partition): e.error_code for e in answer.partition_errors}
     return simple_response(req, answer.error_code, topics=tuple(  # type: ignore[return-value]
-        OffsetCommitResponseTopic(t.name, tuple(OffsetCommitResponsePartition(
+        topic_of(t.name, tuple(partition_of(
             p.partition_index, errors.get((t.name, p.partition_index), answer.error_code)) for p in t.partitions))
         for t in req.topics))
 
 
-def commit_answer(response: OffsetCommitResponse) -> CommitAnswer:
-    """An OffsetCommit response as `CommitAnswer`: its error and the partitions with another one."""
+def commit_answer(response: OffsetCommitResponse | TxnOffsetCommitResponse) -> CommitAnswer:
+    """An OffsetCommit or TxnOffsetCommit response as `CommitAnswer`: its error and the partitions with another
+    one."""
     return CommitAnswer(response.error_code, tuple(
         PartitionError(t.name, p.partition_index, p.error_code)
         for t in response.topics for p in t.partitions if p.error_code != response.error_code))
 
 
-def settle_commit(req: OffsetCommitRequest, response: OffsetCommitResponse) -> CoordinatorResult:
+def settle_commit(req: OffsetCommitRequest | TxnOffsetCommitRequest,
+                  response: OffsetCommitResponse | TxnOffsetCommitResponse) -> CoordinatorResult:
     """The coordinator's answer, unless a gateway answered already: then the comparison of the two."""
     if req.answered is None:
         return answer(response)
     decided = commit_answer(response)
     detail = "" if decided.partition_errors == req.answered.partition_errors else \
         f"partitions answered {_errors(req.answered)}, decided {_errors(decided)}"
-    return CoordinatorResult(fast_answers=[FastAnswer("OffsetCommit", req.member_id, req.answered.error_code,
+    return CoordinatorResult(fast_answers=[FastAnswer(req.api, req.member_id, req.answered.error_code,
                                                       decided.error_code, detail)])
 
 

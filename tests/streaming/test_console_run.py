@@ -19,7 +19,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker]
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.xdist_group("driver-jvm")]  # tests/conftest.py
 
 NOT_QUIET = re.compile(r"\b(WARN|WARNING|ERROR|FATAL|Exception|Traceback)\b")
 
