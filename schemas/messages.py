@@ -224,6 +224,10 @@ class TxnOffsetCommitRequest(GroupRequest, frozen=True, kw_only=True, tag="TxnOf
     member_id: Annotated[str, Versions("3+")] = ""
     group_instance_id: Annotated[str | None, Versions("3+")] = None
     topics: tuple[TxnOffsetCommitRequestTopic, ...]
+    answered: Annotated[CommitAnswer | None, Extension(
+        "set by a gateway that answered the commit itself once it was written inside the transaction (docs/gateway.md, "
+        "\"Transactions\"): the coordinator sends no response and counts a different decision of its own as a "
+        "misprediction")] = None
 
 
 class OffsetFetchRequestTopic(Message, frozen=True):

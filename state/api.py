@@ -28,7 +28,7 @@ from state.views.fast_answers import (
 )
 from state.classic.group import GroupState
 from state.offsets.handlers import fetch_from_view
-from state.offsets.transactions import TRANSACTIONS_GROUP, deliver_markers, marker_request
+from state.offsets.transactions import TRANSACTIONS_GROUP, deliver_markers, marker_request, txn_commit_from_view
 from state.classic.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.config import kafka_python_settings, read_properties
 from state.records import decode_key
@@ -119,4 +119,5 @@ __all__ = [
     "step_group",
     "upgrade_state",
     "validate_acknowledgement_batches",
+    "txn_commit_from_view",
 ]

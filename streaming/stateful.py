@@ -36,7 +36,7 @@ from state.api import (
     step_group,
 )
 from streaming.bucket_deadlines import deadline_record, is_due, publishes
-from streaming.kafka_io.sink import FAST_APIS, GROUP_STATES, SUMMARY_COLUMNS, OutputRow
+from streaming.kafka_io.sink import FAST_APIS, FAST_COUNTED_AS, GROUP_STATES, SUMMARY_COLUMNS, OutputRow
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
@@ -273,8 +273,8 @@ def _count_fast_answers(group_id: str, answers: Sequence[FastAnswer], stats: Cal
     """Count the requests a gateway answered from the group's view; log a misprediction once per group and
     minute (per worker process): it means a gateway's view was stale, and only the client's answer differed."""
     wrong = [a for a in answers if a.mispredicted]
-    stats.fast_answers.update(a.api for a in answers)
-    stats.mispredictions.update(a.api for a in wrong)
+    stats.fast_answers.update(FAST_COUNTED_AS.get(a.api, a.api) for a in answers)
+    stats.mispredictions.update(FAST_COUNTED_AS.get(a.api, a.api) for a in wrong)
     now = time.monotonic()
     if wrong and now - _logged_at.get(group_id, -MISPREDICTION_LOG_INTERVAL_S) >= MISPREDICTION_LOG_INTERVAL_S:
         if len(_logged_at) >= 1 << 16:

@@ -1,4 +1,5 @@
-"""Shared fixtures: one tansu broker and one SparkSession per test run, and coordinator queries on fresh topics.
+"""Shared fixtures: one tansu broker and one SparkSession per test process (each pytest-xdist worker has its own),
+and coordinator queries on fresh topics.
 
 - `broker`: a real tansu on a free 127.0.0.1 port, started with the job's own embedded-broker code and killed by
   pid at the end of the session.
@@ -19,12 +20,41 @@ SLOW_FIXTURES = {"spark": "spark", "broker": "broker"}
 """A test that uses one of these fixtures (directly or through another fixture) gets its marker, so that the fast
 lane (`./tests/run --fast`: `-m "not spark and not broker"`) never starts Spark or a broker by accident."""
 
+PER_WORKER_FIXTURES = {"broker", "spark"}
+"""Under pytest-xdist (`./tests/run` runs two workers) each worker has its own broker and SparkSession."""
 
+LONGEST_UNIT = "driver-jvm"
+"""The tests that start their own driver JVMs (about a third of the suite's time): one unit, run first."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the `xdist_group` marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, marker in SLOW_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(marker)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(_work_unit(item)))
+    # The longest unit first, the rest as collected (`./tests/run` keeps this order: --no-loadscope-reorder), so
+    # the other worker takes everything else meanwhile rather than one waiting for it at the end.
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group").args[0] != LONGEST_UNIT)
+
+
+def _work_unit(item: pytest.Item) -> str:
+    """What `--dist loadgroup` hands one worker at a time: the tests that share a session- or package-wide fixture of
+    ours (a query, a gateway: it then starts once), else the test's module (its module-wide fixtures start once).
+    Modules that start their own driver JVMs mark themselves `xdist_group("driver-jvm")`: one worker runs those one
+    after another, while the other runs in-process queries, rather than two cold JVM starts sharing two cores."""
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        defs = info.name2fixturedefs.get(name) if info is not None else None
+        if not defs or name in PER_WORKER_FIXTURES:
+            continue
+        fixture = defs[-1]
+        module = getattr(fixture.func, "__module__", "") or ""
+        if fixture.scope in ("session", "package") and module.startswith("tests."):
+            return f"{module}.{name}"
+    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.fixture(scope="session")

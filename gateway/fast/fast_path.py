@@ -17,6 +17,10 @@ every request did before.
   otherwise (the view was stale), it counts a misprediction. The offsets are the coordinator's decision alone. One
   the view read does not accept waits for the follower's next round (the view after the member's SyncGroup may not
   be read yet) and is answered from that view where it accepts it.
+- TxnOffsetCommit: answered as an OffsetCommit, written inside the producer's transaction instead of appended
+  (`txn_commit`); its offsets stay pending until the transaction's marker. While a classic JoinGroup, SyncGroup or
+  LeaveGroup of the group is forwarded, and until the view that follows its answer is read, it goes to the
+  coordinator.
 - OffsetFetch: answered from the offsets a view carries (a Stable classic group's, a consumer group's where none
   can expire), as of the last request the coordinator applied for it, when the follower, woken after the fetch
   arrived, finds nothing written to the group's requests-topic partition since that request; not written to the
@@ -45,12 +49,12 @@ import msgspec
 from gateway.upstream.appender import AppendFailed, Appender
 from gateway.upstream.control import Json
 from gateway.upstream.coordinator import not_written
+from gateway.upstream.transactions import NotWritten
 from gateway.fast.holds import Holds
 from gateway.fast.views import ViewFollower
 from state.api import (BadRequest, PublishedView, commit_from_view, commit_response,
                        consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
-                       share_heartbeat_from_view,
-                       heartbeat_from_view)
+                       share_heartbeat_from_view, heartbeat_from_view, txn_commit_from_view)
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +116,15 @@ class Heartbeats:
     def flush_all(self) -> None:
         for group_id in list(self._pending):
             self.flush(group_id)
+
+
+_MEMBERSHIP_APIS = frozenset({"JoinGroup", "SyncGroup", "LeaveGroup"})
+_MEMBERSHIP_HOLD = "\x00membership:"
+"""A classic membership request forwarded to the coordinator holds the group's transactional commits (under this
+prefix of its id in `Holds`) until the view that follows its answer is read: once a member has learnt its new
+generation (or a replacing static member its id), the older view would accept a TxnOffsetCommit of the old
+generation (a zombie's), and the coordinator's refusal would come after the client's transaction committed without
+those offsets. Commits of a group that is between generations go to the coordinator."""
 
 
 def _may_change_group(api: str, body: Json) -> bool:
@@ -198,16 +211,21 @@ class FastPath:
     def before_request(self, api: str, body: Json) -> None:
         """A request of the group that waits for the coordinator is about to be written: the heartbeats answered
         before it go first. One that may change what a heartbeat is answered holds the group's heartbeat answers
-        (`after_request`)."""
+        (`after_request`); a classic membership request holds its transactional commits (`txn_commit`)."""
         group_id = body["group_id"]
         self.heartbeats.flush(group_id)
         if _may_change_group(api, body):
             self.holds.forwarding(group_id)
+        if api in _MEMBERSHIP_APIS:
+            self.holds.forwarding(_MEMBERSHIP_HOLD + group_id)
 
     def after_request(self, api: str, body: Json) -> None:
-        """The coordinator answered a request of the group `before_request` saw (or it failed): heartbeats wait
-        for the views read in a follower round begun after now, which hold the view the step that answered it
-        wrote (written before its answers)."""
+        """The coordinator answered a request of the group `before_request` saw (or it failed): heartbeats (and,
+        after a classic membership request, transactional commits) wait for the views read in a follower round
+        begun after now, which hold the view the step that answered it wrote (written before its answers)."""
+        if api in _MEMBERSHIP_APIS:
+            self.holds.answered(_MEMBERSHIP_HOLD + body["group_id"], time.monotonic())
+            self.follower.wake()
         if not _may_change_group(api, body):
             return
         self.holds.answered(body["group_id"], time.monotonic())
@@ -348,16 +366,34 @@ class FastPath:
                 del self._commit_turns[body["group_id"]]
         return await written
 
-    def _append_commit(self, body: Json, req: Any, answer: Any) -> Awaitable[Json]:
-        request_id = f"{self._prefix}-{next(self._ids)}"
-        written = self.appender.append(req.group_id, encode({**body, "request_id": request_id, "answered": answer}))
+    def _append_commit(self, body: Json, req: Any, answer: Any,
+                       write: Callable[[bytes], Awaitable[None]] | None = None) -> Awaitable[Json]:
+        """Append the commit carrying its answer (or have `write` write it), and answer once that is
+        acknowledged."""
+        value = encode({**body, "request_id": f"{self._prefix}-{next(self._ids)}", "answered": answer})
+        written = self.appender.append(req.group_id, value) if write is None else asyncio.ensure_future(write(value))
         return self._after(written, msgspec.to_builtins(commit_response(req, answer)), body)
+
+    def txn_commit(self, body: Json, write: Callable[[bytes], Awaitable[None]]) -> Awaitable[Json] | None:
+        """A TxnOffsetCommit the group's view accepts (`state.api.txn_commit_from_view`, the coordinator's member
+        checks read on the view), answered as an OffsetCommit is: written by `write` inside the producer's
+        transaction (`gateway.upstream.transactions`) carrying the answer given, and answered once the upstream
+        acknowledged the write. The coordinator checks it; its offsets stay pending until the transaction's marker,
+        as any TxnOffsetCommit's. None: ask the coordinator."""
+        group_id = body["group_id"]
+        if self._holds(group_id) or self.holds.holds(_MEMBERSHIP_HOLD + group_id, self.follower.read_as_of):
+            return None  # a member's generation may be changing (`_MEMBERSHIP_HOLD`)
+        view, req = self._request(body)
+        if req is None:
+            return None
+        answer = txn_commit_from_view(view, req, self.max_metadata_bytes)
+        return None if answer is None else self._append_commit(body, req, answer, write)
 
     @staticmethod
     async def _after(written: asyncio.Future, answer: Json, body: Json) -> Json:
         try:
             await written
-        except AppendFailed as exc:
+        except (AppendFailed, NotWritten, ConnectionError, OSError, asyncio.TimeoutError) as exc:
             return not_written(body, exc)
         return answer
 

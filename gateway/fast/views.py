@@ -16,9 +16,16 @@ clock alone, never by comparing it with the coordinator's:
 An OffsetFetch answered from a view needs the requests topic's ends as of after it arrived: `refresh` wakes the
 thread for a round at once and hands back the ends that round noted (`gateway.fast.fast_path`).
 
-A view is used while both instants are at most `bound_ms` old. A follower that lags reads a fresh mark late, and
-its instants are as old as its reading is: it is not fresh. A query that is stopped, or behind on its requests,
-leaves them old too. Otherwise (no view of the group, no mark, a bound passed) the gateway asks the coordinator.
+A view is used while both instants are at most the bound old: `bound_ms`, or `PACE_FACTOR` times the query's
+pace where that is longer, up to `max_bound_ms`. The pace is the longest time, over the last `SAMPLES_KEPT_S`,
+between two moves of the older instant, measured here: about a batch time, since a mark comes per batch. A request
+written at t is covered by the mark written once the batch that applied it has committed, so the older instant is up to
+two batch times old just before a mark is read, and a fixed bound switched the fast path off for every group at once
+as soon as batches passed half of it (issue 37). Only closed intervals count: a stopped query moves neither instant,
+so its pace stays what it was and the bound passes; a query falling behind its requests moves them by less than the
+time between its marks, so they age past the bound too. A follower that lags reads a fresh mark late, and its
+instants are as old as its reading is: it is not fresh. Otherwise (no view of the group, no mark, a bound passed) the
+gateway asks the coordinator. Why following the pace keeps the stale-commit window safe: docs/gateway.md.
 """
 
 from __future__ import annotations
@@ -46,14 +53,19 @@ times a second (issue 37). The query's marks come every second when idle, so vie
 a request written, a wake or a refresh brings back `SAMPLE_INTERVAL_S`."""
 IDLE_AFTER_S = 2.0
 SAMPLES_KEPT_S = 60.0
+PACE_FACTOR = 2.5
+"""The bound in paces: the older instant is at most two paces old before a mark is read while the query keeps its
+pace (one batch to apply a request, one for the next mark), and a half for a batch slower than the recent ones."""
 
 
 class ViewFollower:
     def __init__(self, bootstrap_servers: str, views_topic: str, requests_topic: str, kafka_config: dict[str, Any],
-                 bound_ms: int) -> None:
+                 bound_ms: int, max_bound_ms: int | None = None) -> None:
         self.views_topic = views_topic
         self.requests_topic = requests_topic
         self.bound_s = bound_ms / 1000
+        self.max_bound_s = max(bound_ms, max_bound_ms or bound_ms) / 1000
+        """How far the bound may follow the query's pace (`max_bound_ms`; None: it is fixed at `bound_ms`)."""
         self._config = {"bootstrap_servers": bootstrap_servers, **kafka_config}
         self._views: dict[str, PublishedView] = {}
         self._marks: dict[int, tuple[int, dict[int, int]]] = {}
@@ -64,6 +76,8 @@ class ViewFollower:
         """When a round last saw the requests topic's ends move, or was asked for (`_interval`)."""
         self.complete_as_of = float("-inf")
         self.alive_as_of = float("-inf")
+        self._moves: deque[float] = deque()
+        """When (this gateway's clock, the round's start) the older of the two instants last moved, oldest first."""
         self.read_as_of = float("-inf")
         """When the last round began: every view written before then has been read."""
         self._clients: tuple[KafkaConsumer, KafkaConsumer] | None = None
@@ -91,9 +105,19 @@ class ViewFollower:
     # -- what the gateway asks ---------------------------------------------------------------------------------
 
     def fresh(self, now: float | None = None) -> bool:
-        """Whether the views are complete and the coordinator alive as of at most `bound_ms` ago."""
+        """Whether the views are complete and the coordinator alive as of at most `bound()` ago."""
         now = time.monotonic() if now is None else now
-        return now - min(self.complete_as_of, self.alive_as_of) <= self.bound_s
+        return now - min(self.complete_as_of, self.alive_as_of) <= self.bound()
+
+    def pace(self) -> float:
+        """The longest time between two moves of the older instant over the last `SAMPLES_KEPT_S` (0: fewer than
+        two moves). The interval still open is not one: a stopped query must not lengthen its own bound."""
+        moves = self._moves
+        return max((b - a for a, b in zip(moves, list(moves)[1:])), default=0.0)
+
+    def bound(self) -> float:
+        """How old the instants may be (s): `bound_ms`, or `PACE_FACTOR` paces up to `max_bound_ms`."""
+        return max(self.bound_s, min(self.max_bound_s, PACE_FACTOR * self.pace()))
 
     def view(self, group_id: str) -> PublishedView | None:
         """The group's view, if the views are fresh and it has one (None: ask the coordinator)."""
@@ -195,7 +219,12 @@ class ViewFollower:
         while self._samples and self._samples[0][0] < now - SAMPLES_KEPT_S:
             self._samples.popleft()
         self._read(views, view_ends)
+        before = min(self.complete_as_of, self.alive_as_of)
         self._advance()
+        if min(self.complete_as_of, self.alive_as_of) > before:
+            self._moves.append(now)
+        while self._moves and self._moves[0] < now - SAMPLES_KEPT_S:
+            self._moves.popleft()
         self.end_round(now)
 
     def end_round(self, began: float) -> None:

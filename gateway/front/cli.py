@@ -53,7 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(docs/gateway.md, \"Fast answers\")")
     parser.add_argument("--view-bound-ms", type=_positive, default=2000,
                         help="answer heartbeats and commits from a group's view while the views are complete and the "
-                             "coordinator alive as of at most this long ago (docs/gateway.md)")
+                             "coordinator alive as of at most this long ago, or 2.5 times the query's measured "
+                             "pace where that is longer (docs/gateway.md)")
+    parser.add_argument("--view-bound-max-ms", type=_positive, default=10000,
+                        help="how far the view bound may follow the query's pace when its batches are slow; "
+                             "at or below --view-bound-ms the bound is fixed (docs/gateway.md)")
     parser.add_argument("--offset-fetch-by-coordinator", action="store_true",
                         help="leave every OffsetFetch to the coordinator's micro-batch instead of answering it from a "
                              "Stable group's view where that holds the group's offsets now (docs/gateway.md)")
@@ -129,6 +133,7 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
         response_fetch_wait_ms=args.response_fetch_wait_ms, views_topic=props["topic.views"],
         fast_answers_by_coordinator=args.fast_answers_by_coordinator, view_bound_ms=args.view_bound_ms,
+        view_bound_max_ms=args.view_bound_max_ms,
         liveness_interval_ms=args.liveness_interval_ms, offset_fetch_by_coordinator=args.offset_fetch_by_coordinator,
         offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
         member_id_round_by_coordinator=args.member_id_round_by_coordinator, profile_interval_s=args.profile_interval_s,
@@ -176,7 +181,7 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
     if settings.fast_answers_by_coordinator:
         return None
     follower = ViewFollower(settings.bootstrap_servers, settings.views_topic, settings.requests_topic,
-                            settings.kafka_config, settings.view_bound_ms)
+                            settings.kafka_config, settings.view_bound_ms, settings.view_bound_max_ms)
     return FastPath(follower, coordinator.appender, Heartbeats(coordinator.appender, settings.liveness_interval_ms,
                                                                loop), settings.offset_metadata_max_bytes,
                     offset_fetch_by_coordinator=settings.offset_fetch_by_coordinator,

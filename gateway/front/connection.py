@@ -47,6 +47,7 @@ from gateway.security.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSA
 from gateway.security.authentication import MAX_RECEIVE_BYTES, Exchange
 from gateway.security.scram import AuthenticationFailed
 from gateway.upstream.broker import Upstream
+from gateway.upstream.coordinator import not_written
 from state.api import Errors
 
 if TYPE_CHECKING:
@@ -401,13 +402,23 @@ class ClientConnection:
             host, port = self.gateway.upstream_addresses(None)[0]
             self._txn_upstream = await Upstream.connect(host, port, s.upstream, s.connect_timeout_ms / 1000)
         upstream, partitions = self._txn_upstream, self.gateway.control_partitions
-        error = await partitions.add(upstream, doc["group_id"], doc)
+        (body,) = control_requests(api, version, doc, self.principal)
+        try:
+            error = await asyncio.wait_for(partitions.add(upstream, doc["group_id"], doc), timeout_s)
+        except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+            return not_written(body, exc)
         if error:
             return transactions.refused(doc, error)
-        (body,) = control_requests(api, version, doc, self.principal)
         key = doc["group_id"].encode("utf-8")
-        return await self.gateway.coordinator.call_written(
-            doc["group_id"], body, timeout_s, lambda value: partitions.write(upstream, doc, key, value))
+
+        async def write(value: bytes) -> None:
+            await asyncio.wait_for(partitions.write(upstream, doc, key, value), timeout_s)
+
+        fast_path = self.gateway.fast_path
+        answered = None if fast_path is None else fast_path.txn_commit(body, write)
+        if answered is not None:
+            return await answered
+        return await self.gateway.coordinator.call_written(doc["group_id"], body, timeout_s, write)
 
     # -- SASL ------------------------------------------------------------------------------------------------
 

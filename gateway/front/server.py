@@ -76,6 +76,8 @@ class GatewaySettings:
     view_bound_ms: int = 2000
     """How recent a group's view must be for the gateway to answer heartbeats and commits from it
     (`gateway.fast.views`)."""
+    view_bound_max_ms: int = 10000
+    """How far that bound may follow the query's pace when its batches are slow (`gateway.fast.views`)."""
     liveness_interval_ms: int = 5000
     """The longest a heartbeat answered from a view waits before the coordinator hears of it
     (`gateway.fast.fast_path`)."""

@@ -20,6 +20,8 @@ from typing import Callable, Iterable
 import msgspec
 
 from schemas.messages import (
+    CommitAnswer,
+    PartitionError,
     TransactionMarker,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponsePartition,
@@ -29,11 +31,13 @@ from state import rules
 from state.classic.group import ClassicGroup, GroupState
 from state.classic.membership import create_group
 from state.consumer.group import ConsumerGroup
-from state.consumer.offsets import validate_offset_commit
+from state.consumer.offsets import commit_member, validate_offset_commit
 from state.errors import COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, CoordinatorError, Errors
 from state.offsets.values import OffsetValue
 from state.records import offset_record, pending_offset_record, pending_offset_tombstone
 from state.runtime.step import NOTHING, CoordinatorResult, Env, then
+from state.views import fast_answers
+from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
 from state.wire import encode, simple_response
 
 
@@ -61,7 +65,35 @@ def txn_offset_commit(group: ClassicGroup | ConsumerGroup | None, req: TxnOffset
                                                                  metadata, env.now_ms, None)))
             partitions.append(TxnOffsetCommitResponsePartition(p.partition_index, code))
         topics.append(TxnOffsetCommitResponseTopic(topic.name, tuple(partitions)))
-    return done + CoordinatorResult(written, [simple_response(req, error, topics=tuple(topics))])
+    settled = fast_answers.settle_commit(req, simple_response(req, error, topics=tuple(topics)))
+    return done + CoordinatorResult(written, settled.responses, fast_answers=settled.fast_answers)
+
+
+def txn_commit_from_view(view: PublishedView | None, req: TxnOffsetCommitRequest,
+                         max_metadata_bytes: int) -> CommitAnswer | None:
+    """The answer to a TxnOffsetCommit where the group's view accepts it, with the per-partition errors that do not
+    depend on the group (as `state.views.fast_answers.commit_from_view` for an OffsetCommit); None: ask the
+    coordinator. The member checks are the coordinator's own (`_commit_error`), read on the view: a classic group's
+    member at the view's generation (or a commit without member to an Empty group, or without member fields at
+    all); a consumer group's member at its epoch (`commit_member`), or a commit without member. A member one epoch
+    behind, whose partitions are checked one by one, and a group the view does not know, are left to the
+    coordinator."""
+    if isinstance(view, PublishedGroup):
+        if classic_commit_error(view, req) != NONE:  # type: ignore[arg-type]
+            return None
+    elif isinstance(view, PublishedConsumerGroup) and view.committers is not None:
+        try:
+            if commit_member(view.committers, req.group_id, member_id=req.member_id,
+                             instance_id=req.group_instance_id, member_epoch=req.generation_id,
+                             api_version=req.version, transactional=True, principal=req.principal) is not None:
+                return None
+        except CoordinatorError:
+            return None
+    else:
+        return None
+    return CommitAnswer(NONE, tuple(
+        PartitionError(t.name, p.partition_index, code) for t in req.topics for p in t.partitions
+        if (code := rules.partition_error(p.committed_metadata, max_metadata_bytes)) != NONE))
 
 
 def _commit_error(group: ClassicGroup | ConsumerGroup | None, req: TxnOffsetCommitRequest, env: Env) -> int:
@@ -199,4 +231,4 @@ def deliver_markers(index: bytes | None, requests: Iterable[tuple[str, int, int,
 
 
 __all__ = ["TRANSACTIONS_GROUP", "deliver_markers", "marker_request", "pending_tombstones", "transaction_marker",
-           "txn_offset_commit"]
+           "txn_commit_from_view", "txn_offset_commit"]

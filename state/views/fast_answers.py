@@ -8,7 +8,7 @@ order, and it decides as always. Its own answer is not sent (the client has one 
 the one given, that is a misprediction (`FastAnswer.mispredicted`), which the shell counts and logs. What it
 stores (offsets, sessions) is what it decided, never what the gateway answered.
 
-- An OffsetCommit a gateway answered carries that answer (`answered`): `settle_commit`.
+- An OffsetCommit or a TxnOffsetCommit a gateway answered carries that answer (`answered`): `settle_commit`.
 - Heartbeats a gateway answered reach the coordinator coalesced, as one internal `Liveness` request per group and
   interval naming each member heard, when and with which answer: `liveness` takes each as that member's
   Heartbeat (the same rule, the session restarted from when it was heard).
@@ -25,9 +25,10 @@ from schemas.consumer_group import (ConsumerGroupHeartbeatRequest, ConsumerGroup
                                     ConsumerViewCommitter)
 from schemas.messages import (CommitAnswer, HeardMember, HeartbeatRequest, Liveness, OffsetCommitRequest,
                               OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
-                              PartitionError)
+                              PartitionError, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+                              TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic)
 from state import rules
-from state.consumer import coordinator as consumer
+from state.consumer import handlers as consumer
 from state.classic.group import ClassicGroup
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
@@ -39,7 +40,7 @@ from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
 from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
-from state.share import coordinator as share
+from state.share import handlers as share
 from state.share.group import ShareGroup
 from state.wire import simple_response
 
@@ -153,30 +154,39 @@ def _commits_whole(committers: Mapping[str, ConsumerViewCommitter], req: OffsetC
         return False
 
 
-def commit_response(req: OffsetCommitRequest, answer: CommitAnswer) -> OffsetCommitResponse:
-    """The response `answer` stands for, as the coordinator would have sent it."""
+_COMMIT_SHAPES = {"OffsetCommit": (OffsetCommitResponseTopic, OffsetCommitResponsePartition),
+                  "TxnOffsetCommit": (TxnOffsetCommitResponseTopic, TxnOffsetCommitResponsePartition)}
+
+
+def commit_response(req: OffsetCommitRequest | TxnOffsetCommitRequest,
+                    answer: CommitAnswer) -> OffsetCommitResponse | TxnOffsetCommitResponse:
+    """The response `answer` stands for, as the coordinator would have sent it (an OffsetCommit's or a
+    TxnOffsetCommit's: the same shape)."""
+    topic_of, partition_of = _COMMIT_SHAPES[req.api]
     errors = {(e.topic, e.partition): e.error_code for e in answer.partition_errors}
     return simple_response(req, answer.error_code, topics=tuple(  # type: ignore[return-value]
-        OffsetCommitResponseTopic(t.name, tuple(OffsetCommitResponsePartition(
+        topic_of(t.name, tuple(partition_of(
             p.partition_index, errors.get((t.name, p.partition_index), answer.error_code)) for p in t.partitions))
         for t in req.topics))
 
 
-def commit_answer(response: OffsetCommitResponse) -> CommitAnswer:
-    """An OffsetCommit response as `CommitAnswer`: its error and the partitions with another one."""
+def commit_answer(response: OffsetCommitResponse | TxnOffsetCommitResponse) -> CommitAnswer:
+    """An OffsetCommit or TxnOffsetCommit response as `CommitAnswer`: its error and the partitions with another
+    one."""
     return CommitAnswer(response.error_code, tuple(
         PartitionError(t.name, p.partition_index, p.error_code)
         for t in response.topics for p in t.partitions if p.error_code != response.error_code))
 
 
-def settle_commit(req: OffsetCommitRequest, response: OffsetCommitResponse) -> CoordinatorResult:
+def settle_commit(req: OffsetCommitRequest | TxnOffsetCommitRequest,
+                  response: OffsetCommitResponse | TxnOffsetCommitResponse) -> CoordinatorResult:
     """The coordinator's answer, unless a gateway answered already: then the comparison of the two."""
     if req.answered is None:
         return answer(response)
     decided = commit_answer(response)
     detail = "" if decided.partition_errors == req.answered.partition_errors else \
         f"partitions answered {_errors(req.answered)}, decided {_errors(decided)}"
-    return CoordinatorResult(fast_answers=[FastAnswer("OffsetCommit", req.member_id, req.answered.error_code,
+    return CoordinatorResult(fast_answers=[FastAnswer(req.api, req.member_id, req.answered.error_code,
                                                       decided.error_code, detail)])
 
 
@@ -221,7 +231,7 @@ def _classic_member(group: ConsumerGroup, member_id: str) -> bool:
 def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMember, env: Env,
                        heard_ms: int) -> CoordinatorResult:
     """A consumer group's heartbeat a gateway answered "nothing changed" (`consumer_heartbeat_from_view`; its
-    member epoch is `generation_id`), checked by the coordinator (`state.consumer.coordinator.heard`). It carries
+    member epoch is `generation_id`), checked by the coordinator (`state.consumer.handlers.heard`). It carries
     the member's client id and host as the group has them: a Liveness request names neither, and a heartbeat with
     others would change the member (Kafka takes them from each heartbeat's header and socket, which do not change
     while the member heartbeats on one connection), so every heartbeat answered from the view was found
@@ -242,7 +252,7 @@ def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMem
 def _share_liveness(group: ShareGroup, liveness: Liveness, heard: HeardMember, env: Env,
                     heard_ms: int) -> CoordinatorResult:
     """A share group's heartbeat a gateway answered from its view (`share_heartbeat_from_view`; its member epoch
-    is `generation_id`), checked as a consumer group's (`state.share.coordinator.heard`), with the member's client
+    is `generation_id`), checked as a consumer group's (`state.share.handlers.heard`), with the member's client
     id and host as the group has them (`_consumer_liveness`)."""
     member = group.members.get(heard.member_id)
     client = {} if member is None else {"client_id": member.client_id, "client_host": member.client_host}

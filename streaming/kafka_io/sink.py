@@ -32,6 +32,8 @@ from streaming.kafka_io.kafka_clients import cached_producer
 GROUP_STATES = tuple(s.value for s in GroupState)
 FAST_APIS = {"Heartbeat": "heartbeats", "OffsetCommit": "commits"}
 """The requests gateways answer from a group's view (`state.views.fast_answers`), and their summary columns' names."""
+FAST_COUNTED_AS = {"TxnOffsetCommit": "OffsetCommit"}
+"""A fast answer of these APIs counts in the column of another: a TxnOffsetCommit is a commit."""
 
 SUMMARY_COUNTS = ["responses", "records", "dead_letters", "groups_called", "groups_with_timer", "members_expired",
                   "timer_rows", *(f"groups_to_{s}" for s in GROUP_STATES), *(f"fast_{a}" for a in FAST_APIS.values()),
@@ -42,7 +44,8 @@ SUMMARY_SCHEMA = "kind STRING, bucket INT, deadline LONG, " + ", ".join(f"{c} LO
 pending deadline (None: no timer); `timer_rows` is 1 when the source's timer row called the bucket (Spark counts it
 as an input row); `groups_to_<state>` count the group metadata records that put a group in that state;
 `fast_heartbeats`/`fast_commits` count the requests a gateway answered from a group's view and the coordinator checked
-(a Liveness request's members count as heartbeats), `mispredicted_...` those it decided otherwise; `call_us` is the
+(a Liveness request's members count as heartbeats, TxnOffsetCommits as commits), `mispredicted_...` those it decided
+otherwise; `call_us` is the
 call's own time (reading its rows, the core, the state row) and `produce_us` the time to hand its output to the
 producer, and with `applyInPandasWithState` to flush it (`transformWithState` flushes once per task, in
 `GroupRows.close`, outside any call): with Spark's `addBatch` they split a batch into read + shuffle, state and

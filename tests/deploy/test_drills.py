@@ -10,7 +10,8 @@ import pytest
 from deploy.drills import broker_restart, checkpoint_lost, kill_driver
 
 # Generous: on a 2-core machine shared with other Spark jobs one JVM start can take minutes.
-pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500),
+              pytest.mark.xdist_group("driver-jvm")]  # tests/conftest.py
 
 
 def _assert_correct(verdict) -> None:

@@ -23,7 +23,8 @@ from tests.support import protocol as p
 from tests.support.coordinator import NO_RETENTION_CHECK_MS, RELAXED_LEASE, release_lease
 
 # Generous: on a 2-core machine shared with other Spark jobs one JVM start can take minutes.
-pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500),
+              pytest.mark.xdist_group("driver-jvm")]  # tests/conftest.py
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"group.initial.rebalance.delay.ms": "500", "trigger.interval.ms": "100",

@@ -4,16 +4,30 @@ is open (a require_stable OffsetFetch answers UNSTABLE_OFFSET_COMMIT), and are n
 
 from __future__ import annotations
 
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
+from kafka import TopicPartition as KafkaPythonPartition
+from kafka import errors as kafka_errors
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from tests.gateway.conftest import wait_for
 from tests.gateway.raw import Connection
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
+
+TRANSACTIONAL_ID_NOT_FOUND = 105
+REFUSED = {KafkaError.INVALID_PRODUCER_ID_MAPPING, KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED,
+           KafkaError.INVALID_TXN_STATE, KafkaError.INVALID_REQUEST, KafkaError.UNKNOWN_PRODUCER_ID,
+           TRANSACTIONAL_ID_NOT_FOUND}
+"""What a transaction coordinator answers for a transaction it does not know (tansu: 105 for an empty
+transactional id, 49 for a producer id it never issued)."""
 
 
 def stable_fetch(bootstrap: str, group: str, topic: str) -> tuple[int, int]:
@@ -91,3 +105,141 @@ def test_a_zombie_producer_is_fenced_and_its_offsets_never_commit(gateway_env):
     successor.send_offsets_to_transaction([TopicPartition(source, 0, 7)], metadata, 60)
     successor.commit_transaction(60)
     assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (7, 0), what="the successor's commit")
+
+
+def polled_until(consumers: list[Consumer], owned: list[int], what: str) -> None:
+    """Poll every consumer (librdkafka rejoins only from a poll: one left alone holds a rebalance for its
+    max.poll.interval.ms) until each owns as many partitions as `owned` says; at most 60 s."""
+    def done() -> bool:
+        for consumer in consumers:
+            consumer.poll(0.1)
+        return [len(c.assignment()) for c in consumers] == owned
+    wait_for(done, timeout_s=60, what=what)
+
+
+def test_a_stale_generation_is_refused_and_the_member_commits_with_its_current_one(gateway_env):
+    """KIP-447's fencing: offsets sent with the generation a member had before a rebalance (a zombie's) are
+    refused with ILLEGAL_GENERATION, which librdkafka makes an abortable error; the abort leaves nothing committed
+    or pending, and the same member's current generation commits."""
+    env = gateway_env
+    source = env.topic(2)
+    group = f"stale-{uuid.uuid4().hex[:8]}"
+    settings = {"bootstrap.servers": env.bootstrap, "group.id": group, "enable.auto.commit": False,
+                "session.timeout.ms": 6000, "max.poll.interval.ms": 10000, "partition.assignment.strategy": "range"}
+    first, second = Consumer(settings), Consumer(settings)
+    producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}"})
+    try:
+        first.subscribe([source])
+        polled_until([first], [2], "the first member's generation")
+        stale = first.consumer_group_metadata()
+        second.subscribe([source])
+        polled_until([first, second], [1, 1], "the rebalance to two members")
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        with pytest.raises(KafkaException) as refused:
+            producer.send_offsets_to_transaction([TopicPartition(source, 0, 5)], stale, 30)
+        error = refused.value.args[0]
+        assert error.code() == KafkaError.ILLEGAL_GENERATION and error.txn_requires_abort()
+        producer.abort_transaction(30)
+        assert stable_fetch(env.bootstrap, group, source) == (-1, 0)  # nothing committed, nothing pending
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(source, 0, 7)], first.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (7, 0), timeout_s=60,
+                        what="the current generation's commit")
+    finally:
+        for consumer in (first, second):
+            consumer.close()
+
+
+def test_a_transaction_past_its_timeout_never_commits_its_offsets(gateway_env):
+    """A producer that goes quiet inside its transaction: past transaction.timeout.ms its offsets are still not
+    committed (pending: 88), and once the transaction is aborted the group's offset is the one before it. Kafka's transaction coordinator aborts
+    it at the timeout and writes the ABORT marker itself; tansu never times a transaction out (measured: a
+    transaction with a 2 s timeout still commits after 16 s), so here the producer's own abort ends it. (librdkafka
+    bounds send_offsets_to_transaction by the timeout: the group's first commit waits for a micro-batch.)"""
+    env = gateway_env
+    source = env.topic(1)
+    group = f"timeout-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({"bootstrap.servers": env.bootstrap, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(source, 0, 2)], asynchronous=False)  # the group, before the clock runs
+    producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}",
+                         "transaction.timeout.ms": 4000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction([TopicPartition(source, 0, 9)], consumer.consumer_group_metadata(), 30)
+    past_timeout = time.monotonic() + 6.0
+    while time.monotonic() < past_timeout:
+        assert stable_fetch(env.bootstrap, group, source) == (-1, 88)
+        time.sleep(0.5)
+    try:
+        producer.abort_transaction(30)
+    except KafkaException as exc:  # an upstream that aborted it at the timeout fences the producer's epoch
+        assert exc.args[0].code() in REFUSED | {KafkaError._FENCED}
+    assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (2, 0), timeout_s=60,
+                    what="the aborted transaction's offsets dropped")
+    consumer.close()
+
+
+def test_bad_transactional_commits_are_refused_and_the_gateway_keeps_serving(gateway_env):
+    """An empty transactional id and a producer id the upstream never issued: the upstream refuses to add the
+    group's partition to such a transaction, the gateway answers its error on every partition, nothing reaches the
+    group, and the same connection is served on."""
+    env = gateway_env
+    source = env.topic(1)
+    group = f"bad-{uuid.uuid4().hex[:8]}"
+    connection = Connection(env.bootstrap)
+    try:
+        for transactional_id, producer_id in (("", 1), (f"tx-{group}", 987_654_321)):
+            answer = connection.call(TxnOffsetCommitRequest[3](
+                transactional_id=transactional_id, group_id=group, producer_id=producer_id, producer_epoch=0,
+                generation_id=-1, member_id="", group_instance_id=None, topics=[
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=source, partitions=[
+                        TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
+                            partition_index=0, committed_offset=3, committed_leader_epoch=-1,
+                            committed_metadata="")])]), 3, TxnOffsetCommitResponse)
+            (code,) = [p.error_code for t in answer.topics for p in t.partitions]
+            assert code in REFUSED, (transactional_id, producer_id, code)
+        assert stable_fetch(env.bootstrap, group, source) == (-1, 0)
+    finally:
+        connection.close()
+
+
+def bounded(call: Callable[..., Any], *args: Any, timeout_s: float = 60) -> Any:
+    """`call(*args)`, failing the test after `timeout_s` (kafka-python's transactional calls wait unbounded)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call, *args).result(timeout=timeout_s)
+
+
+def test_kafka_python_commits_aborts_and_a_replaced_static_member_is_fenced(gateway_env):
+    """kafka-python 3's transactional producer with its consumer's group metadata (KIP-447): commit, abort, and
+    offsets sent for a static member's instance id under another member id: FENCED_INSTANCE_ID, abortable."""
+    env = gateway_env
+    source = env.topic(1)
+    group = f"kpy-{uuid.uuid4().hex[:8]}"
+    consumer = KafkaConsumer(source, bootstrap_servers=env.bootstrap, group_id=group, group_instance_id="static-1",
+                             enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=1000)
+    producer = KafkaProducer(bootstrap_servers=env.bootstrap, transactional_id=f"tx-{group}")
+    try:
+        wait_for(lambda: consumer.poll(200) is not None and consumer.assignment(), timeout_s=60,
+                 what="the static member's assignment")
+        metadata = consumer.group_metadata()
+        bounded(producer.init_transactions)
+        for offset, end in ((4, producer.commit_transaction), (6, producer.abort_transaction)):
+            producer.begin_transaction()
+            bounded(producer.send_offsets_to_transaction, {KafkaPythonPartition(source, 0): OffsetAndMetadata(offset)},
+                    metadata)
+            bounded(end)
+            assert wait_for(lambda: stable_fetch(env.bootstrap, group, source)[1] == 0, timeout_s=60,
+                            what="the transaction's marker applied")
+            assert stable_fetch(env.bootstrap, group, source) == (4, 0)
+        producer.begin_transaction()
+        impostor = metadata._replace(member_id="another-member")
+        with pytest.raises(kafka_errors.FencedInstanceIdError):
+            bounded(producer.send_offsets_to_transaction, {KafkaPythonPartition(source, 0): OffsetAndMetadata(9)},
+                    impostor)
+        bounded(producer.abort_transaction)
+        assert stable_fetch(env.bootstrap, group, source) == (4, 0)
+    finally:
+        producer.close(timeout=5)
+        consumer.close()

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
-from state.api import TRANSACTIONS_GROUP, deliver_markers, marker_request
+from state.api import TRANSACTIONS_GROUP, deliver_markers, marker_request, txn_commit_from_view
+from state.views.published import decode_view, encode_view, view_of
+from state.wire import decode_request
 from state.config import CoordinatorConfig
 from state.errors import Errors
 from state.runtime.load import load
@@ -179,6 +182,100 @@ class TestMemberChecks:
         assert errors(response) == [Errors.NONE]
         marker(ctx, committed=True)
         assert ctx.committed() == {("t", 0): 3}
+
+
+def txn_body(ctx: GroupContext, offsets: dict[tuple[str, int], int], generation: int = -1, member_id: str = "",
+             instance: str | None = None, metadata: str | None = None) -> dict:
+    return {"api": "TxnOffsetCommit", "api_version": 4, "request_id": ctx.request_id(), "group_id": ctx.group_id,
+            "transactional_id": "tx", "producer_id": PID, "producer_epoch": 0, "generation_id": generation,
+            "member_id": member_id, "group_instance_id": instance,
+            "topics": [{"name": t, "partitions": [{"partition_index": p, "committed_offset": o,
+                                                   "committed_metadata": metadata}]}
+                       for (t, p), o in offsets.items()]}
+
+
+def published(ctx: GroupContext):
+    """The view of the group as a gateway decodes it from the views topic."""
+    return decode_view(encode_view(view_of(ctx.group, ctx.config)))
+
+
+def answered_by(ctx: GroupContext, view, body: dict) -> dict | None:
+    """The TxnOffsetCommit as a gateway writes it after answering it from `view`; None: the view does not decide
+    it (the gateway waits for the coordinator)."""
+    answer = txn_commit_from_view(view, decode_request(json.dumps(body).encode()), 4096)
+    return None if answer is None else {**body, "answered": json.loads(msgspec.json.encode(answer))}
+
+
+class TestAnsweredFromTheView:
+    """A gateway answers a TxnOffsetCommit the group's view accepts, once it is written inside the transaction;
+    the coordinator checks it as it checks an answered OffsetCommit (`state.views.fast_answers`)."""
+
+    @pytest.mark.parametrize("generation, member, instance", [
+        (-1, "", None), (1, "leader", None), (0, "leader", None), (2, "leader", None), (1, "nobody", None),
+        (1, "leader", "i"), (1, "static", "i"), (1, "static", "other"), (1, "nobody", "i"),
+    ])
+    def test_the_view_answers_what_the_group_accepts_and_nothing_else(self, generation, member, instance):
+        ctx = GroupContext(NO_DELAY)
+        leader = ctx.new_member()
+        ctx.step(ctx.join_request(leader), ctx.join_request(instance="i"))
+        static = next(m for m in ctx.group.members if m != leader)
+        ctx.sync(ctx.group.leader, 1, {leader: "", static: ""})
+        named = {"leader": leader, "static": static}.get(member, member)
+        body = txn_body(ctx, {("t", 0): 3}, generation, named, instance)
+        written = answered_by(ctx, published(ctx), body)
+        decided = errors(txn_commit(ctx, {("t", 0): 3}, generation=generation, member_id=named, instance=instance))
+        assert (written is not None) == (decided == [Errors.NONE])
+        if written is not None:
+            assert ctx.step(written) == []  # the client has its answer
+            (checked,) = ctx.last.fast_answers
+            assert (checked.api, checked.mispredicted) == ("TxnOffsetCommit", False)
+
+    def test_an_answered_commit_is_pending_until_its_marker(self):
+        ctx = GroupContext()
+        leader, _ = ctx.stable_group(2)
+        assert ctx.step(answered_by(ctx, published(ctx), txn_body(ctx, {("t", 0): 7}, 1, leader))) == []
+        assert ctx.committed() == {}
+        assert stable_fetch(ctx, {"t": [0]})[("t", 0)][1] == Errors.UNSTABLE_OFFSET_COMMIT
+        marker(ctx, committed=True)
+        assert ctx.committed() == {("t", 0): 7}
+
+    def test_metadata_too_large_is_answered_on_its_partition(self):
+        ctx = GroupContext()
+        leader, _ = ctx.stable_group(2)
+        written = answered_by(ctx, published(ctx), txn_body(ctx, {("t", 0): 7}, 1, leader, metadata="x" * 5000))
+        assert written["answered"]["partition_errors"] == [
+            {"topic": "t", "partition": 0, "error_code": Errors.OFFSET_METADATA_TOO_LARGE}]
+        assert ctx.step(written) == [] and not ctx.last.fast_answers[0].mispredicted
+        assert ctx.group.offsets.pending == {}
+
+    def test_a_stale_view_is_counted_and_its_offsets_never_become_pending(self):
+        ctx = GroupContext()
+        leader, follower = ctx.stable_group(2)
+        stale = published(ctx)  # the view a gateway still has
+        ctx.leave(follower)
+        ctx.sleep(0)
+        assert ctx.step(answered_by(ctx, stale, txn_body(ctx, {("t", 0): 7}, 1, follower))) == []
+        (checked,) = ctx.last.fast_answers
+        assert checked.mispredicted and (checked.answered, checked.decided) == (Errors.NONE,
+                                                                                Errors.UNKNOWN_MEMBER_ID)
+        marker(ctx, committed=True)
+        assert ctx.committed() == {} and ctx.group.offsets.pending == {}
+
+    def test_a_consumer_group_member_at_its_epoch_and_not_behind_or_ahead(self):
+        ctx = GroupContext()
+        ctx.publish_topics(1, (topic_id("t"), "t", 2))
+        ctx.consumer_join("m1", ("t",))
+        epoch = ctx.group.members["m1"].member_epoch
+        view = decode_view(ctx.last.view)
+        assert answered_by(ctx, view, txn_body(ctx, {("t", 0): 3}, epoch + 1, "m1")) is None
+        assert answered_by(ctx, view, txn_body(ctx, {("t", 0): 3}, epoch, "nobody")) is None
+        assert ctx.step(answered_by(ctx, view, txn_body(ctx, {("t", 0): 3}, epoch, "m1"))) == []
+        assert not ctx.last.fast_answers[0].mispredicted
+        marker(ctx, committed=True)
+        assert ctx.committed() == {("t", 0): 3}
+
+    def test_no_view_no_answer(self, ctx):
+        assert answered_by(ctx, None, txn_body(ctx, {("t", 0): 3})) is None
 
 
 class TestDurability:

@@ -270,6 +270,7 @@ def _ask(wire, timeout_s: float = 120.0) -> dict:
 
 @pytest.mark.spark
 @pytest.mark.timeout(1200)
+@pytest.mark.xdist_group("driver-jvm")  # tests/conftest.py
 def test_a_stopped_active_driver_halts_before_the_standby_takes_over_and_never_writes_again(broker, tmp_path):
     from deploy.drills.harness import JobProcess, create_topics, job_properties
     from deploy.drills.fleet import Wire

@@ -115,7 +115,9 @@ def test_a_stopped_query_stops_the_fast_path_and_what_waits_is_answered_when_it_
             json.loads(r.value)["api"] == "Liveness" for r in control_records(gateway_env, name)),
                  what="a heartbeat answered from the view")
         gateway_env.run.stop()
-        time.sleep(3.5)  # the gateway's bound (2 s), and its sampling, with room to spare
+        # The gateway's bound at its longest (--view-bound-max-ms, 10 s: it follows the query's recent batch times),
+        # and its sampling, with room to spare.
+        time.sleep(11)
         written = len(control_records(gateway_env, name))
         member.connection.send(member.heartbeat_request(), 4)
         member.connection.send(member.commit_request({("t", 0): 7}), 8)
