@@ -6,7 +6,7 @@ What is where (each module says why in its own docstring):
 - `member`: a member, its epochs and reconciliation state (Kafka's ConsumerGroupMember, MemberState);
 - `replay`: the only way a group changes, live and when loading (Kafka's GroupMetadataManager.replay);
 - `stored`: the group as the shell stores it (its records as compaction leaves them);
-- `coordinator`: the consumer group's requests, timers and load in the core's runtime;
+- `handlers`: the consumer group's requests, timers and load in the core's runtime;
 - `heartbeat`: ConsumerGroupHeartbeat, its timers (session, revocation, regex refresh) and their expiry;
 - `interval`: the heartbeat interval a heartbeat is told;
 - `describe`: ConsumerGroupDescribe;

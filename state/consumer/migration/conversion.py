@@ -2,7 +2,7 @@
 
 Kafka's `ConsumerGroup.fromClassicGroup` + `createConsumerGroupRecords` (upgrade) and `ClassicGroup.fromConsumerGroup`
 + `createClassicGroupRecords` (downgrade), under `group.consumer.migration.policy`. Pure: (group, image, config) ->
-records; `state.consumer.coordinator` applies them (and does what Kafka's runtime does beside the records: parked
+records; `state.consumer.handlers` applies them (and does what Kafka's runtime does beside the records: parked
 requests answered, timers moved, a rebalance prepared).
 
 Partitions cross between the two by topic name (the classic protocol's) and topic id (the consumer protocol's)
