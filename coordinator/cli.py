@@ -103,6 +103,9 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
     from pyspark.errors import StreamingQueryException
 
     from streaming.kafka_io.embedded import start_broker
+    from common.config import kafka_options
+    from streaming.kafka_io.kafka_clients import chosen_client
+    from streaming.monitoring.group_watch import GroupWatch
     from streaming.monitoring.metrics import CoordinatorMetrics
     from streaming.query import QUERY_NAME, spark_session, start_query, stop_between_batches
     from streaming.recovery import checkpoint
@@ -149,10 +152,12 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         if lease is not None:
             halt = DriverHalt(spark, lease.settings.key)
             lease.acquire(on_standby=lambda: _stand_by(spark, props), on_lost=halt, on_renewed=halt.arm)
+        watch = GroupWatch(props["topic.records"], client, chosen_client(kafka_options(props)))
         if props.get("rebuild.from.records", "false").lower() == "true":
-            _rebuild(client, props)
-        # Groups are reported from here on: the records topic is read to its end now, before the first batch.
-        listener = CoordinatorMetrics.from_properties(props, client, QUERY_NAME)
+            _rebuild(client, props, watch)
+        # Groups are reported from here on: the records topic is read to its end now (or was, by the rebuild),
+        # before the first batch.
+        listener = CoordinatorMetrics.from_properties(props, client, QUERY_NAME, watch)
         spark.streams.addListener(listener)
         query = start_query(spark, props)
         print(f"group coordinator running: bootstrap.servers={props['bootstrap.servers']} "
@@ -249,14 +254,15 @@ def _stand_by(spark, props: dict[str, str]) -> None:
     print(f"standby: another driver runs the query on {checkpoint}; this one takes over when it stops", flush=True)
 
 
-def _rebuild(client: dict[str, object], props: dict[str, str]) -> None:
+def _rebuild(client: dict[str, object], props: dict[str, str], watch) -> None:
     from streaming.recovery.rebuild import checkpoint_has_progress, rebuild
 
     if checkpoint_has_progress(props["checkpoint.location"]):
         log.info("rebuild requested, but checkpoint %s has progress: it holds the state; not rebuilding",
                  props["checkpoint.location"])
         return
-    props["starting.offsets"] = rebuild(client, props["topic.records"], props["topic.requests"])
+    props["starting.offsets"] = rebuild(client, props["topic.records"], props["topic.requests"], watch.reader,
+                                        seen=watch.seed)
 
 
 def _quietly(action) -> None:

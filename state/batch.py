@@ -68,7 +68,7 @@ from state.views import published as views
 from state.config import CoordinatorConfig
 from state.views.fast_answers import FastAnswer
 from state.errors import INVALID_GROUP_ID, INVALID_REQUEST
-from state.consumer import coordinator as consumer
+from state.consumer import handlers as consumer
 from state.consumer.group import ConsumerGroup
 from state.consumer.stored import ConsumerGroupDoc
 from state.consumer.stored import from_doc as consumer_group_of
@@ -81,7 +81,7 @@ from state.classic.membership import session
 from state.runtime.step import CoordinatorResult, Env, answer, applied
 from state.offsets.handlers import offsets_can_expire
 from state.offsets import transactions
-from state.share import coordinator as share
+from state.share import handlers as share
 from state.share.group import ShareGroup
 from state.share.stored import ShareGroupDoc
 from state.share.stored import from_doc as share_group_of

@@ -248,9 +248,11 @@ class ClassicGroup:
         if self.protocol_type != "consumer":
             return None
         topics: set[str] = set()
-        for m in self.members.values():
+        # Members of a group mostly send the same subscription: each distinct one is decoded once (a rebuild
+        # computes this for every group it loads).
+        for metadata in {m.metadata(self.protocol_name) for m in self.members.values()}:
             try:
-                topics.update(subscribed_topics(base64.b64decode(m.metadata(self.protocol_name))))
+                topics.update(subscribed_topics(base64.b64decode(metadata)))
             except (ConsumerProtocolError, binascii.Error):
                 return None
         return sorted(topics)

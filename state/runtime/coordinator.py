@@ -15,7 +15,7 @@ from schemas.messages import DeleteGroupsRequest, Request, Response
 from state.classic import describe, membership
 from state.offsets import handlers as offsets
 from state.offsets import transactions
-from state.consumer import coordinator as consumer
+from state.consumer import handlers as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
 from state.runtime.directory import sync_directory
 from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, applied, then
@@ -30,7 +30,7 @@ from state.errors import (
 from state.classic.group import ClassicGroup, GroupState
 from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, earliest, is_due
 from state.share import admin as share_admin
-from state.share import coordinator as share
+from state.share import handlers as share
 from state.share.group import ShareGroup
 from state.wire import simple_response
 

@@ -23,14 +23,14 @@ import msgspec
 
 from schemas.messages import GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey
 from state.config import CoordinatorConfig
-from state.consumer import coordinator as consumer
+from state.consumer import handlers as consumer
 from state.consumer.group import ConsumerGroup
 from state.runtime.replay import replay
 from state.classic.group import ClassicGroup
 from state.classic.membership import create_group, prepare_rebalance, session
 from state.runtime.step import NOTHING, CoordinatorResult, Env, applied, then
 from schemas.share_group import GroupConfigKey
-from state.share import coordinator as share
+from state.share import handlers as share
 from state.share.group import ShareGroup
 from state.records import GroupLoaded, decode_record
 from state.runtime.timers import OFFSETS_EXPIRATION, Schedule, next_retention_check

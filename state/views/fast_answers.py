@@ -28,7 +28,7 @@ from schemas.messages import (CommitAnswer, HeardMember, HeartbeatRequest, Liven
                               PartitionError, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
                               TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic)
 from state import rules
-from state.consumer import coordinator as consumer
+from state.consumer import handlers as consumer
 from state.classic.group import ClassicGroup
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
@@ -40,7 +40,7 @@ from state.errors import NONE, CoordinatorError
 from state.classic.membership import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
 from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
-from state.share import coordinator as share
+from state.share import handlers as share
 from state.share.group import ShareGroup
 from state.wire import simple_response
 
@@ -231,7 +231,7 @@ def _classic_member(group: ConsumerGroup, member_id: str) -> bool:
 def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMember, env: Env,
                        heard_ms: int) -> CoordinatorResult:
     """A consumer group's heartbeat a gateway answered "nothing changed" (`consumer_heartbeat_from_view`; its
-    member epoch is `generation_id`), checked by the coordinator (`state.consumer.coordinator.heard`). It carries
+    member epoch is `generation_id`), checked by the coordinator (`state.consumer.handlers.heard`). It carries
     the member's client id and host as the group has them: a Liveness request names neither, and a heartbeat with
     others would change the member (Kafka takes them from each heartbeat's header and socket, which do not change
     while the member heartbeats on one connection), so every heartbeat answered from the view was found
@@ -252,7 +252,7 @@ def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMem
 def _share_liveness(group: ShareGroup, liveness: Liveness, heard: HeardMember, env: Env,
                     heard_ms: int) -> CoordinatorResult:
     """A share group's heartbeat a gateway answered from its view (`share_heartbeat_from_view`; its member epoch
-    is `generation_id`), checked as a consumer group's (`state.share.coordinator.heard`), with the member's client
+    is `generation_id`), checked as a consumer group's (`state.share.handlers.heard`), with the member's client
     id and host as the group has them (`_consumer_liveness`)."""
     member = group.members.get(heard.member_id)
     client = {} if member is None else {"client_id": member.client_id, "client_host": member.client_host}

@@ -74,10 +74,11 @@ class OffsetOutOfRange(Exception):
 
 
 def read_range(config: Mapping[str, object], topic: str, partition: int, start: int, end: int,
-               wait_log_s: float) -> Iterator[tuple]:
+               wait_log_s: float, purpose: str = "read") -> Iterator[tuple]:
     """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see
-    `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange` and says why the read never gives up)."""
-    consumer = cached_consumer("read", config)
+    `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange` and says why the read never gives up),
+    with the consumer cached for `purpose`."""
+    consumer = cached_consumer(purpose, config)
     consumer.assign([TopicPartition(topic, partition, start)])
     try:
         yield from _consume(consumer, topic, partition, start, end, wait_log_s)

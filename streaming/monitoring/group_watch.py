@@ -2,7 +2,7 @@
 
 Both come from the records topic, as ListGroups does (`streaming.directory`): every state change of a group writes a
 group metadata record whose `directory` part names the state the group is now in and its member count
-(`state.records.group_record`; a consumer group's group-epoch record, `state.records.consumer_directory_record`). The counts are `state.views.directory.GroupDirectory`'s, the same rule ListGroups answers
+(`state.records.group_record`; a consumer group's group-epoch record, `state.consumer.records.consumer_directory_record`). The counts are `state.views.directory.GroupDirectory`'s, the same rule ListGroups answers
 with; the changes are the records whose state differs from the group's previous one.
 
 The metrics listener follows the topic after each micro-batch, off the batch's path, so a line appears once the
@@ -12,7 +12,7 @@ batch that made the change has committed its output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import msgspec
 from msgspec import UNSET
@@ -51,10 +51,13 @@ class GroupChange:
 class GroupWatch:
     """Groups by state and state changes, from records-topic records fed to `apply` (or read by `poll`)."""
 
-    def __init__(self, topic: str | None = None, config: Mapping[str, Any] | None = None) -> None:
-        """`topic` and `config` (kafka-python settings) for `poll`; a watch fed by `apply` alone needs neither."""
+    def __init__(self, topic: str | None = None, config: Mapping[str, Any] | None = None,
+                 reader: str = "kafka-python") -> None:
+        """`topic` and `config` (kafka-python settings) for `poll`, which reads with `reader`
+        (`streaming.kafka_io.kafka_clients.catch_up`'s `client`); a watch fed by `apply` alone needs neither."""
         self.topic = topic
         self.config = config
+        self.reader = reader
         self.directory = GroupDirectory()
         self._states: dict[str, str] = {}
         self._positions: dict[int, int] = {}
@@ -99,8 +102,15 @@ class GroupWatch:
             if change is not None:
                 changes.append(change)
 
-        catch_up("group-watch", self.config, self.topic, self._positions, take)
+        catch_up("group-watch", self.config, self.topic, self._positions, take, self.reader)
         return changes
+
+    def seed(self, records: Iterable[tuple[bytes, bytes | None]], positions: Mapping[int, int]) -> None:
+        """Start from records the driver has read already (a rebuild's: the latest per key, in topic order) and
+        the positions where that read ended, instead of reading the topic again: `poll` continues from there."""
+        for key, value in records:
+            self.apply(key, value)
+        self._positions.update(positions)
 
     def count_by_state(self) -> dict[str, int]:
         return self.directory.count_by_state()

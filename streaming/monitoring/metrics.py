@@ -16,6 +16,8 @@ from typing import IO, Any, Mapping
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from common.config import kafka_options
+from streaming.kafka_io.kafka_clients import chosen_client
 from streaming.kafka_io.sink import FAST_APIS
 from streaming.monitoring.console import Console
 from streaming.monitoring.group_watch import GroupChange, GroupWatch
@@ -53,7 +55,7 @@ class CoordinatorMetrics(StreamingQueryListener):
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], client: Mapping[str, Any],
-                        query_name: str) -> "CoordinatorMetrics":
+                        query_name: str, groups: GroupWatch | None = None) -> "CoordinatorMetrics":
         """The outputs `props` ask for (conf/coordinator.properties, "Metrics and the console"): `metrics.log`,
         `metrics.prometheus.port` / `.host`, `console.summary.interval.ms`; the groups come from `topic.records`
         read with `client` (kafka-python settings), from its end now, so that the console reports changes made
@@ -69,7 +71,8 @@ class CoordinatorMetrics(StreamingQueryListener):
             except OSError as exc:
                 raise SystemExit(f"metrics.prometheus.port: cannot listen on {host}:{port}: {exc.strerror}")
         console = Console(int(props.get("console.summary.interval.ms", "30000")) / 1000)
-        listener = cls(query_name, json_lines, prometheus, console, GroupWatch(props["topic.records"], client))
+        watch = groups or GroupWatch(props["topic.records"], client, chosen_client(kafka_options(props)))
+        listener = cls(query_name, json_lines, prometheus, console, watch)
         listener._group_changes()  # what the records topic holds now is where changes start from
         return listener
 

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Mapping, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 import msgspec
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from schemas.messages import LoadedRecord, LoadGroup
 from state.api import decode_key, encode
-from streaming.kafka_io.kafka_clients import high_watermarks
+from streaming.kafka_io.kafka_clients import catch_up, high_watermarks
 
 log = logging.getLogger("coordinator.rebuild")
 
@@ -46,27 +47,19 @@ class Latest(NamedTuple):
     offset: int
 
 
-def latest_records(client: Mapping[str, object], topic: str) -> dict[bytes, Latest]:
+def latest_records(client: Mapping[str, object], topic: str, reader: str = "kafka-python",
+                   positions: dict[int, int] | None = None) -> dict[bytes, Latest]:
     """The records topic as compaction leaves it: the last value per key, read to the high watermark of each
-    partition (tansu neither compacts nor reports log ends reliably)."""
-    consumer = KafkaConsumer(**{"enable_auto_commit": False, "group_id": None, "auto_offset_reset": "earliest",
-                                **client})
-    try:
-        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        ends = high_watermarks(consumer, {tp: 0 for tp in parts})
-        latest: dict[bytes, Latest] = {}
-        pending = [tp for tp in parts if ends[tp] > 0]
-        if pending:
-            consumer.assign(pending)
-            consumer.seek_to_beginning(*pending)
-            while any(consumer.position(tp) < ends[tp] for tp in pending):
-                for tp, batch in consumer.poll(timeout_ms=500).items():
-                    for record in batch:
-                        if record.offset < ends[tp] and record.key is not None:
-                            latest[record.key] = Latest(record.value, tp.partition, record.offset)
-        return latest
-    finally:
-        consumer.close()
+    partition (tansu neither compacts nor reports log ends reliably), with `reader` (`kafka_clients.catch_up`'s
+    `client`). `positions` (partition -> next offset) is filled with where the read ended."""
+    latest: dict[bytes, Latest] = {}
+
+    def take(record) -> None:
+        if record.key is not None:
+            latest[record.key] = Latest(record.value, record.partition, record.offset)
+
+    catch_up("rebuild", client, topic, {} if positions is None else positions, take, reader)
+    return latest
 
 
 def load_requests(latest: Mapping[bytes, Latest]) -> dict[str, bytes]:
@@ -89,9 +82,19 @@ def load_requests(latest: Mapping[bytes, Latest]) -> dict[str, bytes]:
             for g, recs in sorted(by_group.items())}
 
 
-def rebuild(client: Mapping[str, object], records_topic: str, requests_topic: str) -> str:
-    """Publish the loads and return the `startingOffsets` JSON the query must start from (just before them)."""
-    loads = load_requests(latest_records(client, records_topic))
+def rebuild(client: Mapping[str, object], records_topic: str, requests_topic: str, reader: str = "kafka-python",
+            seen: Callable[[Iterable[tuple[bytes, bytes | None]], dict[int, int]], None] | None = None) -> str:
+    """Publish the loads and return the `startingOffsets` JSON the query must start from (just before them).
+    `seen` is given the records read (the latest per key, in topic order) and where the read ended: the driver's
+    group watch starts from them instead of reading the topic again."""
+    started = time.monotonic()
+    positions: dict[int, int] = {}
+    latest = latest_records(client, records_topic, reader, positions)
+    if seen is not None:
+        seen(((k, v.value) for k, v in sorted(latest.items(), key=lambda kv: kv[1][1:])), positions)
+    loads = load_requests(latest)
+    log.info("rebuild: read %d key(s) from %s in %.1f s", len(latest), records_topic, time.monotonic() - started)
+    started = time.monotonic()
     consumer = KafkaConsumer(**{"enable_auto_commit": False, "group_id": None, **client})
     try:
         parts = [TopicPartition(requests_topic, p)
@@ -99,20 +102,57 @@ def rebuild(client: Mapping[str, object], records_topic: str, requests_topic: st
         starting = high_watermarks(consumer, {tp: 0 for tp in parts})
     finally:
         consumer.close()
+    failed = (_publish_librdkafka if reader == "confluent" else _publish_kafka_python)(client, requests_topic, loads)
+    if failed:
+        raise RuntimeError("could not publish the load of some groups: " + "; ".join(failed))
+    log.info("rebuild: published %d load(s) to %s in %.1f s; reading it from %s", len(loads), requests_topic,
+             time.monotonic() - started, {tp.partition: o for tp, o in starting.items()})
+    return json.dumps({requests_topic: {str(tp.partition): o for tp, o in sorted(starting.items())}})
+
+
+def _publish_kafka_python(client: Mapping[str, object], topic: str, loads: Mapping[str, bytes]) -> list[str]:
+    """Publish every load, keyed by its group (so it lands in the group's partition); `group: why` of each that was
+    not acknowledged."""
     producer = KafkaProducer(**{"acks": "all", "max_request_size": MAX_LOAD_BYTES, **client})
     failed = []
     try:
-        sent = {g: producer.send(requests_topic, key=g.encode(), value=raw) for g, raw in loads.items()}
+        sent = {g: producer.send(topic, key=g.encode(), value=raw) for g, raw in loads.items()}
         producer.flush()
         for group_id, future in sent.items():
             try:
                 future.get(timeout=30)
-            except Exception as exc:  # noqa: BLE001 - reported per group below
+            except Exception as exc:  # noqa: BLE001 - reported per group
                 failed.append(f"{group_id}: {exc}")
     finally:
         producer.close()
-    if failed:
-        raise RuntimeError("could not publish the load of some groups: " + "; ".join(failed))
-    log.info("rebuild: %d group(s) loaded from %s; reading %s from %s", len(loads), records_topic,
-             requests_topic, {tp.partition: o for tp, o in starting.items()})
-    return json.dumps({requests_topic: {str(tp.partition): o for tp, o in sorted(starting.items())}})
+    return failed
+
+
+def _publish_librdkafka(client: Mapping[str, object], topic: str, loads: Mapping[str, bytes]) -> list[str]:
+    """`_publish_kafka_python` through librdkafka, which builds the produce requests in C. Its partitioner is
+    `murmur2_random`, kafka-python's and Kafka's for keyed records: a load lands in its group's partition."""
+    from confluent_kafka import Producer
+
+    from common.librdkafka_config import confluent_config
+
+    producer = Producer({**confluent_config(client), "acks": "all", "enable.idempotence": True, "linger.ms": 20,
+                         "message.max.bytes": MAX_LOAD_BYTES, "partitioner": "murmur2_random",
+                         "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1 << 21})
+    failed: list[str] = []
+
+    def delivered(error, message) -> None:
+        if error is not None:
+            failed.append(f"{message.key().decode(errors='replace')}: {error}")
+
+    for group_id, raw in loads.items():
+        while True:
+            try:
+                producer.produce(topic, raw, group_id.encode(), on_delivery=delivered)
+                break
+            except BufferError:  # the local queue is full: serve delivery reports and retry
+                producer.poll(0.05)
+        producer.poll(0)
+    remaining = producer.flush(120)
+    if remaining:
+        failed.append(f"{remaining} load(s) not acknowledged within 120 s")
+    return failed

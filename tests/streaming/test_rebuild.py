@@ -16,6 +16,7 @@ from state.api import encode
 from state.batch import decode_state, step_group
 from state.config import CoordinatorConfig
 from state.classic.group import GroupState
+from streaming.monitoring.group_watch import GroupWatch
 from streaming.recovery.rebuild import rebuild
 from tests.state.context import GroupContext
 from tests.support.kafka import producer, read_topic, send_raw
@@ -39,7 +40,10 @@ def job_topics(broker: str) -> tuple[dict, dict]:
     return props, client
 
 
-def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker, caplog):
+@pytest.mark.parametrize("reader", ["kafka-python", "confluent"])
+def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(broker, caplog, reader):
+    """With either client: librdkafka reads the records topic and publishes the loads by default (`kafka.client`),
+    kafka-python where librdkafka cannot take the settings."""
     props, client = job_topics(broker)
 
     live = GroupContext(group_id="live")
@@ -56,10 +60,13 @@ def test_rebuild_publishes_one_load_per_live_group_where_the_query_will_start(br
     prod.flush()
     send_raw(prod, props["topic.requests"], b'{"api":"Heartbeat"}', key=b"live")  # handled before the loss
 
+    watch = GroupWatch(props["topic.records"], client, reader)
     with caplog.at_level(logging.ERROR, logger="coordinator.rebuild"):
-        starting = json.loads(rebuild(client, props["topic.records"], props["topic.requests"]))[
-            props["topic.requests"]]
+        starting = json.loads(rebuild(client, props["topic.records"], props["topic.requests"], reader,
+                                      seen=watch.seed))[props["topic.requests"]]
     assert f"partition {not_utf8.partition} offset {not_utf8.offset} " in caplog.text  # reported, not carried
+    # the driver's group watch starts from what the rebuild read, where it ended
+    assert {s: n for s, n in watch.count_by_state().items() if n} == {"Stable": 1} and watch.poll() == []
 
     after_start = [r for r in read_topic(broker, props["topic.requests"]) if r.offset >= starting[str(r.partition)]]
     assert [r.key for r in after_start] == [b"live"]

@@ -141,7 +141,7 @@ def _downgrade(group: ConsumerGroup, written: list[Record], replaced: str, respo
     a classic group of the same members, the joining one holding what the replaced one held (Kafka's
     convertToClassicGroup with a joining member). After the join's records, the tombstones of the group they leave
     and the classic group's metadata record; every member's consumer timers end. No rebalance: the classic group is
-    Stable and the member syncs with the generation it was answered (`state.consumer.coordinator`)."""
+    Stable and the member syncs with the generation it was answered (`state.consumer.handlers`)."""
     joined = None
     for record in (*snapshot(group), *written):
         joined = replay(joined, record)

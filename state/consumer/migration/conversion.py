@@ -2,7 +2,7 @@
 
 Kafka's `ConsumerGroup.fromClassicGroup` + `createConsumerGroupRecords` (upgrade) and `ClassicGroup.fromConsumerGroup`
 + `createClassicGroupRecords` (downgrade), under `group.consumer.migration.policy`. Pure: (group, image, config) ->
-records; `state.consumer.coordinator` applies them (and does what Kafka's runtime does beside the records: parked
+records; `state.consumer.handlers` applies them (and does what Kafka's runtime does beside the records: parked
 requests answered, timers moved, a rebalance prepared).
 
 Partitions cross between the two by topic name (the classic protocol's) and topic id (the consumer protocol's)
@@ -31,7 +31,7 @@ from assignors.consumer_protocol import (
 from schemas.consumer_group import ClassicMemberMetadata, ClassicProtocol
 from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, GroupMetadataRecord, GroupMetadataValue, \
     MemberMetadata
-from state import records
+from state.consumer import records
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions

@@ -1,5 +1,5 @@
 """The share group's handlers as the runtime dispatches them, in the one shape (`state.runtime.step`), as
-`state.consumer.coordinator` is the consumer group's.
+`state.consumer.handlers` is the consumer group's.
 
 The handlers of `state.share` decide on the share group alone: (group, request, environment) ->
 `CoordinatorResult`; this module gives them the share group's environment (`heartbeat.Env`: the group id's configs
