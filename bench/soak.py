@@ -87,7 +87,13 @@ def child(process: subprocess.Popen, marker: str) -> int:
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    """The process's resident memory; 0 once it is gone (a broker that stopped with its run: the run's end is then
+    reported, and the figures of the minutes before it still are)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return 0.0
+    for line in status.splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
@@ -246,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         load = Load(gateway, broker)
         started = time.monotonic()
         clock_offset = time.time() - started
-        rss_start = rss_mb(tansu)
+        rss_start = rss_last = rss_mb(tansu)
         load.start()
         total = args.minutes * 60
         minute = 0
@@ -258,11 +264,12 @@ def main(argv: list[str] | None = None) -> int:
             minute += 1
             s = window_stats(batches(workdir / "metrics.log"), list(load.commits), started + 60 * (minute - 1),
                              started + 60 * minute, clock_offset)
+            rss_last = rss_mb(tansu) or rss_last
             print(f"minute {minute}: {s['commits_per_s']:.1f} commits/s, {s['batches']} batches, batch p99 "
                   f"{s['batch_p99_ms'] / 1000:.2f} s, commit errors {load.commit_errors}, lost {load.lost}, "
-                  f"tansu {rss_mb(tansu):.0f} MB; {_uptime()}", flush=True)
+                  f"tansu {rss_last:.0f} MB; {_uptime()}", flush=True)
         ended = time.monotonic()
-        rss_end = rss_mb(tansu)
+        rss_end = rss_mb(tansu) or rss_last
         load.close()
         rows = batches(workdir / "metrics.log")
         span = min(300.0, (ended - started) / 2)

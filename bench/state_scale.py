@@ -47,7 +47,8 @@ from bench.stream_bench import _load_request as request
 from common import config as job_config
 from common.topics import ensure_topics
 from state.batch import StoredGroup, decode_state
-from state.records import group_record, offset_record
+from state.classic.records import group_record
+from state.records import offset_record
 from streaming.kafka_io.embedded import start_broker
 from streaming.query import OPERATORS, await_warm_up, spark_session, start_query, stop_between_batches
 from streaming.recovery.rebuild import Latest, load_requests

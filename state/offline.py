@@ -16,7 +16,8 @@ from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.runtime.step import Env
 from state.views.directory import GroupDirectory
-from state.records import consumer_directory_record, group_record
+from state.consumer.records import consumer_directory_record
+from state.classic.records import group_record
 from state.share import records as share_records
 from state.share.group import ShareGroup
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id

@@ -1,4 +1,6 @@
-"""Every record the core appends, and their constructors (Kafka's GroupCoordinatorRecordHelpers): one module.
+"""The records every kind of group writes (`Record`, its keys, the offsets) and their constructors (Kafka's
+GroupCoordinatorRecordHelpers); each kind's own are in its package (`state.classic.records`,
+`state.consumer.records`, `state.share.records`).
 
 Two kinds, both applied by the one `state.runtime.replay.replay`:
 
@@ -8,7 +10,8 @@ Two kinds, both applied by the one `state.runtime.replay.replay`:
   A None value is a tombstone. The group metadata value is Kafka's `GroupMetadataValue` plus a `directory` object
   (current state, protocol type, member count) that ListGroups is answered from; loading ignores `directory`, as
   Kafka would not have it. These, and only these, go to the records topic, byte for byte as before.
-- **In-memory records** (`MemberAdded`, `StateChanged`, `JoinParked`, ...): the changes Kafka's classic coordinator
+- **In-memory records** (`state.classic.records`: `MemberAdded`, `StateChanged`, `JoinParked`, ...; here only the
+  two other kinds use too, `GroupLoaded` and `HeartbeatOwed`): the changes Kafka's classic coordinator
   makes to a group without writing anything (members joining, parked JoinGroup/SyncGroup, pending members, the
   assignment before it is persisted, the join phase's bookkeeping). Kafka mutates its `ClassicGroup` in place for
   these; here a handler appends one of these records instead and `replay` applies it, so a group changes in one
@@ -23,15 +26,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import msgspec
-from msgspec import UNSET, Struct, UnsetType
+from msgspec import Struct
 
 from schemas.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupDirectoryEntry,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
@@ -45,31 +46,21 @@ from schemas.consumer_group import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    MemberTopicPartitions,
-    TargetTopicPartitions,
 )
 from schemas.messages import (
     GROUP_METADATA_KEY_VERSION,
     OFFSET_COMMIT_KEY_VERSION,
-    GroupDirectoryEntry,
     GroupMetadataKey,
     GroupMetadataRecord,
     GroupMetadataValue,
-    MemberMetadata,
     OffsetCommitKey,
     OffsetCommitValue,
     RecordKey,
     TxnOffsetCommitKey,
 )
 from schemas.share_group import SHARE_RECORD_VALUES, ShareGroupRecordValue
-from state.consumer.member import ConsumerGroupMember, PartitionEpochs, Partitions
-from state.topics.image import ResolvedRegularExpression
-from state.classic.group import ClassicGroup, GroupState, Member, Parked
 from state.offsets.values import OffsetValue
 from state.wire import encode
-
-if TYPE_CHECKING:
-    from state.consumer.group import ConsumerGroup
 
 __all__ = ["GROUP_METADATA_KEY_VERSION", "OFFSET_COMMIT_KEY_VERSION", "Record", "decode_key"]
 
@@ -123,52 +114,6 @@ def decode_record(raw_key: bytes | None, raw_value: bytes | None) -> Record:
     return Record(key, _VALUES[type(key)].decode(raw_value))
 
 
-def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = None) -> GroupMetadataValue:
-    """Kafka's GroupMetadataValue of the group as it is now (members' subscription = selected protocol's)."""
-    return GroupMetadataValue(
-        protocol_type=group.protocol_type or "",
-        generation=group.generation,
-        protocol=group.protocol_name,
-        leader=group.leader,
-        current_state_timestamp=group.state_timestamp,
-        members=tuple(MemberMetadata(
-            member_id=m.member_id,
-            group_instance_id=m.group_instance_id,
-            client_id=m.client_id,
-            client_host=m.client_host,
-            rebalance_timeout=m.rebalance_timeout_ms,
-            session_timeout=m.session_timeout_ms,
-            subscription=m.metadata(group.protocol_name),
-            assignment=m.assignment if assignments is None else assignments.get(m.member_id, ""),
-            # our extension, so that a load keeps the member's binding
-            principal=UNSET if m.principal is None else m.principal,
-        ) for m in group.members.values()),
-    )
-
-
-def directory_changed(group: ClassicGroup) -> bool:
-    """Whether the group's state or protocol type differs from its last group metadata record's `directory`.
-    (A GroupState is the string it names, so it compares with the stored one without going through `.value`:
-    this runs after every request.)"""
-    directory = group.directory
-    return directory is None or directory[0] != group.state or directory[1] != (group.protocol_type or "")
-
-
-def group_record(group: ClassicGroup, persist: bool = False) -> Record:
-    """The group metadata record: the directory entry of the group now, plus Kafka's GroupMetadataValue, either
-    the group as it is now (`persist`: where Kafka's storeGroup writes) or as last persisted (a state change Kafka
-    would not write, so that a load still comes back to what Kafka would load)."""
-    value = kafka_group_value(group) if persist or group.persisted is None else group.persisted
-    directory = GroupDirectoryEntry(group.state.value, group.protocol_type or "", len(group.members))
-    return Record(GroupMetadataKey(group.group_id), GroupMetadataRecord(
-        *msgspec.structs.astuple(value), directory=directory))  # type: ignore[call-arg]
-
-
-def persisted_of(record: GroupMetadataRecord) -> GroupMetadataValue:
-    """Kafka's part of a group metadata record."""
-    return GroupMetadataValue(*msgspec.structs.astuple(record)[:-1])
-
-
 def group_tombstone(group_id: str) -> Record:
     return Record(GroupMetadataKey(group_id), None)
 
@@ -198,238 +143,13 @@ def offset_value_of(value: OffsetCommitValue) -> OffsetValue:
                        value.expire_timestamp)
 
 
-# -- the consumer group's records (KIP-848): Kafka's record types 3-8 and 16 ---------------------------------------
-# Topics are written in topic id order and partitions ascending, so the same group gives the same bytes.
-
-# -- type 3: group epoch -------------------------------------------------------------------------------------------
-
-def group_epoch(group_id: str, epoch: int, metadata_hash: int,
-                directory: ConsumerGroupDirectoryEntry | UnsetType = UNSET) -> Record:
-    """`directory`: the group's state now, for ListGroups (our extension; Kafka's epoch bumps have none)."""
-    return Record(ConsumerGroupMetadataKey(group_id), ConsumerGroupMetadataValue(
-        epoch=epoch, metadata_hash=metadata_hash, directory=directory))
-
-
-def consumer_directory_record(group: ConsumerGroup) -> Record:
-    """The group-epoch record as it is, with the group's state now: what ListGroups is answered from."""
-    return group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
-                       ConsumerGroupDirectoryEntry(group.state.value, len(group.members)))
-
-
-def group_epoch_tombstone(group_id: str) -> Record:
-    return Record(ConsumerGroupMetadataKey(group_id), None)
-
-
-# -- type 4: subscription metadata (Kafka 4.0; only ever tombstoned now) -------------------------------------------
-
-def subscription_metadata_tombstone(group_id: str) -> Record:
-    return Record(ConsumerGroupPartitionMetadataKey(group_id), None)
-
-
-# -- type 5: member subscription -----------------------------------------------------------------------------------
-
-def member_subscription(group_id: str, member: ConsumerGroupMember) -> Record:
-    return Record(ConsumerGroupMemberMetadataKey(group_id, member.member_id), ConsumerGroupMemberMetadataValue(
-        instance_id=member.instance_id,
-        rack_id=member.rack_id,
-        client_id=member.client_id,
-        client_host=member.client_host,
-        subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
-        subscribed_topic_regex=member.subscribed_topic_regex,
-        rebalance_timeout_ms=member.rebalance_timeout_ms,
-        server_assignor=member.server_assignor_name,
-        classic_member_metadata=member.classic_member_metadata,
-        principal=UNSET if member.principal is None else member.principal,  # our extension
-    ))
-
-
-def member_subscription_tombstone(group_id: str, member_id: str) -> Record:
-    return Record(ConsumerGroupMemberMetadataKey(group_id, member_id), None)
-
-
-# -- types 6 and 7: target assignment ------------------------------------------------------------------------------
-
-def target_assignment(group_id: str, member_id: str, partitions: Partitions) -> Record:
-    return Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), ConsumerGroupTargetAssignmentMemberValue(
-        topic_partitions=tuple(TargetTopicPartitions(topic, tuple(sorted(parts)))
-                               for topic, parts in sorted(partitions.items()) if parts)))
-
-
-def target_assignment_tombstone(group_id: str, member_id: str) -> Record:
-    return Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None)
-
-
-def target_assignment_epoch(group_id: str, epoch: int, timestamp_ms: int) -> Record:
-    return Record(ConsumerGroupTargetAssignmentMetadataKey(group_id), ConsumerGroupTargetAssignmentMetadataValue(
-        assignment_epoch=epoch, assignment_timestamp=timestamp_ms))
-
-
-def target_assignment_epoch_tombstone(group_id: str) -> Record:
-    return Record(ConsumerGroupTargetAssignmentMetadataKey(group_id), None)
-
-
-# -- type 8: current assignment ------------------------------------------------------------------------------------
-
-def _with_epochs(partitions: PartitionEpochs) -> tuple[MemberTopicPartitions, ...]:
-    out = []
-    for topic, parts in sorted(partitions.items()):
-        if parts:
-            ordered = sorted(parts.items())
-            out.append(MemberTopicPartitions(topic, tuple(p for p, _ in ordered), tuple(e for _, e in ordered)))
-    return tuple(out)
-
-
-def current_assignment(group_id: str, member: ConsumerGroupMember) -> Record:
-    return Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member.member_id),
-                  ConsumerGroupCurrentMemberAssignmentValue(
-                      member_epoch=member.member_epoch,
-                      previous_member_epoch=member.previous_member_epoch,
-                      state=int(member.state),
-                      assigned_partitions=_with_epochs(member.assigned_partitions),
-                      partitions_pending_revocation=_with_epochs(member.partitions_pending_revocation),
-                  ))
-
-
-def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
-    return Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id), None)
-
-
-# -- type 16: resolved regular expression --------------------------------------------------------------------------
-
-def regular_expression(group_id: str, regex: str, resolved: ResolvedRegularExpression) -> Record:
-    return Record(ConsumerGroupRegularExpressionKey(group_id, regex), ConsumerGroupRegularExpressionValue(
-        topics=tuple(sorted(resolved.topics)), version=resolved.version, timestamp=resolved.timestamp_ms))
-
-
-def regular_expression_tombstone(group_id: str, regex: str) -> Record:
-    return Record(ConsumerGroupRegularExpressionKey(group_id, regex), None)
-
-
 # -- in-memory records: applied by replay, never written -----------------------------------------------------------
-
-class GroupCreated(Struct, frozen=True, gc=False):
-    """A new Empty group at generation 0 (Kafka's getOrMaybeCreateClassicGroup)."""
-
-    group_id: str
-    timestamp: int
-
 
 class GroupLoaded(Struct, frozen=True, gc=False):
     """The group's membership as its last persisted value left it (Kafka's replay of a GroupMetadataValue when it
     loads `__consumer_offsets`): members, generation, protocol and leader; Stable with members, else Empty."""
 
     value: GroupMetadataValue
-
-
-class MemberAdded(Struct, frozen=True, gc=False):
-    member: Member
-
-
-class MemberUpdated(Struct, frozen=True, gc=False):
-    """A member re-joined: its protocols, timeouts and partition counts as its JoinGroup gives them, the JoinGroup
-    parked. (Replay sets these on the group's member; the lists are never changed in place.)"""
-
-    member_id: str
-    protocols: list[tuple[str, str]]
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    topic_partitions: list[tuple[str, int]]
-    join: Parked
-
-
-class MemberRemoved(Struct, frozen=True, gc=False):
-    """A member, or a pending member, leaves the group (with its pending-sync mark)."""
-
-    member_id: str
-
-
-class StaticMemberReplaced(Struct, frozen=True, gc=False):
-    """KIP-345: a restarted static member takes over the old member id's place (leader and pending sync too)."""
-
-    old_member_id: str
-    member: Member
-
-
-class PendingMemberAdded(Struct, frozen=True, gc=False):
-    """KIP-394: a member id handed out with MEMBER_ID_REQUIRED, not a member until it joins with it; `id_counter`
-    as `MemberIdIssued`'s (the id was just issued)."""
-
-    member_id: str
-    id_counter: int
-
-
-class MemberIdIssued(Struct, frozen=True, gc=False):
-    """The counter that makes generated member ids unique within the group (see `ClassicGroup.member_id_for`)."""
-
-    id_counter: int
-
-
-class JoinParked(Struct, frozen=True, gc=False):
-    """A member's JoinGroup parked until the join phase completes (None: answered)."""
-
-    member_id: str
-    parked: Parked | None
-
-
-class SyncParked(Struct, frozen=True, gc=False):
-    """A member's SyncGroup parked until the leader's assignment arrives: the member no longer holds the sync
-    phase up (it leaves the pending-sync set)."""
-
-    member_id: str
-    parked: Parked
-
-
-class ParkedSyncsAnswered(Struct, frozen=True, gc=False):
-    """Every parked SyncGroup was answered (with the assignment or an error)."""
-
-
-class StateChanged(Struct, frozen=True, gc=False):
-    """A transition, checked against `state.classic.group.VALID_PREVIOUS` when replayed."""
-
-    state: GroupState
-    timestamp: int
-
-
-class JoinPhaseChanged(Struct, frozen=True, gc=False):
-    """KIP-134's bookkeeping of the initial rebalance delay."""
-
-    new_member_added: bool
-    initial_delay: tuple[int, int] | None
-
-
-class LeaderElected(Struct, frozen=True, gc=False):
-    member_id: str
-
-
-class GenerationStarted(Struct, frozen=True, gc=False):
-    """The join phase completed: the next generation, its protocol (None without members) and the subscribed
-    topics that follow from them."""
-
-    generation: int
-    protocol_name: str | None
-
-
-class JoinCompleted(Struct, frozen=True, gc=False):
-    """Every member's JoinGroup was answered and nobody is new any more; `await_sync`: every member owes a
-    SyncGroup (the pending-sync set), unless the coordinator assigned itself."""
-
-    await_sync: bool
-
-
-class PendingSyncCleared(Struct, frozen=True, gc=False):
-    """Nobody owes a SyncGroup any more (a new join phase began, or one completed)."""
-
-
-class SyncReceived(Struct, frozen=True, gc=False):
-    """The member sent its SyncGroup: it no longer holds the sync phase up."""
-
-    member_id: str
-
-
-class AssignmentsSet(Struct, frozen=True, gc=False):
-    """Every member's assignment: from this map, empty bytes for a member it leaves out."""
-
-    assignments: dict[str, str]
 
 
 class HeartbeatOwed(Struct, frozen=True, gc=False):
@@ -440,10 +160,3 @@ class HeartbeatOwed(Struct, frozen=True, gc=False):
 
     member_id: str
     owed: bool
-
-
-InMemoryRecord = (GroupCreated | GroupLoaded | MemberAdded | MemberUpdated | MemberRemoved | StaticMemberReplaced
-                  | PendingMemberAdded | MemberIdIssued | JoinParked | SyncParked | ParkedSyncsAnswered
-                  | StateChanged | JoinPhaseChanged | LeaderElected | GenerationStarted | JoinCompleted
-                  | PendingSyncCleared | SyncReceived | AssignmentsSet | HeartbeatOwed)
-AnyRecord = Record | InMemoryRecord

@@ -5,6 +5,7 @@ What is where (each module says why in its own docstring):
 - `group`: the group as its records leave it, and the rules read from it (Kafka's ConsumerGroup);
 - `member`: a member, its epochs and reconciliation state (Kafka's ConsumerGroupMember, MemberState);
 - `replay`: the only way a group changes, live and when loading (Kafka's GroupMetadataManager.replay);
+- `records`: the records it writes (Kafka's record types 3-8 and 16) and their constructors;
 - `stored`: the group as the shell stores it (its records as compaction leaves them);
 - `handlers`: the consumer group's requests, timers and load in the core's runtime;
 - `heartbeat`: ConsumerGroupHeartbeat, its timers (session, revocation, regex refresh) and their expiry;

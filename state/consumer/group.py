@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Mapping
 
 from assignors.api import SubscriptionType
-from state import records
+from state.consumer import records
 from state.consumer.member import ConsumerGroupMember, Partitions
 from state.topics.image import ResolvedRegularExpression
 from state.errors import CoordinatorError, Errors

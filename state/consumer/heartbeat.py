@@ -43,7 +43,7 @@ from schemas.consumer_group import (
     ConsumerGroupHeartbeatResponseTopicPartitions,
 )
 from schemas.messages import API_VERSIONS
-from state import records
+from state.consumer import records
 from state.config import CoordinatorConfig
 from state.consumer.migration.conversion import downgrade_record, validate_online_downgrade
 from state.consumer.group import ConsumerGroup, delete_records, subscription_type

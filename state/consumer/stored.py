@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from state import records
+from state.consumer import records
 from state.consumer.group import ConsumerGroup
 from state.consumer.replay import replay
 from state.offsets.values import Offsets

@@ -1,5 +1,6 @@
 """The records a share group writes, and their constructors (Kafka's GroupCoordinatorRecordHelpers for share
-groups, and the share coordinator's snapshot): one place for each, as `state.records` is for the other kinds."""
+groups, and the share coordinator's snapshot): one place for each, as `state.consumer.records` is for consumer
+groups and `state.records` for what every kind writes."""
 
 from __future__ import annotations
 

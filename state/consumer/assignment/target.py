@@ -18,7 +18,7 @@ from typing import Mapping, Protocol
 
 from assignors.api import Cluster, GroupSpec, MemberSubscription, SubscriptionType
 from assignors.consumer_protocol import TopicPartitions
-from state import records
+from state.consumer import records
 from state.consumer.member import ConsumerGroupMember, Partitions
 from state.topics.image import MetadataImage
 from state.records import Record

@@ -31,7 +31,7 @@ from assignors.consumer_protocol import (
 from schemas.consumer_group import ClassicMemberMetadata, ClassicProtocol
 from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, GroupMetadataRecord, GroupMetadataValue, \
     MemberMetadata
-from state import records
+from state.consumer import records
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.member import ConsumerGroupMember, MemberState, Partitions

@@ -170,7 +170,7 @@ def build_group(ctx: ConsumerContext, epoch: int, members: Iterable, targets: di
     """Kafka's ConsumerGroupBuilder: the records of a group at `epoch` with these members (each member's current
     target defaults to its assigned partitions), replayed into the context. The metadata hash is the one of the
     members' subscribed topics in the context's image, so the group is up to date with it."""
-    from state import records
+    from state.consumer import records
     from state.consumer.member import partitions_of
     from state.topics.image import metadata_hash
 

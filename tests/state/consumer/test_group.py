@@ -12,7 +12,7 @@ import pytest
 
 from assignors.api import SubscriptionType
 from schemas.consumer_group import ConsumerGroupDescribeRequest
-from state import records
+from state.consumer import records
 from state.consumer.describe import consumer_group_describe
 from state.consumer.group import ConsumerGroupState, delete_records, subscription_type, validate_delete
 from state.consumer.member import MemberState

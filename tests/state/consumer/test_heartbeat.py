@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from state import records
+from state.consumer import records
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroupState
 from state.consumer.member import ConsumerGroupMember, MemberState

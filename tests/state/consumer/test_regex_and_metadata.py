@@ -7,7 +7,7 @@ a test ports one (GroupMetadataManagerTest, trunk)."""
 from __future__ import annotations
 
 from schemas.consumer_group import TopicMetadata, TopicMetadataTopic
-from state import records
+from state.consumer import records
 from state.consumer.member import MemberState
 from state.topics.image import ResolvedRegularExpression, apply_topic_metadata, metadata_hash
 from state.runtime.timers import CONSUMER_REGEX_REFRESH

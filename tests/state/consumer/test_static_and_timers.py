@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from state import records
+from state.consumer import records
 from state.consumer.heartbeat import Env, on_loaded
 from state.consumer.member import MemberState
 from state.topics.image import metadata_hash

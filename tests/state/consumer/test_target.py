@@ -5,7 +5,7 @@ expected records are Kafka's; each test names Kafka's case it ports. Group "my-g
 from __future__ import annotations
 
 from assignors.api import SubscriptionType
-from state import records
+from state.consumer import records
 from state.consumer.member import ConsumerGroupMember
 from state.consumer.assignment.target import build_target_assignment
 from tests.state.consumer.support import MockAssignor, assignment, image, topic_id
