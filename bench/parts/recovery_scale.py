@@ -27,7 +27,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from deploy.drills.harness import Environment, JobProcess
 from state.batch import StoredGroup, decode_state
-from state.records import group_record, offset_record
+from state.classic.records import group_record
+from state.records import offset_record
 
 PROBE_EVERY_S = 0.25
 

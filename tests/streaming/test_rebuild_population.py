@@ -12,7 +12,8 @@ import pytest
 
 from state.batch import decode_state, load_group, step_group
 from state.config import CoordinatorConfig
-from state.records import group_record, offset_record
+from state.classic.records import group_record
+from state.records import offset_record
 from streaming.group_stores.state_reader import stored_groups
 from streaming.recovery.rebuild import rebuild
 from tests.state.context import GroupContext
