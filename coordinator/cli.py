@@ -149,11 +149,19 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         checkpoint.check(spark, props)  # before any batch: a checkpoint this release cannot run is refused
         # A standby waits here, rehearsed and warm, until the active driver's lease lapses (streaming.recovery.lease).
+        watch = GroupWatch(props["topic.records"], client, chosen_client(kafka_options(props)))
+        rebuilding = props.get("rebuild.from.records", "false").lower() == "true"
+        if not rebuilding:
+            # Read the records topic (the console's groups) now, while a standby has nothing else to do: a takeover
+            # then reads only what was written since, not a million members' records before its first batch.
+            try:
+                watch.poll()
+            except Exception as exc:  # noqa: BLE001 - read again, and reported if it still fails, by the metrics
+                log.info("the records topic could not be read yet (%r); the metrics read it once the query runs", exc)
         if lease is not None:
             halt = DriverHalt(spark, lease.settings.key)
             lease.acquire(on_standby=lambda: _stand_by(spark, props), on_lost=halt, on_renewed=halt.arm)
-        watch = GroupWatch(props["topic.records"], client, chosen_client(kafka_options(props)))
-        if props.get("rebuild.from.records", "false").lower() == "true":
+        if rebuilding:
             _rebuild(client, props, watch)
         # Groups are reported from here on: the records topic is read to its end now (or was, by the rebuild),
         # before the first batch.
