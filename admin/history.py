@@ -59,7 +59,7 @@ def _assignment(text: str) -> tuple[tuple[str, int], ...]:
 
 
 def snapshot_of(value: GroupMetadataRecord, timestamp_ms: int) -> Snapshot:
-    """A group metadata record's value (`state.records.group_record`; `protocol` and `leader` are null while the
+    """A group metadata record's value (`state.classic.records.group_record`; `protocol` and `leader` are null while the
     group is Empty)."""
     members = tuple(MemberSnapshot(m.member_id, m.group_instance_id, m.client_id, _assignment(m.assignment))
                     for m in value.members)

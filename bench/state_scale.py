@@ -17,6 +17,11 @@ committed offset each, made by the core and copied under G group ids. Then it me
 - latency and batch time at a fixed low rate (heartbeats and commits from random members): the ratio's load, in
   rounds the populations take in turn, so that a slow minute on a shared machine weighs on both.
 
+`--recovery 1000,100000` measures recovery instead (issue 35; `bench.parts.recovery_scale`): each population is
+preloaded into the records topic, rebuilt by `coordinator run --rebuild-from-records` (process start to first
+answer), then the driver is killed -9 with a standby waiting (kill to first answer), and the run ends with
+`recovery at scale: takeover 100k/1k = R (T1 s / T2 s), rebuild = M members/s, rebuild/Kafka replay = K`.
+
 Nothing here is a test; figures depend on the machine. tansu's coordinator is no peer here (it keeps groups in
 broker memory and has no per-batch cost; `bench.stream_bench` compares the two on the request path). Run:
 `python -m bench.state_scale [--compare 1000,100000] [--members 10] [--backlog 20000] [--rate 200] [--seconds 20]
@@ -42,7 +47,8 @@ from bench.stream_bench import _load_request as request
 from common import config as job_config
 from common.topics import ensure_topics
 from state.batch import StoredGroup, decode_state
-from state.records import group_record, offset_record
+from state.classic.records import group_record
+from state.records import offset_record
 from streaming.kafka_io.embedded import start_broker
 from streaming.query import OPERATORS, await_warm_up, spark_session, start_query, stop_between_batches
 from streaming.recovery.rebuild import Latest, load_requests
@@ -132,7 +138,10 @@ def load(spark, broker, groups: int, args: argparse.Namespace, template: StoredG
     result["load"] = {"wall_s": round(wall, 1), "groups_per_s": round(groups / wall),
                       "members_per_s": round(groups * args.members / wall),
                       "batches_ms": [p.batchDuration for p in loading],
-                      "rows_per_batch": [p.numInputRows for p in loading]}
+                      "rows_per_batch": [p.numInputRows for p in loading],
+                      "state_calls_ms": [p.observedMetrics["coordinator"]["call_us"] // 1000 for p in loading],
+                      "state_commit_ms": [sum(op.commitTimeMs for op in p.stateOperators) for p in loading],
+                      "durations_ms": [dict(p.durationMs) for p in loading]}
     last = query.lastProgress
     result["state_after_load"] = {
         "state_rows": sum(op["numRowsTotal"] for op in last["stateOperators"]),
@@ -210,9 +219,15 @@ def main() -> None:
                         "shared machine then weighs on both)")
     parser.add_argument("--operator", default="transformWithState", choices=OPERATORS)
     parser.add_argument("--buckets", type=int, help="state.buckets (default: conf/coordinator.properties)")
+    parser.add_argument("--recovery", nargs="?", const="1000,100000", metavar="SMALL,LARGE",
+                        help="instead: rebuild and kill -9 takeover at two populations (bench.parts.recovery_scale)")
+    parser.add_argument("--recovery-rounds", type=int, default=1, help="rounds of the two populations, alternating")
     args = parser.parse_args()
     random.seed(1)
     template, member_ids, generation = template_group(args.members)
+    if args.recovery:
+        recovery_at_scale(args, template, member_ids, generation)
+        return
     broker = start_broker()
     try:
         spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
@@ -238,6 +253,39 @@ def main() -> None:
               f"{ratio:.2f} ({large['fixed_rate']['batch_ms_median']} ms / {small['fixed_rate']['batch_ms_median']} "
               f"ms, {args.operator}; loading {large['members']:,} members: {large['load']['members_per_s']:,} "
               f"members/s)")
+
+
+KAFKA_REPLAY_RECORDS_PER_S = 4_400_000
+"""Kafka's load of `__consumer_offsets` (KAFKA-19716's JMH), the peer of the rebuild rate."""
+
+
+def recovery_at_scale(args: argparse.Namespace, template: StoredGroup, member_ids: list[str],
+                      generation: int) -> None:
+    """`--recovery SMALL,LARGE`: each population preloaded, rebuilt and taken over (see
+    `bench.parts.recovery_scale`), the two alternating for `--recovery-rounds`; medians of each."""
+    from bench.parts.recovery_scale import recovery
+
+    small, large = (int(n) for n in args.recovery.split(","))
+    broker = start_broker()
+    runs: dict[int, list[dict]] = {small: [], large: []}
+    try:
+        for _ in range(args.recovery_rounds):
+            for groups in (small, large):
+                result = recovery(broker.bootstrap_servers, Path(tempfile.mkdtemp(prefix="recovery-")), template,
+                                  member_ids, generation, groups)
+                result["load_average"] = os.getloadavg()
+                print(json.dumps(result), flush=True)
+                runs[groups].append(result)
+    finally:
+        broker.stop()
+    t_small = statistics.median(r["takeover_s"] for r in runs[small])
+    t_large = statistics.median(r["takeover_s"] for r in runs[large])
+    rate = statistics.median(r["rebuild"]["members_per_s"] for r in runs[large])
+    records_per_s = rate * (1 + 1 / args.members)  # a group record per group and an offset record per member
+    print(f"recovery at scale: takeover {large // 1000}k/{small // 1000}k = {t_large / t_small:.2f} "
+          f"({t_large} s / {t_small} s), rebuild = {rate:,} members/s, rebuild/Kafka replay = "
+          f"{records_per_s / KAFKA_REPLAY_RECORDS_PER_S:.4f} ({records_per_s:,.0f} / "
+          f"{KAFKA_REPLAY_RECORDS_PER_S:,} records/s; load average {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

@@ -87,7 +87,8 @@ from state.share.stored import ShareGroupDoc
 from state.share.stored import from_doc as share_group_of
 from state.share.stored import to_doc as share_group_doc
 from schemas.share_group import GroupConfigKey, SharePartitionSnapshotKey
-from state.records import Record, kafka_group_value
+from state.classic.records import kafka_group_value
+from state.records import Record
 from state.wire import (
     API_VERSIONS,
     BadRequest,

@@ -17,7 +17,7 @@ from state.consumer.group import ConsumerGroup
 from state.runtime.step import Env
 from state.views.directory import GroupDirectory
 from state.consumer.records import consumer_directory_record
-from state.records import group_record
+from state.classic.records import group_record
 from state.share import records as share_records
 from state.share.group import ShareGroup
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id

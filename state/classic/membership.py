@@ -44,7 +44,7 @@ from state.errors import (
     CoordinatorError,
 )
 from state.classic.group import ClassicGroup, GroupState, Member, Parked
-from state.records import (
+from state.classic.records import (
     AssignmentsSet,
     GenerationStarted,
     GroupCreated,

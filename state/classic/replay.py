@@ -13,11 +13,10 @@ from msgspec import UNSET
 
 from state.classic.group import ClassicGroup, GroupState, Member
 from state.errors import ReplayError
-from state.records import (
+from state.classic.records import (
     AssignmentsSet,
     GenerationStarted,
     GroupCreated,
-    GroupLoaded,
     JoinCompleted,
     JoinParked,
     JoinPhaseChanged,
@@ -35,6 +34,7 @@ from state.records import (
     SyncReceived,
     kafka_group_value,
 )
+from state.records import GroupLoaded
 
 
 def group_created(group: None, record: GroupCreated) -> ClassicGroup:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from state.classic.group import ClassicGroup
 from state.consumer.group import ConsumerGroup
 from state.consumer.records import consumer_directory_record
-from state.records import directory_changed, group_record
+from state.classic.records import directory_changed, group_record
 from state.runtime.step import NOTHING, CoordinatorResult
 from state.share import records as share_records
 from state.share.group import ShareGroup

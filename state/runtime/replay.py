@@ -29,12 +29,25 @@ from state.consumer import replay as consumer_replay
 from state.consumer.group import ConsumerGroup
 from state.errors import ReplayError
 from state.offsets.values import PendingOffset
-from state.records import AnyRecord, GroupCreated, HeartbeatOwed, Record, kafka_group_value, offset_value_of, persisted_of
+from state.classic import records as classic_records
+from state.classic.records import GroupCreated, kafka_group_value, persisted_of
+from state.records import GroupLoaded, HeartbeatOwed, Record, offset_value_of
 from schemas.share_group import GroupConfigKey, ShareGroupRecordKey
 from state.share import replay as share_replay
 from state.share.group import ShareGroup
 from state.share.records import SharePartitionWanted
 
+
+InMemoryRecord = (GroupCreated | GroupLoaded | classic_records.MemberAdded | classic_records.MemberUpdated
+                  | classic_records.MemberRemoved | classic_records.StaticMemberReplaced
+                  | classic_records.PendingMemberAdded | classic_records.MemberIdIssued | classic_records.JoinParked
+                  | classic_records.SyncParked | classic_records.ParkedSyncsAnswered | classic_records.StateChanged
+                  | classic_records.JoinPhaseChanged | classic_records.LeaderElected
+                  | classic_records.GenerationStarted | classic_records.JoinCompleted
+                  | classic_records.PendingSyncCleared | classic_records.SyncReceived | classic_records.AssignmentsSet
+                  | HeartbeatOwed)
+"""The records `replay` applies that are never written (`state.records` says why there are any)."""
+AnyRecord = Record | InMemoryRecord
 
 # -- replay ------------------------------------------------------------------------------------------------------
 

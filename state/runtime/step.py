@@ -38,7 +38,7 @@ from state.topics.image import EMPTY_IMAGE, MetadataImage, decode_image_row
 
 if TYPE_CHECKING:
     from state.consumer.assignment.target import ServerAssignor
-    from state.records import AnyRecord
+    from state.runtime.replay import AnyRecord
 
 
 @dataclass(slots=True)

@@ -19,7 +19,8 @@ from state.errors import Errors
 from state.classic.group import GroupState, IllegalTransition, Member
 from state.offsets.values import OffsetValue
 from state.runtime.load import load
-from state.records import GroupLoaded, MemberAdded, Record, StateChanged, group_tombstone, offset_record
+from state.classic.records import MemberAdded, StateChanged
+from state.records import GroupLoaded, Record, group_tombstone, offset_record
 from state.runtime.timers import JOIN, SYNC, Schedule, heartbeat_key
 from state.wire import decode_request
 from tests.state.context import GroupContext

@@ -1,0 +1,82 @@
+"""A rebuild of a population (issue 35), through the real query: 2,000 groups of 10 members with an offset each, in
+the records topic as the job writes them, rebuilt into a new checkpoint. Every group comes back as the core loads it
+from its records: the checkpoint's rows (read offline, as `groupcoord-consumer-groups --checkpoint` reads them) are
+byte for byte what `state.api.load_group` makes of the records topic at the time the query loaded the group
+(members, generation, leader, assignments, offsets, and every session deadline restarted at that time)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from state.batch import decode_state, load_group, step_group
+from state.config import CoordinatorConfig
+from state.classic.records import group_record
+from state.records import offset_record
+from streaming.group_stores.state_reader import stored_groups
+from streaming.recovery.rebuild import rebuild
+from tests.state.context import GroupContext
+from tests.support.kafka import producer, read_topic
+
+GROUPS = 2_000
+MEMBERS = 10
+
+
+def population() -> dict[str, list[tuple[bytes, bytes]]]:
+    """group_id -> its records (a Stable group of MEMBERS with one committed offset per member), as the job writes
+    them: the same group under GROUPS ids."""
+    template = GroupContext(group_id="template")
+    leader = template.stable_group(MEMBERS)[0]
+    template.commit({("orders", i): 100 + i for i in range(MEMBERS)}, leader, template.group.generation)
+    group = template.group
+    out = {}
+    for g in range(GROUPS):
+        group.group_id = f"g{g}"
+        out[group.group_id] = [group_record(group, persist=True).encode()] + [
+            offset_record(group.group_id, t, p, o).encode() for (t, p), o in sorted(group.offsets.items())]
+    return out
+
+
+def test_a_rebuilt_population_is_every_group_as_its_records_load_it(coordinator, spark, broker):
+    run = coordinator(start=False)
+    groups = population()
+    out = producer(broker)
+    for records in groups.values():
+        for key, value in records:
+            out.send(run.topics.records, key=key, value=value)
+    out.flush()
+    client = {"bootstrap_servers": broker}
+    run.props["starting.offsets"] = rebuild(client, run.topics.records, run.topics.requests, "confluent")
+    run.start()
+    run.wait(lambda: sum(p.numInputRows for p in run.query.recentProgress) >= GROUPS or None, timeout_s=300)
+    run.stop()
+
+    loaded = stored_groups(spark, run.props["checkpoint.location"])
+    # besides the job's own row (the topics the consumer groups' assignors see), exactly the groups written
+    assert sorted(g for g in loaded if "topic-metadata" not in g) == sorted(groups)
+    loaded = {g: loaded[g] for g in groups}
+    # The reference: each group's load as the rebuild published it, stepped by the core offline at the time the
+    # query stepped it (the stored clock) and with its arrival time, as the query passes them.
+    starting = json.loads(run.props["starting.offsets"])[run.topics.requests]
+    loads = {r.key.decode(): r for r in read_topic(broker, run.topics.requests)
+             if r.offset >= starting[str(r.partition)] and r.value.startswith(b'{"api":"LoadGroup"')}
+    assert sorted(loads) == sorted(groups)
+    config = CoordinatorConfig.from_properties(run.props)
+
+    def offline(group_id: str, clock_ms: int):
+        load = loads[group_id]
+        return step_group(group_id, None, [load.value], clock_ms, config, request_times_ms=[load.timestamp]).stored(
+            None)
+
+    differ = [g for g, stored in loaded.items() if stored != offline(g, decode_state(stored).clock_ms)]
+    assert differ == []
+    # ... and that is the group written: Stable, its members and generation, an offset per member, fresh sessions.
+    first = decode_state(loaded["g0"])
+    written = decode_state(load_group("g0", groups["g0"], first.clock_ms, config))
+    assert first.state.value == "Stable" and len(first.members) == MEMBERS
+    assert (first.generation, sorted(first.members), first.leader) == (
+        written.generation, sorted(written.members), written.leader)
+    assert {tp: o.offset for tp, o in first.offsets.items()} == {("orders", i): 100 + i for i in range(MEMBERS)}
+    sessions = {first.timers[f"heartbeat:{m}"] for m in first.members}
+    assert len(sessions) == 1 and sessions.pop() > loads["g0"].timestamp  # sessions restarted at the load
