@@ -131,6 +131,9 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             props["checkpoint.location"] = throwaway_checkpoint
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         _reach_topics(client, props, check_compaction=broker is None)
+        rebuilding = props.get("rebuild.from.records", "false").lower() == "true"
+        # A rebuild reads the records topic while the Spark session starts and the lease is watched.
+        ahead = _read_ahead(client, props) if rebuilding else None
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
             from gateway.front.process import start_gateway
 
@@ -150,7 +153,6 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         checkpoint.check(spark, props)  # before any batch: a checkpoint this release cannot run is refused
         # A standby waits here, rehearsed and warm, until the active driver's lease lapses (streaming.recovery.lease).
         watch = GroupWatch(props["topic.records"], client, chosen_client(kafka_options(props)))
-        rebuilding = props.get("rebuild.from.records", "false").lower() == "true"
         if not rebuilding:
             # Read the records topic (the console's groups) now, while a standby has nothing else to do: a takeover
             # then reads only what was written since, not a million members' records before its first batch.
@@ -162,7 +164,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             halt = DriverHalt(spark, lease.settings.key)
             lease.acquire(on_standby=lambda: _stand_by(spark, props), on_lost=halt, on_renewed=halt.arm)
         if rebuilding:
-            _rebuild(client, props, watch)
+            _rebuild(client, props, watch, ahead)
         # Groups are reported from here on: the records topic is read to its end now (or was, by the rebuild),
         # before the first batch.
         listener = CoordinatorMetrics.from_properties(props, client, QUERY_NAME, watch)
@@ -262,15 +264,34 @@ def _stand_by(spark, props: dict[str, str]) -> None:
     print(f"standby: another driver runs the query on {checkpoint}; this one takes over when it stops", flush=True)
 
 
-def _rebuild(client: dict[str, object], props: dict[str, str], watch) -> None:
+def _read_ahead(client: dict[str, object], props: dict[str, str]):
+    """`streaming.recovery.rebuild.read_ahead` in a thread of its own: a future of what it read."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from common.config import kafka_options
+    from streaming.kafka_io.kafka_clients import chosen_client
+    from streaming.recovery.rebuild import read_ahead
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="rebuild-read-ahead")
+    future = pool.submit(read_ahead, client, props["topic.records"], chosen_client(kafka_options(props)))
+    pool.shutdown(wait=False)
+    return future
+
+
+def _rebuild(client: dict[str, object], props: dict[str, str], watch, ahead) -> None:
     from streaming.recovery.rebuild import checkpoint_has_progress, rebuild
 
     if checkpoint_has_progress(props["checkpoint.location"]):
         log.info("rebuild requested, but checkpoint %s has progress: it holds the state; not rebuilding",
                  props["checkpoint.location"])
         return
+    try:
+        read = ahead.result()
+    except Exception as exc:  # noqa: BLE001 - the rebuild reads the whole topic itself
+        log.warning("rebuild: the read ahead of the lease failed (%r); reading the records topic now", exc)
+        read = None
     props["starting.offsets"] = rebuild(client, props["topic.records"], props["topic.requests"], watch.reader,
-                                        seen=watch.seed)
+                                        seen=watch.seed, ahead=read)
 
 
 def _quietly(action) -> None:

@@ -62,6 +62,16 @@ def latest_records(client: Mapping[str, object], topic: str, reader: str = "kafk
     return latest
 
 
+def read_ahead(client: Mapping[str, object], topic: str, reader: str) -> tuple[dict[bytes, Latest], dict[int, int]]:
+    """The records topic read before the driver holds the lease (reading changes nothing; only publishing the loads
+    must wait for the lease): `rebuild(ahead=...)` then reads only what was written since."""
+    started = time.monotonic()
+    positions: dict[int, int] = {}
+    latest = latest_records(client, topic, reader, positions)
+    log.info("rebuild: read %d key(s) from %s ahead, in %.1f s", len(latest), topic, time.monotonic() - started)
+    return latest, positions
+
+
 def load_requests(latest: Mapping[bytes, Latest]) -> dict[str, bytes]:
     """group_id -> its LoadGroup request, for every group that still has a live record. Each record carries where
     it was read, so the core names one it cannot decode by its partition and offset; a value that is not UTF-8
@@ -83,13 +93,15 @@ def load_requests(latest: Mapping[bytes, Latest]) -> dict[str, bytes]:
 
 
 def rebuild(client: Mapping[str, object], records_topic: str, requests_topic: str, reader: str = "kafka-python",
-            seen: Callable[[Iterable[tuple[bytes, bytes | None]], dict[int, int]], None] | None = None) -> str:
+            seen: Callable[[Iterable[tuple[bytes, bytes | None]], dict[int, int]], None] | None = None,
+            ahead: tuple[dict[bytes, Latest], dict[int, int]] | None = None) -> str:
     """Publish the loads and return the `startingOffsets` JSON the query must start from (just before them).
     `seen` is given the records read (the latest per key, in topic order) and where the read ended: the driver's
-    group watch starts from them instead of reading the topic again."""
+    group watch starts from them instead of reading the topic again. `ahead`: what `read_ahead` read before this
+    driver held the lease (while its Spark session started); the read continues from where it ended."""
     started = time.monotonic()
-    positions: dict[int, int] = {}
-    latest = latest_records(client, records_topic, reader, positions)
+    latest, positions = ahead if ahead is not None else ({}, {})
+    latest.update(latest_records(client, records_topic, reader, positions))
     if seen is not None:
         seen(((k, v.value) for k, v in sorted(latest.items(), key=lambda kv: kv[1][1:])), positions)
     loads = load_requests(latest)

@@ -17,7 +17,7 @@ from state.batch import decode_state, step_group
 from state.config import CoordinatorConfig
 from state.classic.group import GroupState
 from streaming.monitoring.group_watch import GroupWatch
-from streaming.recovery.rebuild import rebuild
+from streaming.recovery.rebuild import read_ahead, rebuild
 from tests.state.context import GroupContext
 from tests.support.kafka import producer, read_topic, send_raw
 
@@ -108,3 +108,28 @@ def test_rebuild_brings_back_a_consumer_group_with_its_epochs_assignments_and_of
     assert [r.encode() for r in snapshot(group)] == [r.encode() for r in snapshot(source.group)]
     assert group.state == source.group.state and group.offsets[("t", 2)].offset == 11
     assert group.members["A"].partitions_pending_revocation  # still revoking, as when the checkpoint was lost
+
+
+def test_a_rebuild_read_ahead_of_the_lease_takes_what_was_written_since(broker):
+    """The driver reads the records topic while its Spark session starts (`read_ahead`); a record written after
+    that read (the last holder's, before its lease ran out) is in the load all the same."""
+    props, client = job_topics(broker)
+    live = GroupContext(group_id="live")
+    leader, _ = live.stable_group(2)
+    live.commit({("t", 0): 7}, leader, live.group.generation)
+    prod = producer(broker)
+    for key, value in live.records:
+        prod.send(props["topic.records"], key=key, value=value)
+    prod.flush()
+    ahead = read_ahead(client, props["topic.records"], "confluent")
+    written = len(live.records)
+    live.commit({("t", 0): 9}, leader, live.group.generation)
+    for key, value in live.records[written:]:
+        prod.send(props["topic.records"], key=key, value=value)
+    prod.flush()
+
+    starting = json.loads(rebuild(client, props["topic.records"], props["topic.requests"], "confluent",
+                                  ahead=ahead))[props["topic.requests"]]
+    (load,) = [r.value for r in read_topic(broker, props["topic.requests"]) if r.offset >= starting[str(r.partition)]]
+    group = decode_state(step_group("live", None, [load], live.now_ms + 1_000, CoordinatorConfig()).stored(None))
+    assert group.offsets[("t", 0)].offset == 9
