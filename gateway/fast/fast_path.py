@@ -241,35 +241,30 @@ class FastPath:
 
     async def _hold_ended(self, group_id: str) -> bool:
         """Wait, at most HOLD_WAIT_S, until the group is no longer held; whether it is not. Only a round of the
-        follower ends a hold (`_holds`), so each round's end wakes the wait to look again; the round is asked for
-        before the look, so that one ending in between is not missed."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + HOLD_WAIT_S
-        while True:
-            round_ended = self.follower.round_ended()
-            if not self._holds(group_id):
-                round_ended.cancel()
-                return True
-            try:
-                await asyncio.wait_for(round_ended, deadline - loop.time())
-            except asyncio.TimeoutError:
-                return not self._holds(group_id)
+        follower ends a hold (`_holds`)."""
+        return await self._after_rounds(lambda: not self._holds(group_id), HOLD_WAIT_S)
 
     async def _read_since(self, instant: float, timeout_s: float) -> bool:
         """Wake the follower and wait, at most `timeout_s`, until it has read the views in a round begun at
-        `instant` or later; whether it has. Each round's end wakes the wait to look again."""
+        `instant` or later; whether it has."""
+        self.follower.wake()
+        return await self._after_rounds(lambda: self.follower.read_as_of >= instant, timeout_s)
+
+    async def _after_rounds(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait, at most `timeout_s`, until `done()` holds; whether it does. Only a round of the follower changes
+        what it reads, so each round's end wakes the wait to look again; the round is asked for before the look,
+        so that one ending in between is not missed."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        self.follower.wake()
         while True:
             round_ended = self.follower.round_ended()
-            if self.follower.read_as_of >= instant:
+            if done():
                 round_ended.cancel()
                 return True
             try:
                 await asyncio.wait_for(round_ended, deadline - loop.time())
             except asyncio.TimeoutError:
-                return self.follower.read_as_of >= instant
+                return done()
 
     def _request(self, body: Json):
         view = self.follower.view(body["group_id"])
