@@ -31,6 +31,7 @@ gateway asks the coordinator. Why following the pace keeps the stale-commit wind
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
@@ -78,6 +79,10 @@ class ViewFollower:
         self.alive_as_of = float("-inf")
         self._moves: deque[float] = deque()
         """When (this gateway's clock, the round's start) the older of the two instants last moved, oldest first."""
+        self._pace = 0.0
+        """The longest time between two moves over the last `SAMPLES_KEPT_S` (0: fewer than two moves), made once a
+        round (the moves change only there), not on every `fresh`. The interval still open is not one: a stopped
+        query must not lengthen its own bound."""
         self.read_as_of = float("-inf")
         """When the last round began: every view written before then has been read."""
         self._clients: tuple[KafkaConsumer, KafkaConsumer] | None = None
@@ -109,15 +114,9 @@ class ViewFollower:
         now = time.monotonic() if now is None else now
         return now - min(self.complete_as_of, self.alive_as_of) <= self.bound()
 
-    def pace(self) -> float:
-        """The longest time between two moves of the older instant over the last `SAMPLES_KEPT_S` (0: fewer than
-        two moves). The interval still open is not one: a stopped query must not lengthen its own bound."""
-        moves = self._moves
-        return max((b - a for a, b in zip(moves, list(moves)[1:])), default=0.0)
-
     def bound(self) -> float:
         """How old the instants may be (s): `bound_ms`, or `PACE_FACTOR` paces up to `max_bound_ms`."""
-        return max(self.bound_s, min(self.max_bound_s, PACE_FACTOR * self.pace()))
+        return max(self.bound_s, min(self.max_bound_s, PACE_FACTOR * self._pace))
 
     def view(self, group_id: str) -> PublishedView | None:
         """The group's view, if the views are fresh and it has one (None: ask the coordinator)."""
@@ -225,6 +224,8 @@ class ViewFollower:
             self._moves.append(now)
         while self._moves and self._moves[0] < now - SAMPLES_KEPT_S:
             self._moves.popleft()
+        moves = self._moves
+        self._pace = max((b - a for a, b in zip(moves, itertools.islice(moves, 1, None))), default=0.0)
         self.end_round(now)
 
     def end_round(self, began: float) -> None:
