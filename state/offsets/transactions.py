@@ -21,7 +21,6 @@ import msgspec
 
 from schemas.messages import (
     CommitAnswer,
-    PartitionError,
     TransactionMarker,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponsePartition,
@@ -31,7 +30,7 @@ from state import rules
 from state.classic.group import ClassicGroup, GroupState
 from state.classic.membership import create_group
 from state.consumer.group import ConsumerGroup
-from state.consumer.offsets import commit_member, validate_offset_commit
+from state.consumer.offsets import validate_offset_commit
 from state.errors import COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, CoordinatorError, Errors
 from state.offsets.values import OffsetValue
 from state.records import offset_record, pending_offset_record, pending_offset_tombstone
@@ -81,19 +80,10 @@ def txn_commit_from_view(view: PublishedView | None, req: TxnOffsetCommitRequest
     if isinstance(view, PublishedGroup):
         if classic_commit_error(view, req) != NONE:  # type: ignore[arg-type]
             return None
-    elif isinstance(view, PublishedConsumerGroup) and view.committers is not None:
-        try:
-            if commit_member(view.committers, req.group_id, member_id=req.member_id,
-                             instance_id=req.group_instance_id, member_epoch=req.generation_id,
-                             api_version=req.version, transactional=True, principal=req.principal) is not None:
-                return None
-        except CoordinatorError:
-            return None
-    else:
+    elif not (isinstance(view, PublishedConsumerGroup) and view.committers is not None
+              and fast_answers.commits_whole(view.committers, req, req.generation_id, transactional=True)):
         return None
-    return CommitAnswer(NONE, tuple(
-        PartitionError(t.name, p.partition_index, code) for t in req.topics for p in t.partitions
-        if (code := rules.partition_error(p.committed_metadata, max_metadata_bytes)) != NONE))
+    return fast_answers.accepted(req, max_metadata_bytes)
 
 
 def _commit_error(group: ClassicGroup | ConsumerGroup | None, req: TxnOffsetCommitRequest, env: Env) -> int:

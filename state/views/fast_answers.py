@@ -138,20 +138,28 @@ def commit_from_view(view: PublishedView | None, req: OffsetCommitRequest,
     if isinstance(view, PublishedGroup):
         if rules.commit_error(view, req) != NONE:
             return None
-    elif view is None or view.committers is None or not _commits_whole(view.committers, req):
+    elif view is None or view.committers is None or not commits_whole(
+            view.committers, req, req.generation_id_or_member_epoch):  # type: ignore[arg-type]
         return None
+    return accepted(req, max_metadata_bytes)
+
+
+def commits_whole(committers: Mapping[str, ConsumerViewCommitter], req: OffsetCommitRequest | TxnOffsetCommitRequest,
+                  member_epoch: int, transactional: bool = False) -> bool:
+    """Whether a consumer group's commit rule (`commit_member`) accepts the commit for every partition."""
+    try:
+        return commit_member(committers, req.group_id, member_id=req.member_id, instance_id=req.group_instance_id,
+                             member_epoch=member_epoch, api_version=req.version, transactional=transactional,
+                             principal=req.principal) is None
+    except CoordinatorError:
+        return False
+
+
+def accepted(req: OffsetCommitRequest | TxnOffsetCommitRequest, max_metadata_bytes: int) -> CommitAnswer:
+    """The answer to a commit whose member is accepted: the per-partition errors that do not depend on the group."""
     return CommitAnswer(NONE, tuple(
         PartitionError(t.name, p.partition_index, code) for t in req.topics for p in t.partitions
         if (code := rules.partition_error(p.committed_metadata, max_metadata_bytes)) != NONE))
-
-
-def _commits_whole(committers: Mapping[str, ConsumerViewCommitter], req: OffsetCommitRequest) -> bool:
-    try:
-        return commit_member(committers, req.group_id, member_id=req.member_id, instance_id=req.group_instance_id,
-                             member_epoch=req.generation_id_or_member_epoch,  # type: ignore[arg-type]
-                             api_version=req.version, principal=req.principal) is None
-    except CoordinatorError:
-        return False
 
 
 _COMMIT_SHAPES = {"OffsetCommit": (OffsetCommitResponseTopic, OffsetCommitResponsePartition),
