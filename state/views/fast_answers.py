@@ -244,12 +244,10 @@ def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMem
     others would change the member (Kafka takes them from each heartbeat's header and socket, which do not change
     while the member heartbeats on one connection), so every heartbeat answered from the view was found
     mispredicted and sent the member's next one to the coordinator."""
-    member = group.members.get(heard.member_id)
-    client = {} if member is None else {"client_id": member.client_id, "client_host": member.client_host}
     req = ConsumerGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
                                         group_id=liveness.group_id, member_id=heard.member_id,
                                         member_epoch=heard.generation_id, instance_id=heard.group_instance_id,
-                                        **client)
+                                        **_client(group, heard))
     kept, decided = _checked(group, req.member_id, req.member_epoch, consumer.heard(group, req, env, heard_ms),
                              consumer_session_timeout_key(req.member_id))
     return kept + CoordinatorResult(fast_answers=[FastAnswer(
@@ -257,16 +255,20 @@ def _consumer_liveness(group: ConsumerGroup, liveness: Liveness, heard: HeardMem
         "a consumer group's heartbeat the coordinator would have answered otherwise" if decided is None else "")])
 
 
+def _client(group: ConsumerGroup | ShareGroup, heard: HeardMember) -> dict[str, str | None]:
+    """The heard member's client id and host as the group has them (`_consumer_liveness`)."""
+    member = group.members.get(heard.member_id)
+    return {} if member is None else {"client_id": member.client_id, "client_host": member.client_host}
+
+
 def _share_liveness(group: ShareGroup, liveness: Liveness, heard: HeardMember, env: Env,
                     heard_ms: int) -> CoordinatorResult:
     """A share group's heartbeat a gateway answered from its view (`share_heartbeat_from_view`; its member epoch
     is `generation_id`), checked as a consumer group's (`state.share.handlers.heard`), with the member's client
     id and host as the group has them (`_consumer_liveness`)."""
-    member = group.members.get(heard.member_id)
-    client = {} if member is None else {"client_id": member.client_id, "client_host": member.client_host}
     req = ShareGroupHeartbeatRequest(request_id=liveness.request_id, principal=heard.principal,
                                      group_id=liveness.group_id, member_id=heard.member_id,
-                                     member_epoch=heard.generation_id, **client)
+                                     member_epoch=heard.generation_id, **_client(group, heard))
     kept, decided = _checked(group, req.member_id, req.member_epoch, share.heard(group, req, env, heard_ms),
                              share_session_timeout_key(req.member_id))
     return kept + CoordinatorResult(fast_answers=[FastAnswer(
