@@ -1,13 +1,13 @@
 """An unmodified confluent-kafka ShareConsumer in its own process that sits on what it acquires (so a test can
-SIGKILL it or let its locks run out): `python -m tests.gateway.share.holding_member BOOTSTRAP GROUP TOPIC` polls in
-explicit mode until it gets records, prints their offsets as one JSON line, and then neither acknowledges nor polls
-again, its connection open, until it is killed."""
+SIGKILL it, close it or let its locks run out): `python -m tests.gateway.share.holding_member BOOTSTRAP GROUP TOPIC`
+polls in explicit mode until it gets records, prints their offsets as one JSON line, and then neither acknowledges
+nor polls again, its connection open, until it is killed, or, with a line on its standard input, closes the consumer
+(without acknowledging) and exits."""
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 
 
 def main() -> None:
@@ -22,8 +22,8 @@ def main() -> None:
         if records:
             print(json.dumps(sorted(m.offset() for m in records)), flush=True)
             break
-    while True:
-        time.sleep(60)
+    if sys.stdin.readline():
+        consumer.close()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Unmodified confluent-kafka ShareConsumers (KIP-932) through a gateway in front of the real query and broker
 (issue 34): members share one partition and every record accepted is delivered once; explicit ACCEPT, RELEASE and
-REJECT; the delivery-count limit; a record whose lock runs out comes back; a SIGKILLed member's records come back to
-another member at once (its connection closed: its share session's records are released, durable, before the lock
-would have ended).
+REJECT; the delivery-count limit; a record whose lock runs out comes back; the records of a member that closes, or is
+SIGKILLed, come back to another member at once (its share session ends: its records are released, durable, before
+the lock would have ended).
 
 Each test has its topic and its group (configured before its first member, as an operator does with
 `kafka-configs.sh --entity-type groups`); the query and the gateway are the package's (tests/gateway/conftest.py)."""
@@ -109,13 +109,13 @@ def members() -> Iterator[Members]:
 
 @pytest.fixture
 def holding(gateway_env) -> Iterator:
-    """`holding(group, topic)`: a member in its own process that sits on what it acquires; returns (process,
-    offsets); every one is killed by pid at the end."""
+    """`holding(group, topic)`: a member in its own process that sits on what it acquires (a line written to its
+    standard input closes it); returns (process, offsets); every one is killed by pid at the end."""
     processes: list[subprocess.Popen] = []
 
     def start(group: str, topic: str) -> tuple[subprocess.Popen, list[int]]:
         process = subprocess.Popen([sys.executable, "-m", "tests.gateway.share.holding_member", gateway_env.bootstrap,
-                                    group, topic], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+                                    group, topic], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         processes.append(process)
         return process, json.loads(process.stdout.readline())
 
@@ -180,4 +180,17 @@ def test_a_killed_members_records_come_back_to_another_member_at_once(gateway_en
     other = members.start(env, group, topic)
     # released when its connection closed, not when its locks would end (an upper bound below the lock)
     wait_for(lambda: {o for o, _, _ in other.seen} >= set(held), LONG_LOCK_MS / 2000, "the killed member's records")
+    assert {(o, c) for o, _, c in other.seen if o in held} == {(o, 2) for o in held}
+
+
+def test_a_closed_members_records_come_back_to_another_member_at_once(gateway_env, members, holding):
+    env = gateway_env
+    topic, group = env.topic(partitions=1), share_group(env, share_record_lock_duration_ms=LONG_LOCK_MS)
+    produce(env, topic, [b"a", b"b", b"c"])
+    process, held = holding(group, topic)
+    process.stdin.write("close\n")  # closed by the client, its records never acknowledged
+    process.stdin.flush()
+    assert process.wait(timeout=60) == 0
+    other = members.start(env, group, topic)
+    wait_for(lambda: {o for o, _, _ in other.seen} >= set(held), LONG_LOCK_MS / 2000, "the closed member's records")
     assert {(o, c) for o, _, c in other.seen if o in held} == {(o, 2) for o in held}
