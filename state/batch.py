@@ -77,7 +77,7 @@ from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row,
 from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
 from state.offsets.values import Offsets, StoredOffset, StoredPending
 from state.classic.member_id_round import PENDING_MEMBER, pending_member
-from state.classic.membership import session
+from state.classic.handlers import session
 from state.runtime.step import CoordinatorResult, Env, answer, applied
 from state.offsets.handlers import offsets_can_expire
 from state.offsets import transactions
