@@ -4,6 +4,7 @@ is open (a require_stable OffsetFetch answers UNSTABLE_OFFSET_COMMIT), and are n
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -149,6 +150,68 @@ def test_a_stale_generation_is_refused_and_the_member_commits_with_its_current_o
                         what="the current generation's commit")
     finally:
         for consumer in (first, second):
+            consumer.close()
+
+
+TRANSACTION_ABORTABLE = 120
+"""The gateway's answer to the EndTxn(COMMIT) of a transaction whose offsets, answered from a stale view, the
+coordinator refused."""
+
+
+def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_without_its_offsets(gateway_env):
+    """The zombie window: a static member replaced through a second gateway is fenced at once by the coordinator,
+    while the first gateway's view still shows it for the follower's lag. Its producer runs transactions back to
+    back across the replacement with the member's metadata: each one either commits with its offsets or aborts
+    (refused at its TxnOffsetCommit, or, answered from the stale view, at its EndTxn: TRANSACTION_ABORTABLE), so the
+    committed offset is the one the last committed transaction sent, and nothing stays pending."""
+    env = gateway_env
+    source = env.topic(1)
+    group = f"zombie-{uuid.uuid4().hex[:8]}"
+    settings = {"group.id": group, "group.instance.id": "static-1", "enable.auto.commit": False,
+                "session.timeout.ms": 6000, "max.poll.interval.ms": 120000}  # the member is not polled meanwhile
+    member = Consumer({**settings, "bootstrap.servers": env.bootstrap})
+    replacement = Consumer({**settings, "bootstrap.servers": env.second.bootstrap_servers})
+    producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}"})
+    committed: list[int] = []
+    aborted: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+
+    def transactions(metadata: Any) -> None:
+        offset = 0
+        try:
+            while len(aborted) < 5 and offset < 2000:  # once fenced, every transaction aborts
+                offset += 1
+                producer.begin_transaction()
+                try:
+                    producer.send_offsets_to_transaction([TopicPartition(source, 0, offset)], metadata, 30)
+                    producer.commit_transaction(30)
+                    committed.append(offset)
+                except KafkaException as exc:
+                    error = exc.args[0]
+                    assert error.txn_requires_abort(), error
+                    producer.abort_transaction(30)
+                    aborted.append((offset, error.code()))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            failures.append(exc)
+
+    try:
+        member.subscribe([source])
+        polled_until([member], [1], "the static member's assignment")
+        producer.init_transactions(30)
+        loop = threading.Thread(target=transactions, args=(member.consumer_group_metadata(),), daemon=True)
+        loop.start()
+        wait_for(lambda: len(committed) >= 3 or failures, timeout_s=60, what="the member's first transactions")
+        replacement.subscribe([source])
+        polled_until([replacement], [1], "the replacement's assignment, through the second gateway")
+        loop.join(timeout=300)
+        assert not failures and not loop.is_alive()
+        assert committed and aborted, (committed, aborted)
+        print(f"committed {len(committed)}, aborted {aborted} (TRANSACTION_ABORTABLE: the view was stale)")
+        assert wait_for(lambda: stable_fetch(env.bootstrap, group, source)[1] == 0, timeout_s=60,
+                        what="the last transaction's marker applied")
+        assert stable_fetch(env.bootstrap, group, source) == (committed[-1], 0)
+    finally:
+        for consumer in (member, replacement):
             consumer.close()
 
 
