@@ -153,6 +153,46 @@ def test_a_stale_generation_is_refused_and_the_member_commits_with_its_current_o
             consumer.close()
 
 
+def test_a_consumer_protocol_member_behind_its_epoch_is_refused_and_commits_at_its_current_one(gateway_env):
+    """KIP-848 members (librdkafka, group.protocol=consumer): offsets sent with the member epoch a member had before
+    a second member joined are refused as Kafka's consumer group refuses a transactional commit of a stale member
+    epoch (ILLEGAL_GENERATION; a plain OffsetCommit would get STALE_MEMBER_EPOCH), abortable in librdkafka; the abort
+    leaves nothing committed or pending, and the member's current epoch commits."""
+    env = gateway_env
+    source = env.topic(2)
+    group = f"stale-epoch-{uuid.uuid4().hex[:8]}"
+    settings = {"bootstrap.servers": env.bootstrap, "group.id": group, "enable.auto.commit": False,
+                "group.protocol": "consumer"}
+    first, second = Consumer(settings), Consumer(settings)
+    producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}"})
+    try:
+        first.subscribe([source])
+        polled_until([first], [2], "the first member's epoch")
+        stale = first.consumer_group_metadata()
+        second.subscribe([source])
+        polled_until([first, second], [1, 1], "the second member's partition, the first's epoch bumped")
+        moved = second.assignment()[0].partition  # the first member's no more: behind on it, whatever the epochs
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        with pytest.raises(KafkaException) as refused:
+            producer.send_offsets_to_transaction([TopicPartition(source, moved, 5)], stale, 30)
+        error = refused.value.args[0]
+        assert error.code() in (KafkaError.ILLEGAL_GENERATION, KafkaError.STALE_MEMBER_EPOCH), error
+        assert error.txn_requires_abort()
+        producer.abort_transaction(30)
+        assert env.committed(group, source) == {}
+        owned = first.assignment()[0].partition
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(source, owned, 7)], first.consumer_group_metadata(),
+                                             30)
+        producer.commit_transaction(30)
+        assert wait_for(lambda: env.committed(group, source) == {owned: 7}, timeout_s=60,
+                        what="the current epoch's commit")
+    finally:
+        for consumer in (first, second):
+            consumer.close()
+
+
 TRANSACTION_ABORTABLE = 120
 """The gateway's answer to the EndTxn(COMMIT) of a transaction whose offsets, answered from a stale view, the
 coordinator refused."""
