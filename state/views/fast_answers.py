@@ -37,7 +37,7 @@ from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.runtime.timers import consumer_session_timeout_key
 from state.share.heartbeat import share_session_timeout_key
 from state.errors import NONE, CoordinatorError
-from state.classic.membership import heartbeat
+from state.classic.handlers import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
 from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from state.share import handlers as share
