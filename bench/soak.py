@@ -120,8 +120,10 @@ class Load:
         self.threads: list[threading.Thread] = []
 
     def consumer(self, group: str, **settings: object) -> Consumer:
+        # librdkafka's own fetch wait (500 ms): at 10 ms the committers' fetches of the records topic came back
+        # empty once its partitions held ~20,000 batches (tansu lists them all per fetch and stops at the wait)
         return Consumer({"bootstrap.servers": self.gateway, "group.id": group, "auto.offset.reset": "earliest",
-                         "fetch.wait.max.ms": 10, **settings})
+                         **settings})
 
     def _on_lost(self, _consumer: Consumer, partitions: list) -> None:
         with self.lock:

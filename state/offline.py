@@ -13,10 +13,9 @@ from typing import Iterable
 from state.runtime import coordinator
 from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
-from state.consumer.group import ConsumerGroup
+from state.consumer.group import ConsumerGroup, directory_record
 from state.runtime.step import Env
 from state.views.directory import GroupDirectory
-from state.consumer.records import consumer_directory_record
 from state.classic.records import group_record
 from state.share import records as share_records
 from state.share.group import ShareGroup
@@ -51,7 +50,7 @@ def list_groups(groups: Iterable[tuple[str, StoredGroup]], raw_request: bytes) -
     for group_id, stored in groups:
         group = decode_state(stored)
         if isinstance(group, ConsumerGroup):
-            directory.apply(*consumer_directory_record(group).encode())
+            directory.apply(*directory_record(group).encode())
         elif isinstance(group, ShareGroup):
             directory.apply(*share_records.group_epoch(group_id, group.group_epoch, group.metadata_hash,
                                                        members=len(group.members)).encode())

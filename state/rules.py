@@ -1,10 +1,10 @@
 """Kafka's rules for Heartbeat and OffsetCommit, as pure decisions over a group or its published view.
 
-The coordinator's handlers decide with these (`state.classic.membership`, `state.offsets.handlers`), and so does a gateway that
-answers from a group's view (`state.views.published.PublishedGroup`, through `state.api`): one copy of each rule. A rule reads
-only what a view carries, the same attributes on both: `state`, `generation`, `members` (member id -> an object
-with `group_instance_id` and `principal`) and `static_members` (instance id -> member id). States compare as their
-names, which `GroupState` members are.
+The coordinator's handlers decide with these (`state.classic.handlers`, `state.offsets.handlers`), and so does a
+gateway that answers from a group's view (`state.views.published.PublishedGroup`, through `state.api`): one copy of
+each rule. A rule reads only what a view carries, the same attributes on both: `state`, `generation`, `members`
+(member id -> an object with `group_instance_id` and `principal`) and `static_members` (instance id -> member id).
+States compare as their names, which `GroupState` members are.
 """
 
 from __future__ import annotations

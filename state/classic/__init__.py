@@ -2,7 +2,8 @@
 
 - `group`: the group as its records leave it (`ClassicGroup`, `Member`, `GroupState` and its transitions);
 - `replay`: the replay of its in-memory records (the only way it changes, with `state.runtime.replay`);
-- `membership`: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and the membership timers;
+- `handlers`: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and the membership timers (as `state.consumer.handlers`
+  and `state.share.handlers` are their kinds');
 - `member_id_round`: JoinGroup's member-id round (KIP-394), which a gateway answers itself;
 - `describe`: DescribeGroups;
 - `server_assignment`: our extension, the coordinator assigning for a classic group (`server:` protocols).

@@ -1,9 +1,9 @@
 """The classic group's data: states, the legal transitions between them, members, and their serialization.
 
 Only data and the small invariants of `ClassicGroup`/`ClassicGroupMember` live here (membership bookkeeping,
-leader choice, protocol vote); the protocol decisions are in `membership.py` and `offsets.py`. The methods that
-change a group are called by `state.runtime.replay.replay` only (one per in-memory record of `state.records`); handlers
-read the group and append records.
+leader choice, protocol vote); the protocol decisions are in `state.classic.handlers` and `state.offsets.handlers`.
+The methods that change a group are called by `state.runtime.replay.replay` only (one per in-memory record of
+`state.records`); handlers read the group and append records.
 
 Both kinds of state sit in one object and one stored document: the durable part (what the records topic holds:
 generation, protocol, leader, members and assignments as last persisted, committed offsets) and the soft part

@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Mapping
 
 from assignors.api import SubscriptionType
+from schemas.consumer_group import ConsumerGroupDirectoryEntry
 from state.consumer import records
 from state.consumer.member import ConsumerGroupMember, Partitions
 from state.topics.image import ResolvedRegularExpression
@@ -139,6 +140,12 @@ def validate_delete(group: ConsumerGroup) -> None:
     """DeleteGroups deletes an Empty consumer group only (Kafka's ConsumerGroup.validateDeleteGroup)."""
     if group.state is not ConsumerGroupState.EMPTY:
         raise CoordinatorError(Errors.NON_EMPTY_GROUP, "The group is not empty.")
+
+
+def directory_record(group: ConsumerGroup) -> Record:
+    """The group-epoch record as it is, with the group's state now: what ListGroups is answered from."""
+    return records.group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
+                               ConsumerGroupDirectoryEntry(group.state.value, len(group.members)))
 
 
 def delete_records(group: ConsumerGroup) -> list[Record]:

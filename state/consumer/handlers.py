@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from schemas.consumer_group import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
 from schemas.messages import GroupMetadataKey, HeartbeatRequest, Request
-from state.classic import membership
+from state.classic import handlers as classic
 from state.consumer import heartbeat
 from state.consumer import replay as consumer_replay
 from state.consumer.describe import consumer_group_describe
@@ -53,16 +53,16 @@ def completed(group: Group, result: CoordinatorResult, env: Env, rebalance: bool
     record = result.records[at]
     group, done = then(group, NOTHING, CoordinatorResult(result.records[:at]))
     if group is None:
-        group, done = then(group, done, membership.create_group(record.key.group, env))  # type: ignore[union-attr]
+        group, done = then(group, done, classic.create_group(record.key.group, env))  # type: ignore[union-attr]
     group, done = then(group, done, CoordinatorResult([record]))
     group, done = then(group, done, CoordinatorResult([GroupLoaded(group.persisted)]))  # type: ignore[union-attr]
-    group, done = then(group, done, CoordinatorResult([], [], [membership.session(member, env)
+    group, done = then(group, done, CoordinatorResult([], [], [classic.session(member, env)
                                                                for member in group.members.values()]))
     rest = CoordinatorResult(result.records[at + 1:], result.responses, result.timers, result.members_expired,
                              result.fast_answers)
     group, done = then(group, done, completed(group, rest, env, rebalance=False))
     if rebalance:
-        return done + membership.prepare_rebalance(group, env)  # type: ignore[arg-type]
+        return done + classic.prepare_rebalance(group, env)  # type: ignore[arg-type]
     return done
 
 
@@ -158,7 +158,7 @@ def heard(group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, env: Env, he
 
 
 def _start_retention(group: Group, env: Env) -> CoordinatorResult:
-    """A new consumer group's offsets are checked for retention as a classic group's (`membership.create_group`)."""
+    """A new consumer group's offsets are checked for retention as a classic group's (`classic.create_group`)."""
     if isinstance(group, ConsumerGroup) and OFFSETS_EXPIRATION not in group.timers:
         return CoordinatorResult([], [], [Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))])
     return NOTHING

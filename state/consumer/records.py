@@ -4,8 +4,6 @@ consumer groups, record types 3-8 and 16): one place for each, as `state.share.r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from msgspec import UNSET, UnsetType
 
 from schemas.consumer_group import (
@@ -30,8 +28,6 @@ from state.consumer.member import ConsumerGroupMember, PartitionEpochs, Partitio
 from state.records import Record
 from state.topics.image import ResolvedRegularExpression
 
-if TYPE_CHECKING:
-    from state.consumer.group import ConsumerGroup
 
 # Topics are written in topic id order and partitions ascending, so the same group gives the same bytes.
 
@@ -42,12 +38,6 @@ def group_epoch(group_id: str, epoch: int, metadata_hash: int,
     """`directory`: the group's state now, for ListGroups (our extension; Kafka's epoch bumps have none)."""
     return Record(ConsumerGroupMetadataKey(group_id), ConsumerGroupMetadataValue(
         epoch=epoch, metadata_hash=metadata_hash, directory=directory))
-
-
-def consumer_directory_record(group: ConsumerGroup) -> Record:
-    """The group-epoch record as it is, with the group's state now: what ListGroups is answered from."""
-    return group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
-                       ConsumerGroupDirectoryEntry(group.state.value, len(group.members)))
 
 
 def group_epoch_tombstone(group_id: str) -> Record:

@@ -30,7 +30,7 @@ from state.errors import (GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMP
 from state.classic.group import ClassicGroup, GroupState
 from state.offsets.transactions import pending_tombstones
 from state.offsets.values import OffsetValue
-from state.classic.membership import create_group, session
+from state.classic.handlers import create_group, session
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.runtime.timers import OFFSETS_EXPIRATION, Schedule, next_retention_check
 from state.views.published import PublishedConsumerGroup, PublishedView

@@ -28,7 +28,7 @@ from schemas.messages import (
 )
 from state import rules
 from state.classic.group import ClassicGroup, GroupState
-from state.classic.membership import create_group
+from state.classic.handlers import create_group
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import validate_offset_commit
 from state.errors import COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, CoordinatorError, Errors

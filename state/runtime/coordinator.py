@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from schemas.messages import DeleteGroupsRequest, Request, Response
-from state.classic import describe, membership
+from state.classic import describe
+from state.classic import handlers as classic
 from state.offsets import handlers as offsets
 from state.offsets import transactions
 from state.consumer import handlers as consumer
@@ -56,11 +57,11 @@ def fire_timers(group: ClassicGroup | ConsumerGroup | ShareGroup | None, env: En
         elif isinstance(group, ShareGroup):
             fired = share.on_timer(group, key, timer_env)
         elif key == JOIN:
-            fired = membership.on_join_timer(group, timer_env)
+            fired = classic.on_join_timer(group, timer_env)
         elif key == SYNC:
-            fired = membership.on_sync_timer(group, timer_env)
+            fired = classic.on_sync_timer(group, timer_env)
         elif key.startswith(HEARTBEAT_PREFIX):
-            fired = membership.on_heartbeat_timer(group, key[len(HEARTBEAT_PREFIX):], timer_env)
+            fired = classic.on_heartbeat_timer(group, key[len(HEARTBEAT_PREFIX):], timer_env)
         else:  # a key this release does not know (a newer state): dropped rather than fired forever
             fired = NOTHING
         group, done = then(group, done, fired)
@@ -87,7 +88,7 @@ def handle(group: ClassicGroup | ConsumerGroup | ShareGroup | None, req: Request
     if isinstance(group, ConsumerGroup) and api in _MEMBERSHIP:
         return _classic_request_to_consumer_group(group, req, env, new_member_id)
     if new_member_id is not None and api == "JoinGroup":
-        result = membership.join(group, req, env, new_member_id)  # type: ignore[arg-type]
+        result = classic.join(group, req, env, new_member_id)  # type: ignore[arg-type]
     else:
         result = _HANDLERS[api](group, req, env)
     group = applied(group, result)
@@ -113,7 +114,7 @@ def _classic_request_to_consumer_group(group: ConsumerGroup, req: Request, env: 
     if req.api == "JoinGroup" and not group.members:
         replaced, done = then(group, NOTHING, offsets.delete_group_metadata(group))
         env = env.replace(timers=replaced.timers if replaced is not None else {})
-        return done + membership.join(replaced, req, env, new_member_id)  # type: ignore[arg-type]
+        return done + classic.join(replaced, req, env, new_member_id)  # type: ignore[arg-type]
     served, done = then(group, NOTHING, consumer.classic_request(group, req, env, new_member_id))
     return done + sync_directory(served)
 
@@ -175,10 +176,10 @@ def delete_groups(group: ClassicGroup | ConsumerGroup | ShareGroup | None, req: 
 
 
 _HANDLERS: dict[str, Callable[[Any, Any, Env], CoordinatorResult]] = {
-    "JoinGroup": membership.join,
-    "SyncGroup": membership.sync,
-    "Heartbeat": membership.heartbeat,
-    "LeaveGroup": membership.leave,
+    "JoinGroup": classic.join,
+    "SyncGroup": classic.sync,
+    "Heartbeat": classic.heartbeat,
+    "LeaveGroup": classic.leave,
     "OffsetCommit": offsets.offset_commit,
     "OffsetFetch": offsets.offset_fetch,
     "OffsetDelete": offsets.offset_delete,

@@ -9,8 +9,7 @@ record, with the state as our extension; a share group: its group-epoch record w
 from __future__ import annotations
 
 from state.classic.group import ClassicGroup
-from state.consumer.group import ConsumerGroup
-from state.consumer.records import consumer_directory_record
+from state.consumer.group import ConsumerGroup, directory_record
 from state.classic.records import directory_changed, group_record
 from state.runtime.step import NOTHING, CoordinatorResult
 from state.share import records as share_records
@@ -31,5 +30,5 @@ def sync_directory(group: ClassicGroup | ConsumerGroup | ShareGroup | None) -> C
     elif group is not None:
         state = group.state.value
         if group.directory is None or group.directory[0] != state:
-            return CoordinatorResult([consumer_directory_record(group)])
+            return CoordinatorResult([directory_record(group)])
     return NOTHING

@@ -27,7 +27,7 @@ from state.consumer import handlers as consumer
 from state.consumer.group import ConsumerGroup
 from state.runtime.replay import replay
 from state.classic.group import ClassicGroup
-from state.classic.membership import create_group, prepare_rebalance, session
+from state.classic.handlers import create_group, prepare_rebalance, session
 from state.runtime.step import NOTHING, CoordinatorResult, Env, applied, then
 from schemas.share_group import GroupConfigKey
 from state.share import handlers as share

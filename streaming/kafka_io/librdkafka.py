@@ -11,7 +11,9 @@ librdkafka equivalent.
 
 tansu specifics handled here: a consumer's fetch is held at the broker for its full wait when there is no data,
 and a new assignment waits for the fetch in flight, so the reader's wait is short and it unassigns when its range
-is read (no fetch runs between tasks).
+is read (no fetch runs between tasks). But tansu's memory storage lists every record batch of the partition on each
+fetch and stops listing when the fetch's wait is spent, so a wait shorter than that list returns nothing: the wait
+grows with the log (`fetch_wait_ms`; docs/operations-streaming.md "The second cliff").
 """
 
 from __future__ import annotations
@@ -36,9 +38,22 @@ def _key(purpose: str, config: Mapping[str, object]) -> tuple:
     return (purpose, tuple(sorted((k, str(v)) for k, v in config.items())))
 
 
-def cached_consumer(purpose: str, config: Mapping[str, object]) -> Consumer:
-    """One consumer per purpose and configuration in this process; assignment is manual, nothing is committed."""
-    key = _key(purpose, config)
+def fetch_wait_ms(end: int) -> int:
+    """The fetch wait for reading a partition whose log reaches offset `end`: 10 ms, times 4 until it covers 4 µs
+    per offset (at most 2,560 ms). tansu (memory storage) lists all of a partition's batches on every fetch, about
+    1 µs each when idle, and cuts the list off when the wait is spent; so a 10 ms wait got nothing once a partition
+    held ~20,000 batches (measured). Offsets bound the batches (a batch holds one or more); the steps keep to a few
+    consumers per purpose over a run."""
+    wait = 10
+    while wait < 10 + end * 4 // 1000 and wait < 2560:
+        wait *= 4
+    return wait
+
+
+def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 10) -> Consumer:
+    """One consumer per purpose, configuration and fetch wait in this process; assignment is manual, nothing is
+    committed."""
+    key = _key(purpose, {**config, "fetch.wait.max.ms": wait_ms})
     with _lock:
         consumer = _consumers.get(key)
         if consumer is None:
@@ -46,7 +61,7 @@ def cached_consumer(purpose: str, config: Mapping[str, object]) -> Consumer:
                 **confluent_config(config), "logger": log, "group.id": f"spark-group-coordinator-{purpose}",
                 "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error",
                 # tansu holds a fetch for its full wait when there is no data, and a new assignment waits for it
-                "fetch.wait.max.ms": 10, "enable.partition.eof": True,
+                "fetch.wait.max.ms": wait_ms, "enable.partition.eof": True,
                 # every record up to the high watermark the driver planned, open transactions' too (read_committed
                 # would stop at the last stable offset and never reach it); their outcome is the markers'
                 # (`common.markers`)
@@ -78,7 +93,7 @@ def read_range(config: Mapping[str, object], topic: str, partition: int, start: 
     """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see
     `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange` and says why the read never gives up),
     with the consumer cached for `purpose`."""
-    consumer = cached_consumer(purpose, config)
+    consumer = cached_consumer(purpose, config, fetch_wait_ms(end))
     consumer.assign([TopicPartition(topic, partition, start)])
     try:
         yield from _consume(consumer, topic, partition, start, end, wait_log_s)

@@ -2,7 +2,7 @@
 
 Both come from the records topic, as ListGroups does (`streaming.directory`): every state change of a group writes a
 group metadata record whose `directory` part names the state the group is now in and its member count
-(`state.classic.records.group_record`; a consumer group's group-epoch record, `state.consumer.records.consumer_directory_record`). The counts are `state.views.directory.GroupDirectory`'s, the same rule ListGroups answers
+(`state.classic.records.group_record`; a consumer group's group-epoch record, `state.consumer.group.directory_record`). The counts are `state.views.directory.GroupDirectory`'s, the same rule ListGroups answers
 with; the changes are the records whose state differs from the group's previous one.
 
 The metrics listener follows the topic after each micro-batch, off the batch's path, so a line appears once the

@@ -50,3 +50,20 @@ def test_a_malformed_load_is_a_dead_letter_and_changes_nothing():
     raw = json.dumps({"api": "LoadGroup", "group_id": "g", "records": "nope"}).encode()
     step = step_group("g", None, [raw], 0, CoordinatorConfig())
     assert step.metadata is None and [i for i, _ in step.dead_letters] == [0]
+
+
+def test_a_load_counts_from_the_step_not_from_its_arrival():
+    """A rebuild publishes its loads before the query steps them, maybe minutes before at a million members. Loaded
+    at its arrival, a group whose load arrived before a retention-check instant and was stepped after it would leave
+    that check already due, and the next batch would step it again for nothing (issue 35)."""
+    before = stable_with_offsets()
+    config = CoordinatorConfig()
+    interval = config.offsets_retention_check_interval_ms
+    arrival = (before.now_ms // interval + 1) * interval - 5_000  # 5 s before a check instant
+    stepped = arrival + 60_000  # ... stepped a minute later, after it
+    step = step_group("g", None, [load_request(before)], stepped, config, request_times_ms=[arrival])
+    assert step.next_deadline_ms > stepped  # nothing due at the next call
+    after = GroupContext()
+    after.state, after.now_ms = step.stored(None), stepped
+    sessions = {after.group.timers[f"heartbeat:{m}"] - stepped for m in after.group.members}
+    assert sessions == {m.session_timeout_ms for m in after.group.members.values()}  # restarted at the step

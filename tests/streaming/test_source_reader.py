@@ -109,6 +109,28 @@ def test_a_range_slow_to_become_readable_is_waited_for_with_a_line_a_wait_and_re
     assert waits and all(f"{topic}-0" in m and "up to 5" in m for m in waits)
 
 
+def test_the_newest_records_of_a_partition_of_many_batches_are_read(broker):
+    """tansu lists every batch of a partition on each fetch and stops at the fetch's wait: with librdkafka's wait
+    fixed at 10 ms, the last records of a partition of 30,000 one-record batches were never returned (the read
+    waited for ever, as the long soak's batches did). The wait now grows with the log: they are read."""
+    from confluent_kafka import Producer
+
+    topic = new_topic(broker, "batches", 1)
+    producer = Producer({"bootstrap.servers": broker, "linger.ms": 0, "batch.num.messages": 1})
+    for i in range(30_000):
+        producer.produce(topic, f"r-{i}".encode(), partition=0)
+        if i % 1000 == 999:
+            producer.flush()
+    producer.flush()
+    r = reader(broker, topic, "confluent", readWaitLogMs="5000")
+    rows: list[dict] = []
+    read = threading.Thread(target=lambda: rows.extend(rows_of(r.read(KafkaRange(topic, 0, 29_995, 30_000)))),
+                            daemon=True)
+    read.start()
+    read.join(300)  # not a timing: a read that never ends fails here rather than hanging the suite
+    assert [row["value"] for row in rows] == [f"r-{i}".encode() for i in range(29_995, 30_000)]
+
+
 def test_max_offsets_per_trigger_caps_each_batch_across_partitions(broker, topic):
     produce(broker, topic, 10)
     r = reader(broker, topic, maxOffsetsPerTrigger="6")
