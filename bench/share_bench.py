@@ -43,6 +43,10 @@ from bench.stream_bench import percentiles
 LOCK_MS = 15_000
 """Kafka's smallest `share.record.lock.duration.ms`."""
 MEMBER_TIMEOUT_S = 180.0
+BATCH_BYTES = 1024
+"""The producer's `batch.size` for the filled topics: log batches of ~60 records. A share-partition acquires whole
+log batches (Kafka's batch-optimized acquisition), so a topic written in a few batches of thousands is served to one
+member at a time whatever the group's size; this size is that of a producer sending records as they come."""
 JOIN_S = 6.0
 """Members poll this long before the records are produced: every one has joined and has its partitions (a share
 group's first assignment comes with the answer to its join; a classic group's after the join window)."""
@@ -237,7 +241,7 @@ def _topic(bootstrap: str, partitions: int) -> str:
 def fill(bootstrap: str, topic: str, partitions: int, records: int) -> None:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, batch_size=BATCH_BYTES)
     for i in range(records):
         producer.send(topic, b"r%07d" % i, partition=i % partitions)
     producer.flush()

@@ -20,6 +20,15 @@ every request did before.
 - TxnOffsetCommit: answered as an OffsetCommit, written inside the producer's transaction instead of appended
   (`txn_commit`); its offsets stay pending until the transaction's marker. While a classic JoinGroup, SyncGroup or
   LeaveGroup of the group is forwarded, and until the view that follows its answer is read, it goes to the
+  coordinator. The view may still be stale (by the follower's lag) after a change no request of this gateway
+  caused: a session that expired, a rebalance through another gateway. The coordinator would then refuse the
+  offsets the gateway accepted, and a transaction that committed its output without them would be read again by
+  the partition's next owner. So the coordinator sends its decision on every TxnOffsetCommit answered here, and the
+  transaction's EndTxn(COMMIT) is held until each has come (`txn_settled`): where one was refused, the EndTxn is
+  answered TRANSACTION_ABORTABLE without reaching the upstream, and the client aborts, as Kafka's client aborts a
+  transaction whose TxnOffsetCommit failed. Neither the output without the offsets nor the offsets without the
+  output are ever committed. This costs the transaction one micro-batch, which the fast answer had saved; a
+  gateway of several processes (whose EndTxn may reach another process) leaves TxnOffsetCommit to the
   coordinator.
 - OffsetFetch: answered from the offsets a view carries (a Stable classic group's, a consumer group's where none
   can expire), as of the last request the coordinator applied for it, when the follower, woken after the fetch
@@ -48,7 +57,7 @@ import msgspec
 
 from gateway.upstream.appender import AppendFailed, Appender
 from gateway.upstream.control import Json
-from gateway.upstream.coordinator import not_written
+from gateway.upstream.coordinator import CoordinatorClient, not_written
 from gateway.upstream.transactions import NotWritten
 from gateway.fast.holds import Holds
 from gateway.fast.views import ViewFollower
@@ -64,6 +73,14 @@ REFRESH_TIMEOUT_S = 1.0
 COMMIT_REFRESH_TIMEOUT_S = 0.5
 """How long a commit the view read does not accept waits for the follower's next round before asking the
 coordinator (a round takes milliseconds; the coordinator a micro-batch)."""
+
+SETTLE_TIMEOUT_S = 30.0
+"""How long a transaction's EndTxn(COMMIT) waits for the coordinator's decisions on the TxnOffsetCommits answered
+from views; past it, the transaction is aborted (its offsets may not have been accepted)."""
+
+TRANSACTION_ABORTABLE = 120
+"""Kafka's answer (KIP-890) to an EndTxn whose transaction can only be aborted; librdkafka takes any EndTxn error
+it does not name as permanent and puts the transaction in its abortable state."""
 
 HOLD_WAIT_S = 2.0
 """How long an OffsetFetch or a held heartbeat waits for the view that follows a request of its group the gateway
@@ -157,8 +174,14 @@ def _log_failure(written: asyncio.Future) -> None:
 class FastPath:
     def __init__(self, follower: ViewFollower, appender: Appender, heartbeats: Heartbeats,
                  max_metadata_bytes: int, offset_fetch_by_coordinator: bool = False,
-                 holds: Holds | None = None) -> None:
+                 holds: Holds | None = None, coordinator: CoordinatorClient | None = None) -> None:
         self.follower = follower
+        self.coordinator = coordinator
+        """Where the coordinator's decisions on the TxnOffsetCommits answered here are awaited (None: they are not
+        answered here)."""
+        self._unsettled: dict[tuple[str, int, int], list[tuple[str, asyncio.Future, Json]]] = {}
+        """Per transaction (transactional id, producer id, epoch): the TxnOffsetCommits answered from views whose
+        decision its EndTxn(COMMIT) waits for: request id, the decision's future, the answer given."""
         self.offset_fetch_by_coordinator = offset_fetch_by_coordinator
         self.appender = appender
         self.heartbeats = heartbeats
@@ -376,13 +399,61 @@ class FastPath:
         acknowledged the write. The coordinator checks it; its offsets stay pending until the transaction's marker,
         as any TxnOffsetCommit's. None: ask the coordinator."""
         group_id = body["group_id"]
+        if self.coordinator is None:
+            return None
         if self._holds(group_id) or self.holds.holds(_MEMBERSHIP_HOLD + group_id, self.follower.read_as_of):
             return None  # a member's generation may be changing (`_MEMBERSHIP_HOLD`)
         view, req = self._request(body)
         if req is None:
             return None
         answer = txn_commit_from_view(view, req, self.max_metadata_bytes)
-        return None if answer is None else self._append_commit(body, req, answer, write)
+        if answer is None:
+            return None
+        request_id, decision = self.coordinator.expect(group_id)
+        given = msgspec.to_builtins(commit_response(req, answer))
+        value = encode({**body, "request_id": request_id, "answered": answer})
+        return self._txn_written(asyncio.ensure_future(write(value)), given, body, request_id,
+                                 asyncio.wrap_future(decision))
+
+    async def _txn_written(self, written: asyncio.Future, given: Json, body: Json, request_id: str,
+                           decision: asyncio.Future) -> Json:
+        """The answer given once the write is acknowledged; from then on the transaction's EndTxn(COMMIT) waits
+        for the coordinator's decision on it (`txn_settled`). A write that failed is answered with its error and
+        awaited by nothing (the client aborts or retries it)."""
+        answer = await self._after(written, given, body)
+        if answer is given:
+            transaction = (body["transactional_id"], body["producer_id"], body["producer_epoch"])
+            self._unsettled.setdefault(transaction, []).append((request_id, decision, given))
+        else:
+            self.coordinator.forget(request_id)
+        return answer
+
+    async def txn_settled(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          committed: bool) -> int:
+        """The error an EndTxn must be answered with instead of reaching the upstream (0: forward it). A COMMIT
+        waits, at most SETTLE_TIMEOUT_S, for the coordinator's decision on each TxnOffsetCommit of the transaction
+        answered here; one that differs from the answer given (the view was stale) makes it TRANSACTION_ABORTABLE,
+        as does a decision that did not come. An ABORT forgets them: the marker drops whatever was accepted."""
+        unsettled = self._unsettled.pop((transactional_id, producer_id, producer_epoch), [])
+        if not committed or not unsettled:
+            for request_id, _, _ in unsettled:
+                self.coordinator.forget(request_id)
+            return 0
+        try:
+            await asyncio.wait([d for _, d, _ in unsettled], timeout=SETTLE_TIMEOUT_S)
+        finally:
+            for request_id, _, _ in unsettled:
+                self.coordinator.forget(request_id)
+        for request_id, decision, given in unsettled:
+            if not decision.done():
+                log.warning("transaction %r: no decision on TxnOffsetCommit %s within %.0f s: aborting it",
+                            transactional_id, request_id, SETTLE_TIMEOUT_S)
+                return TRANSACTION_ABORTABLE
+            if _partition_errors(decision.result()) != _partition_errors(given):
+                log.warning("transaction %r: the coordinator refused offsets answered from a stale view (%s): "
+                            "aborting it", transactional_id, _partition_errors(decision.result()))
+                return TRANSACTION_ABORTABLE
+        return 0
 
     @staticmethod
     async def _after(written: asyncio.Future, answer: Json, body: Json) -> Json:
@@ -395,3 +466,9 @@ class FastPath:
     def close(self) -> None:
         self.heartbeats.flush_all()
         self.follower.close()
+
+
+def _partition_errors(answer: Json) -> list[tuple[str, int, int]]:
+    """A TxnOffsetCommit answer's error per partition (a whole-request error on all of them)."""
+    return sorted((t["name"], p["partition_index"], p["error_code"]) for t in answer.get("topics") or []
+                  for p in t["partitions"])

@@ -194,7 +194,9 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
                                                                loop), settings.offset_metadata_max_bytes,
                     offset_fetch_by_coordinator=settings.offset_fetch_by_coordinator,
                     holds=None if settings.shared is None else Holds(settings.shared.holds, settings.shared.processes,
-                                                                     settings.process_index))
+                                                                     settings.process_index),
+                    # a transaction's EndTxn may reach another process, which would not hold it (`txn_settled`)
+                    coordinator=coordinator if settings.shared is None else None)
 
 
 async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:

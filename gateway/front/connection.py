@@ -34,6 +34,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 from kafka.protocol.producer.produce import ProduceResponse
+from kafka.protocol.producer.transaction import EndTxnRequest, EndTxnResponse
 from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
                                  SaslHandshakeResponse)
 
@@ -215,6 +216,15 @@ class ClientConnection:
                         return self._spawn(configs.answer(self._ready(plan.answer)))
                     return self._ready(plan.answer)
                 frame, finish = plan.frame, plan.finish
+        if api_key == ApiKey.EndTxn and self.gateway.fast_path is not None:
+            # Inline: the client's later requests wait, as Kafka's broker answers a connection's requests in order.
+            request = strict.decode(EndTxnRequest, frame, version)
+            refusal = await self.gateway.fast_path.txn_settled(request.transactional_id, request.producer_id,
+                                                               request.producer_epoch, request.committed)
+            if refusal:
+                return self._ready(_encode(from_json(EndTxnResponse, version, {"throttle_time_ms": 0,
+                                                                               "error_code": refusal}),
+                                           version, correlation))
         if api_key == ApiKey.Produce and peek.produce_acks(frame, version) == 0:
             await self._forward(frame, correlation, None, version, expect_response=False)
             return None

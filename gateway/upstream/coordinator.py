@@ -84,6 +84,11 @@ class CoordinatorClient:
             raise
         return request_id, asyncio.wrap_future(answer)
 
+    def expect(self, key: str) -> tuple[str, Any]:
+        """A request id and the (concurrent) future of the coordinator's answer to a request keyed by `key` that
+        the caller writes itself; `forget` the id when done with it."""
+        return self._transport.expect(key)
+
     def forget(self, request_id: str) -> None:
         self._transport.forget(request_id)
 

@@ -188,14 +188,19 @@ def commit_answer(response: OffsetCommitResponse | TxnOffsetCommitResponse) -> C
 
 def settle_commit(req: OffsetCommitRequest | TxnOffsetCommitRequest,
                   response: OffsetCommitResponse | TxnOffsetCommitResponse) -> CoordinatorResult:
-    """The coordinator's answer, unless a gateway answered already: then the comparison of the two."""
+    """The coordinator's answer, unless a gateway answered already: then the comparison of the two. An answered
+    TxnOffsetCommit's decision is sent all the same: the gateway holds the transaction's EndTxn(COMMIT) until it has
+    it, so that a transaction whose offsets the coordinator refused (the view was stale) is aborted, never committed
+    without them (`gateway.fast.fast_path`, "TxnOffsetCommit")."""
     if req.answered is None:
         return answer(response)
     decided = commit_answer(response)
     detail = "" if decided.partition_errors == req.answered.partition_errors else \
         f"partitions answered {_errors(req.answered)}, decided {_errors(decided)}"
-    return CoordinatorResult(fast_answers=[FastAnswer(req.api, req.member_id, req.answered.error_code,
-                                                      decided.error_code, detail)])
+    sent = [response] if isinstance(req, TxnOffsetCommitRequest) else []
+    return CoordinatorResult(responses=sent, fast_answers=[FastAnswer(req.api, req.member_id,
+                                                                      req.answered.error_code, decided.error_code,
+                                                                      detail)])
 
 
 def _errors(given: CommitAnswer) -> str:

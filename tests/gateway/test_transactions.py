@@ -4,6 +4,7 @@ is open (a require_stable OffsetFetch answers UNSTABLE_OFFSET_COMMIT), and are n
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -149,6 +150,108 @@ def test_a_stale_generation_is_refused_and_the_member_commits_with_its_current_o
                         what="the current generation's commit")
     finally:
         for consumer in (first, second):
+            consumer.close()
+
+
+def test_a_consumer_protocol_member_behind_its_epoch_is_refused_and_commits_at_its_current_one(gateway_env):
+    """KIP-848 members (librdkafka, group.protocol=consumer): offsets sent with the member epoch a member had before
+    a second member joined are refused as Kafka's consumer group refuses a transactional commit of a stale member
+    epoch (ILLEGAL_GENERATION; a plain OffsetCommit would get STALE_MEMBER_EPOCH), abortable in librdkafka; the abort
+    leaves nothing committed or pending, and the member's current epoch commits."""
+    env = gateway_env
+    source = env.topic(2)
+    group = f"stale-epoch-{uuid.uuid4().hex[:8]}"
+    settings = {"bootstrap.servers": env.bootstrap, "group.id": group, "enable.auto.commit": False,
+                "group.protocol": "consumer"}
+    first, second = Consumer(settings), Consumer(settings)
+    producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}"})
+    try:
+        first.subscribe([source])
+        polled_until([first], [2], "the first member's epoch")
+        stale = first.consumer_group_metadata()
+        second.subscribe([source])
+        polled_until([first, second], [1, 1], "the second member's partition, the first's epoch bumped")
+        moved = second.assignment()[0].partition  # the first member's no more: behind on it, whatever the epochs
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        with pytest.raises(KafkaException) as refused:
+            producer.send_offsets_to_transaction([TopicPartition(source, moved, 5)], stale, 30)
+        error = refused.value.args[0]
+        assert error.code() in (KafkaError.ILLEGAL_GENERATION, KafkaError.STALE_MEMBER_EPOCH), error
+        assert error.txn_requires_abort()
+        producer.abort_transaction(30)
+        assert env.committed(group, source) == {}
+        owned = first.assignment()[0].partition
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(source, owned, 7)], first.consumer_group_metadata(),
+                                             30)
+        producer.commit_transaction(30)
+        assert wait_for(lambda: env.committed(group, source) == {owned: 7}, timeout_s=60,
+                        what="the current epoch's commit")
+    finally:
+        for consumer in (first, second):
+            consumer.close()
+
+
+TRANSACTION_ABORTABLE = 120
+"""The gateway's answer to the EndTxn(COMMIT) of a transaction whose offsets, answered from a stale view, the
+coordinator refused."""
+
+
+def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_without_its_offsets(gateway_env):
+    """The zombie window: a static member replaced through a second gateway is fenced at once by the coordinator,
+    while the first gateway's view still shows it for the follower's lag. Its producer runs transactions back to
+    back across the replacement with the member's metadata: each one either commits with its offsets or aborts
+    (refused at its TxnOffsetCommit, or, answered from the stale view, at its EndTxn: TRANSACTION_ABORTABLE), so the
+    committed offset is the one the last committed transaction sent, and nothing stays pending."""
+    env = gateway_env
+    source = env.topic(1)
+    group = f"zombie-{uuid.uuid4().hex[:8]}"
+    settings = {"group.id": group, "group.instance.id": "static-1", "enable.auto.commit": False,
+                "session.timeout.ms": 6000, "max.poll.interval.ms": 120000}  # the member is not polled meanwhile
+    member = Consumer({**settings, "bootstrap.servers": env.bootstrap})
+    replacement = Consumer({**settings, "bootstrap.servers": env.second.bootstrap_servers})
+    producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}"})
+    committed: list[int] = []
+    aborted: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+
+    def transactions(metadata: Any) -> None:
+        offset = 0
+        try:
+            while len(aborted) < 5 and offset < 2000:  # once fenced, every transaction aborts
+                offset += 1
+                producer.begin_transaction()
+                try:
+                    producer.send_offsets_to_transaction([TopicPartition(source, 0, offset)], metadata, 30)
+                    producer.commit_transaction(30)
+                    committed.append(offset)
+                except KafkaException as exc:
+                    error = exc.args[0]
+                    assert error.txn_requires_abort(), error
+                    producer.abort_transaction(30)
+                    aborted.append((offset, error.code()))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            failures.append(exc)
+
+    try:
+        member.subscribe([source])
+        polled_until([member], [1], "the static member's assignment")
+        producer.init_transactions(30)
+        loop = threading.Thread(target=transactions, args=(member.consumer_group_metadata(),), daemon=True)
+        loop.start()
+        wait_for(lambda: len(committed) >= 3 or failures, timeout_s=60, what="the member's first transactions")
+        replacement.subscribe([source])
+        polled_until([replacement], [1], "the replacement's assignment, through the second gateway")
+        loop.join(timeout=300)
+        assert not failures and not loop.is_alive()
+        assert committed and aborted, (committed, aborted)
+        print(f"committed {len(committed)}, aborted {aborted} (TRANSACTION_ABORTABLE: the view was stale)")
+        assert wait_for(lambda: stable_fetch(env.bootstrap, group, source)[1] == 0, timeout_s=60,
+                        what="the last transaction's marker applied")
+        assert stable_fetch(env.bootstrap, group, source) == (committed[-1], 0)
+    finally:
+        for consumer in (member, replacement):
             consumer.close()
 
 

@@ -226,15 +226,16 @@ class TestAnsweredFromTheView:
         decided = errors(txn_commit(ctx, {("t", 0): 3}, generation=generation, member_id=named, instance=instance))
         assert (written is not None) == (decided == [Errors.NONE])
         if written is not None:
-            assert ctx.step(written) == []  # the client has its answer
+            (decided_answer,) = ctx.step(written)  # sent: the gateway holds the EndTxn(COMMIT) on it
+            assert errors(decided_answer) == [Errors.NONE]
             (checked,) = ctx.last.fast_answers
             assert (checked.api, checked.mispredicted) == ("TxnOffsetCommit", False)
 
     def test_an_answered_commit_is_pending_until_its_marker(self):
         ctx = GroupContext()
         leader, _ = ctx.stable_group(2)
-        assert ctx.step(answered_by(ctx, published(ctx), txn_body(ctx, {("t", 0): 7}, 1, leader))) == []
-        assert ctx.committed() == {}
+        (decided,) = ctx.step(answered_by(ctx, published(ctx), txn_body(ctx, {("t", 0): 7}, 1, leader)))
+        assert errors(decided) == [Errors.NONE] and ctx.committed() == {}
         assert stable_fetch(ctx, {"t": [0]})[("t", 0)][1] == Errors.UNSTABLE_OFFSET_COMMIT
         marker(ctx, committed=True)
         assert ctx.committed() == {("t", 0): 7}
@@ -245,16 +246,18 @@ class TestAnsweredFromTheView:
         written = answered_by(ctx, published(ctx), txn_body(ctx, {("t", 0): 7}, 1, leader, metadata="x" * 5000))
         assert written["answered"]["partition_errors"] == [
             {"topic": "t", "partition": 0, "error_code": Errors.OFFSET_METADATA_TOO_LARGE}]
-        assert ctx.step(written) == [] and not ctx.last.fast_answers[0].mispredicted
+        (decided,) = ctx.step(written)
+        assert errors(decided) == [Errors.OFFSET_METADATA_TOO_LARGE] and not ctx.last.fast_answers[0].mispredicted
         assert ctx.group.offsets.pending == {}
 
-    def test_a_stale_view_is_counted_and_its_offsets_never_become_pending(self):
+    def test_a_stale_view_is_counted_its_refusal_sent_and_its_offsets_never_become_pending(self):
         ctx = GroupContext()
         leader, follower = ctx.stable_group(2)
         stale = published(ctx)  # the view a gateway still has
         ctx.leave(follower)
         ctx.sleep(0)
-        assert ctx.step(answered_by(ctx, stale, txn_body(ctx, {("t", 0): 7}, 1, follower))) == []
+        (decided,) = ctx.step(answered_by(ctx, stale, txn_body(ctx, {("t", 0): 7}, 1, follower)))
+        assert errors(decided) == [Errors.UNKNOWN_MEMBER_ID]  # the gateway aborts the transaction on it
         (checked,) = ctx.last.fast_answers
         assert checked.mispredicted and (checked.answered, checked.decided) == (Errors.NONE,
                                                                                 Errors.UNKNOWN_MEMBER_ID)
@@ -269,8 +272,8 @@ class TestAnsweredFromTheView:
         view = decode_view(ctx.last.view)
         assert answered_by(ctx, view, txn_body(ctx, {("t", 0): 3}, epoch + 1, "m1")) is None
         assert answered_by(ctx, view, txn_body(ctx, {("t", 0): 3}, epoch, "nobody")) is None
-        assert ctx.step(answered_by(ctx, view, txn_body(ctx, {("t", 0): 3}, epoch, "m1"))) == []
-        assert not ctx.last.fast_answers[0].mispredicted
+        (decided,) = ctx.step(answered_by(ctx, view, txn_body(ctx, {("t", 0): 3}, epoch, "m1")))
+        assert errors(decided) == [Errors.NONE] and not ctx.last.fast_answers[0].mispredicted
         marker(ctx, committed=True)
         assert ctx.committed() == {("t", 0): 3}
 
