@@ -7,6 +7,7 @@ byte for byte what `state.api.load_group` makes of the records topic at the time
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -15,7 +16,7 @@ from state.config import CoordinatorConfig
 from state.classic.records import group_record
 from state.records import offset_record
 from streaming.group_stores.state_reader import stored_groups
-from streaming.recovery.rebuild import rebuild
+from streaming.recovery.rebuild import Latest, load_requests, rebuild
 from tests.state.context import GroupContext
 from tests.support.kafka import producer, read_topic
 
@@ -80,3 +81,30 @@ def test_a_rebuilt_population_is_every_group_as_its_records_load_it(coordinator,
     assert {tp: o.offset for tp, o in first.offsets.items()} == {("orders", i): 100 + i for i in range(MEMBERS)}
     sessions = {first.timers[f"heartbeat:{m}"] for m in first.members}
     assert len(sessions) == 1 and sessions.pop() > loads["g0"].timestamp  # sessions restarted at the load
+
+
+def test_loads_published_before_a_retention_check_leave_nothing_due(coordinator, spark, broker):
+    """A million-member rebuild publishes its loads a minute or more before the query steps the last of them. Loads
+    that arrived before a retention-check instant (every offsets.retention.check.interval.ms) and were stepped after
+    it once left that check already due, and the batch after the loading one stepped every such group again
+    (issue 35). Here the loads arrived one interval and more before the query runs: every group is stored with its
+    next deadline after the time it was loaded, so only requests and real deadlines call it again."""
+    run = coordinator(start=False)
+    config = CoordinatorConfig.from_properties(run.props)
+    groups = dict(list(population().items())[:200])
+    loads = load_requests({key: Latest(value, 0, offset) for offset, (key, value)
+                           in enumerate(r for records in groups.values() for r in records)})
+    arrived = int(time.time() * 1000) - config.offsets_retention_check_interval_ms - 60_000
+    out = producer(broker)
+    for group_id, load in loads.items():
+        out.send(run.topics.requests, key=group_id.encode(), value=load, timestamp_ms=arrived)
+    out.flush()
+    run.start()
+    run.wait(lambda: sum(p.numInputRows for p in run.query.recentProgress) >= len(groups) or None, timeout_s=300)
+    run.stop()
+
+    loaded = {g: decode_state(s) for g, s in stored_groups(spark, run.props["checkpoint.location"]).items()
+              if g in groups}
+    assert sorted(loaded) == sorted(groups)
+    due = [g for g, group in loaded.items() if min(group.timers.values()) <= group.clock_ms]
+    assert due == []
