@@ -60,8 +60,10 @@ from gateway.upstream.control import Json
 from gateway.upstream.coordinator import CoordinatorClient, not_written
 from gateway.upstream.transactions import NotWritten
 from gateway.fast.holds import Holds
+from gateway.fast.txn_proof import Claim, RequestsLog
+from gateway.upstream.transactions import Written
 from gateway.fast.views import ViewFollower
-from state.api import (BadRequest, PublishedView, commit_from_view, commit_response,
+from state.api import (BadRequest, PublishedGroup, PublishedView, commit_from_view, commit_response,
                        consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
                        share_heartbeat_from_view, heartbeat_from_view, txn_commit_from_view)
 
@@ -179,9 +181,20 @@ class FastPath:
         self.coordinator = coordinator
         """Where the coordinator's decisions on the TxnOffsetCommits answered here are awaited (None: they are not
         answered here)."""
-        self._unsettled: dict[tuple[str, int, int], list[tuple[str, asyncio.Future, Json]]] = {}
+        self._unsettled: dict[tuple[str, int, int],
+                              list[tuple[str, asyncio.Future, Json, asyncio.Future | None]]] = {}
         """Per transaction (transactional id, producer id, epoch): the TxnOffsetCommits answered from views whose
-        decision its EndTxn(COMMIT) waits for: request id, the decision's future, the answer given."""
+        decision its EndTxn(COMMIT) waits for unless shown settled: request id, the decision's future, the answer
+        given, and the reading of the requests topic that may show it settled (None: none begun)."""
+        self.requests_log: RequestsLog | None = None
+        """Where the requests topic is read to show a TxnOffsetCommit settled (`gateway.fast.txn_proof`; None: the
+        EndTxn always waits for the decisions). Set by the gateway, whose upstream connections it reads on."""
+        self.txn_proven = 0
+        """TxnOffsetCommits whose EndTxn went on without their decision (shown settled)."""
+        self.txn_waited = 0
+        """EndTxn(COMMIT)s that waited for the coordinator's decisions."""
+        self.txn_proofs_wrong = 0
+        """Commits shown settled that the coordinator then decided otherwise (a bug: logged as an error)."""
         self.offset_fetch_by_coordinator = offset_fetch_by_coordinator
         self.appender = appender
         self.heartbeats = heartbeats
@@ -392,7 +405,7 @@ class FastPath:
         written = self.appender.append(req.group_id, value) if write is None else asyncio.ensure_future(write(value))
         return self._after(written, msgspec.to_builtins(commit_response(req, answer)), body)
 
-    def txn_commit(self, body: Json, write: Callable[[bytes], Awaitable[None]]) -> Awaitable[Json] | None:
+    def txn_commit(self, body: Json, write: Callable[[bytes], Awaitable[Any]]) -> Awaitable[Json] | None:
         """A TxnOffsetCommit the group's view accepts (`state.api.txn_commit_from_view`, the coordinator's member
         checks read on the view), answered as an OffsetCommit is: written by `write` inside the producer's
         transaction (`gateway.upstream.transactions`) carrying the answer given, and answered once the upstream
@@ -403,6 +416,7 @@ class FastPath:
             return None
         if self._holds(group_id) or self.holds.holds(_MEMBERSHIP_HOLD + group_id, self.follower.read_as_of):
             return None  # a member's generation may be changing (`_MEMBERSHIP_HOLD`)
+        covered = self.follower.covered()  # before the view: the view is as of these marks or later
         view, req = self._request(body)
         if req is None:
             return None
@@ -413,17 +427,21 @@ class FastPath:
         given = msgspec.to_builtins(commit_response(req, answer))
         value = encode({**body, "request_id": request_id, "answered": answer})
         return self._txn_written(asyncio.ensure_future(write(value)), given, body, request_id,
-                                 asyncio.wrap_future(decision))
+                                 asyncio.wrap_future(decision), _provable(view, req, covered))
 
     async def _txn_written(self, written: asyncio.Future, given: Json, body: Json, request_id: str,
-                           decision: asyncio.Future) -> Json:
+                           decision: asyncio.Future, provable: Callable[[Any], Claim] | None = None) -> Json:
         """The answer given once the write is acknowledged; from then on the transaction's EndTxn(COMMIT) waits
-        for the coordinator's decision on it (`txn_settled`). A write that failed is answered with its error and
+        for the coordinator's decision on it (`txn_settled`), unless the requests topic shows the decision is the
+        answer given (`gateway.fast.txn_proof`, begun now). A write that failed is answered with its error and
         awaited by nothing (the client aborts or retries it)."""
         answer = await self._after(written, given, body)
         if answer is given:
+            proof = None
+            if provable is not None and self.requests_log is not None and isinstance(written.result(), Written):
+                proof = asyncio.ensure_future(self.requests_log.settles(provable(written.result())))
             transaction = (body["transactional_id"], body["producer_id"], body["producer_epoch"])
-            self._unsettled.setdefault(transaction, []).append((request_id, decision, given))
+            self._unsettled.setdefault(transaction, []).append((request_id, decision, given, proof))
         else:
             self.coordinator.forget(request_id)
         return answer
@@ -432,19 +450,32 @@ class FastPath:
                           committed: bool) -> int:
         """The error an EndTxn must be answered with instead of reaching the upstream (0: forward it). A COMMIT
         waits, at most SETTLE_TIMEOUT_S, for the coordinator's decision on each TxnOffsetCommit of the transaction
-        answered here; one that differs from the answer given (the view was stale) makes it TRANSACTION_ABORTABLE,
-        as does a decision that did not come. An ABORT forgets them: the marker drops whatever was accepted."""
+        answered here that the requests topic does not show settled (`gateway.fast.txn_proof`); one that differs
+        from the answer given (the view was stale) makes it TRANSACTION_ABORTABLE, as does a decision that did not
+        come. An ABORT forgets them: the marker drops whatever was accepted."""
         unsettled = self._unsettled.pop((transactional_id, producer_id, producer_epoch), [])
         if not committed or not unsettled:
-            for request_id, _, _ in unsettled:
+            for request_id, _, _, proof in unsettled:
                 self.coordinator.forget(request_id)
+                if proof is not None:
+                    proof.cancel()
             return 0
+        waiting = []
+        for request_id, decision, given, proof in unsettled:
+            if await _proven(proof):
+                self.txn_proven += 1
+                self._watch(transactional_id, request_id, decision, given)
+            else:
+                waiting.append((request_id, decision, given))
+        if not waiting:
+            return 0
+        self.txn_waited += 1
         try:
-            await asyncio.wait([d for _, d, _ in unsettled], timeout=SETTLE_TIMEOUT_S)
+            await asyncio.wait([d for _, d, _ in waiting], timeout=SETTLE_TIMEOUT_S)
         finally:
-            for request_id, _, _ in unsettled:
+            for request_id, _, _ in waiting:
                 self.coordinator.forget(request_id)
-        for request_id, decision, given in unsettled:
+        for request_id, decision, given in waiting:
             if not decision.done():
                 log.warning("transaction %r: no decision on TxnOffsetCommit %s within %.0f s: aborting it",
                             transactional_id, request_id, SETTLE_TIMEOUT_S)
@@ -455,6 +486,24 @@ class FastPath:
                 return TRANSACTION_ABORTABLE
         return 0
 
+    def _watch(self, transactional_id: str, request_id: str, decision: asyncio.Future, given: Json) -> None:
+        """A commit shown settled: its EndTxn went on; the coordinator's decision, when it comes, must agree (an
+        error in the log where it does not, which no test may see), and is forgotten after SETTLE_TIMEOUT_S."""
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(SETTLE_TIMEOUT_S, self.coordinator.forget, request_id)
+
+        def decided(done: asyncio.Future) -> None:
+            timer.cancel()
+            self.coordinator.forget(request_id)
+            if done.cancelled() or done.exception() is not None:
+                return
+            if _partition_errors(done.result()) != _partition_errors(given):
+                self.txn_proofs_wrong += 1
+                log.error("transaction %r: TxnOffsetCommit %s was shown settled but the coordinator decided %s",
+                          transactional_id, request_id, _partition_errors(done.result()))
+
+        decision.add_done_callback(decided)
+
     @staticmethod
     async def _after(written: asyncio.Future, answer: Json, body: Json) -> Json:
         try:
@@ -464,8 +513,48 @@ class FastPath:
         return answer
 
     def close(self) -> None:
+        if self.txn_proven or self.txn_waited:
+            log.info("transactions: %d TxnOffsetCommits shown settled from the requests topic (EndTxn not held), "
+                     "%d EndTxn(COMMIT)s held for the coordinator's decisions, %d shown settled wrongly",
+                     self.txn_proven, self.txn_waited, self.txn_proofs_wrong)
         self.heartbeats.flush_all()
         self.follower.close()
+
+
+PROOF_TIMEOUT_S = 1.0
+"""How long an EndTxn waits for the reading of the requests topic before it waits for the decisions instead."""
+
+
+async def _proven(proof: asyncio.Future | None) -> bool:
+    if proof is None:
+        return False
+    try:
+        return bool(await asyncio.wait_for(asyncio.shield(proof), PROOF_TIMEOUT_S))
+    except asyncio.TimeoutError:
+        return False
+    except Exception as exc:  # noqa: BLE001 - unproven: the EndTxn waits for the decision
+        log.info("showing a TxnOffsetCommit settled: %s", exc)
+        return False
+
+
+def _provable(view: Any, req: Any, covered: dict[int, int] | None) -> Callable[[Written], Claim] | None:
+    """How to claim, once written, that the coordinator accepts this TxnOffsetCommit as the view did
+    (`gateway.fast.txn_proof`): where the view is a Stable classic group's whose one member commits at its
+    generation, and the marks are known. None: its EndTxn waits for the decision."""
+    if (covered is None or not isinstance(view, PublishedGroup) or view.state != "Stable"
+            or len(view.members) != 1 or req.generation_id != view.generation):
+        return None
+    member = view.members.get(req.member_id)
+    if member is None:
+        return None
+
+    def claim(written: Written) -> Claim:
+        mark = covered.get(written.partition)
+        return Claim(req.group_id, written.partition, -1 if mark is None else mark, written.offset,
+                     req.member_id, req.generation_id, member.group_instance_id, member.principal,
+                     member.session_timeout_ms, written.timestamp_ms, int(time.time() * 1000))
+
+    return claim
 
 
 def _partition_errors(answer: Json) -> list[tuple[str, int, int]]:

@@ -137,6 +137,18 @@ class ViewFollower:
         """Begin the next round now (the fast path waits for a round begun after a forwarded request's answer)."""
         self._wake.set()
 
+    def covered(self) -> dict[int, int] | None:
+        """Requests-topic partition -> the offset below which every request has been applied and its views read
+        (the lowest of the latest mark of each views partition); None before every views partition has a mark.
+        Read before a view, it is as old as that view or older: a mark comes after the views it covers."""
+        marks = list(self._marks.values())
+        if len(marks) < len(getattr(self, "_views_parts", ())) or not marks:
+            return None
+        covered = dict(marks[0][1])
+        for _, positions in marks[1:]:
+            covered = {p: min(o, positions.get(p, 0)) for p, o in covered.items()}
+        return covered
+
     def held_view(self, group_id: str) -> PublishedView | None:
         """The group's view as read, fresh or not (a share group's grants, `gateway.share.fetch`)."""
         return self._views.get(group_id)

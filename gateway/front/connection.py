@@ -421,8 +421,8 @@ class ClientConnection:
             return transactions.refused(doc, error)
         key = doc["group_id"].encode("utf-8")
 
-        async def write(value: bytes) -> None:
-            await asyncio.wait_for(partitions.write(upstream, doc, key, value), timeout_s)
+        async def write(value: bytes) -> transactions.Written:
+            return await asyncio.wait_for(partitions.write(upstream, doc, key, value), timeout_s)
 
         fast_path = self.gateway.fast_path
         answered = None if fast_path is None else fast_path.txn_commit(body, write)

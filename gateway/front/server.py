@@ -137,6 +137,10 @@ class Gateway:
         from gateway.share.fetch import Shares
 
         self.share = Shares(self)
+        if fast_path is not None and fast_path.coordinator is not None:
+            from gateway.fast.txn_proof import RequestsLog
+
+            fast_path.requests_log = RequestsLog(self.share.reads, settings.requests_topic)
         self.profile = RequestProfile(settings.profile_interval_s) if settings.profile_interval_s > 0 else None
         """The requests per kind, logged every `profile_interval_s` (None: not counted)."""
         self._profile_task: asyncio.Task | None = None

@@ -51,7 +51,7 @@ class CoordinatorClient:
         return self._answer(request_id, asyncio.wrap_future(future), written, body, timeout_s)
 
     def call_written(self, key: str, body: Json, timeout_s: float,
-                     write: Callable[[bytes], Awaitable[None]]) -> Awaitable[Json]:
+                     write: Callable[[bytes], Awaitable[object]]) -> Awaitable[Json]:
         """`call`, with `body` written by `write` (its encoded value) instead of the appender: a TxnOffsetCommit,
         written inside the producer's transaction (`gateway.upstream.transactions`)."""
         request_id, future = self._transport.expect(key)

@@ -15,6 +15,7 @@ the upstream here, and the TxnOffsetCommit gets that error on every partition wi
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kafka.partitioner.default import murmur2
@@ -38,6 +39,16 @@ class NotWritten(Exception):
         self.answer_code = code
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    """Where a transactional write landed: the control-topic partition, its offset, and the timestamp it carries
+    (this gateway's clock, ms), which the query counts it at."""
+
+    partition: int
+    offset: int
+    timestamp_ms: int
+
+
 class ControlPartitions:
     """Adds a group's control-topic partition to a producer's transaction, on a connection of the gateway's own
     (the client's forwarded connection carries the client's correlation ids)."""
@@ -48,27 +59,29 @@ class ControlPartitions:
         self._sequences: dict[tuple[int, int, int], int] = {}
         """(producer id, epoch, partition) -> the next sequence number of the gateway's writes for it."""
 
-    async def write(self, upstream: Upstream, doc: dict[str, Any], key: bytes, value: bytes) -> None:
+    async def write(self, upstream: Upstream, doc: dict[str, Any], key: bytes, value: bytes) -> Written:
         """Write the control request `value` to the group's partition inside the producer's transaction: a
         transactional batch with its producer id and epoch (tansu, as Kafka, writes a transaction's markers to the
         partitions the producer wrote to). NotWritten when the upstream refuses it."""
         partition = await self.partition_of(upstream, doc["group_id"])
         producer = (doc["producer_id"], doc["producer_epoch"], partition)
+        stamp = int(time.time() * 1000)
         sequence = self._sequences.get(producer, 0)
         builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
                                             producer_id=doc["producer_id"], producer_epoch=doc["producer_epoch"],
                                             base_sequence=sequence, batch_size=len(value) + len(key) + 1024)
-        builder.append(0, int(time.time() * 1000), key, value, [])
+        builder.append(0, stamp, key, value, [])
         request = ProduceRequest[PRODUCE_VERSION](transactional_id=doc["transactional_id"], acks=-1,
                                                   timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
                                                       name=self.requests_topic, partition_data=[
                                                           ProduceRequest.TopicProduceData.PartitionProduceData(
                                                               index=partition, records=bytes(builder.build()))])])
         answer = await upstream.request(request, PRODUCE_VERSION, ProduceResponse)
-        (code,) = [p.error_code for t in answer.responses for p in t.partition_responses]
+        ((code, offset),) = [(p.error_code, p.base_offset) for t in answer.responses for p in t.partition_responses]
         if code:
             raise NotWritten(code)
         self._sequences[producer] = sequence + 1
+        return Written(partition, offset, stamp)
 
     async def add(self, upstream: Upstream, group_id: str, doc: dict[str, Any]) -> int:
         """The upstream's error for adding the group's partition to the transaction the TxnOffsetCommit `doc`

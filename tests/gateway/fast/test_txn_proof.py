@@ -1,0 +1,112 @@
+"""When a TxnOffsetCommit answered from a view is shown settled from the requests topic (`gateway.fast.txn_proof`):
+each rule of the module's docstring, one test each, on requests as the gateway and clients write them."""
+
+from __future__ import annotations
+
+import json
+
+from gateway.fast.txn_proof import MARGIN_MS, MAX_BEHIND, Claim, Entry, _DECODE, settles
+
+MEMBER = "m-1"
+SESSION = 45_000
+NOW = 1_000_000
+
+
+def claim(mark: int = 10, offset: int = 20, **fields) -> Claim:
+    values = dict(group_id="g", partition=0, mark=mark, offset=offset, member_id=MEMBER, generation=3,
+                  instance_id=None, principal=None, session_timeout_ms=SESSION, timestamp_ms=NOW,
+                  acknowledged_ms=NOW + 2)
+    values.update(fields)
+    return Claim(**values)
+
+
+def entry(offset: int, body: dict, timestamp_ms: int = NOW - 1_000) -> Entry:
+    return Entry(offset, timestamp_ms, _DECODE.decode(json.dumps(body)))
+
+
+def liveness(offset: int, heard_ms: int = NOW - 2_000, generation: int = 3, answered: int = 0,
+             member: str = MEMBER) -> Entry:
+    return entry(offset, {"api": "Liveness", "request_id": "l", "group_id": "g", "members": [
+        {"member_id": member, "generation_id": generation, "heard_ms": heard_ms, "answered": answered}]},
+        timestamp_ms=heard_ms + 100)
+
+
+def txn_commit(offset: int) -> Entry:
+    return entry(offset, {"api": "TxnOffsetCommit", "request_id": "t", "group_id": "g", "member_id": MEMBER,
+                          "generation_id": 3, "transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
+                          "topics": []})
+
+
+def test_a_heartbeat_before_the_mark_and_commits_after_it_settle():
+    entries = [liveness(5)] + [txn_commit(o) for o in range(11, 20, 2)]
+    assert settles(entries, 0, claim())
+
+
+def test_no_heartbeat_of_the_member_before_the_mark_does_not_settle():
+    # the session's end is unknown: the heartbeat after the mark may come after an expiry
+    assert not settles([liveness(12)], 0, claim())
+    assert not settles([liveness(5, member="other")], 0, claim())
+
+
+def test_a_heartbeat_before_where_the_reading_began_does_not_count():
+    assert not settles([liveness(5)], 6, claim())
+
+
+def test_a_membership_request_after_the_mark_does_not_settle():
+    for api in ("JoinGroup", "SyncGroup", "LeaveGroup", "DeleteGroups", "PendingMember", "LoadGroup"):
+        other = entry(15, {"api": api, "request_id": "x", "group_id": "g", "member_id": "another"})
+        assert not settles([liveness(5), other], 0, claim()), api
+
+
+def test_a_membership_request_before_the_mark_is_in_the_view():
+    rejoin = entry(7, {"api": "JoinGroup", "request_id": "x", "group_id": "g", "member_id": "another"})
+    assert settles([liveness(5), rejoin], 0, claim())
+
+
+def test_the_members_own_rejoin_after_its_heartbeat_does_not_settle():
+    # its session may have restarted with another timeout
+    rejoin = entry(7, {"api": "JoinGroup", "request_id": "x", "group_id": "g", "member_id": MEMBER})
+    assert not settles([liveness(5), rejoin], 0, claim())
+
+
+def test_an_unreadable_request_does_not_settle():
+    assert not settles([liveness(5), Entry(15, NOW, None)], 0, claim())
+
+
+def test_a_session_ending_within_the_margin_does_not_settle():
+    late = NOW + 2 + MARGIN_MS - SESSION
+    assert not settles([liveness(5, heard_ms=late)], 0, claim())
+    assert settles([liveness(5, heard_ms=late + 1)], 0, claim())
+
+
+def test_an_older_heartbeat_after_the_mark_shortens_the_session():
+    # the coordinator restarts the session from each heartbeat as it comes, an older one included
+    old = NOW + 2 + MARGIN_MS - SESSION
+    assert not settles([liveness(5), liveness(15, heard_ms=old)], 0, claim())
+
+
+def test_a_later_request_of_the_group_raises_the_instant_the_commit_counts_at():
+    late = entry(15, {"api": "OffsetFetch", "request_id": "f", "group_id": "g"}, timestamp_ms=NOW + 40_000)
+    assert not settles([liveness(5), late], 0, claim())
+
+
+def test_a_heartbeat_at_another_generation_or_not_answered_none_does_not_count():
+    assert not settles([liveness(5, generation=2)], 0, claim())
+    assert not settles([liveness(5, answered=27)], 0, claim())
+    assert not settles([liveness(5), liveness(15, answered=27)], 0, claim())
+
+
+def test_a_forwarded_heartbeat_counts_at_its_record_time():
+    heartbeat = entry(5, {"api": "Heartbeat", "request_id": "h", "group_id": "g", "member_id": MEMBER,
+                          "generation_id": 3}, timestamp_ms=NOW - 1_000)
+    assert settles([heartbeat], 0, claim())
+
+
+def test_a_commit_too_far_past_the_mark_does_not_settle():
+    assert not settles([liveness(5)], 0, claim(offset=10 + MAX_BEHIND + 1))
+    assert settles([liveness(5)], 0, claim(offset=10 + MAX_BEHIND))
+
+
+def test_requests_after_the_commit_are_not_looked_at():
+    after = entry(25, {"api": "LeaveGroup", "request_id": "x", "group_id": "g", "member_id": MEMBER})
+    assert settles([liveness(5), after], 0, claim())
