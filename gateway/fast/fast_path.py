@@ -193,6 +193,8 @@ class FastPath:
         """TxnOffsetCommits whose EndTxn went on without their decision (shown settled)."""
         self.txn_waited = 0
         """EndTxn(COMMIT)s that waited for the coordinator's decisions."""
+        self._proven_ids: set[str] = set()
+        """Transactional ids with a commit shown settled (logged once each)."""
         self.txn_proofs_wrong = 0
         """Commits shown settled that the coordinator then decided otherwise (a bug: logged as an error)."""
         self.offset_fetch_by_coordinator = offset_fetch_by_coordinator
@@ -464,6 +466,12 @@ class FastPath:
         for request_id, decision, given, proof in unsettled:
             if await _proven(proof):
                 self.txn_proven += 1
+                if transactional_id not in self._proven_ids:
+                    if len(self._proven_ids) >= 10_000:
+                        self._proven_ids.clear()
+                    self._proven_ids.add(transactional_id)
+                    log.info("transactional id %r: a TxnOffsetCommit shown settled from the requests topic, its "
+                             "EndTxn not held", transactional_id)
                 self._watch(transactional_id, request_id, decision, given)
             else:
                 waiting.append((request_id, decision, given))

@@ -198,17 +198,23 @@ TRANSACTION_ABORTABLE = 120
 coordinator refused."""
 
 
-def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_without_its_offsets(gateway_env):
+@pytest.mark.parametrize("session_timeout_ms", [6000, 45000])
+def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_without_its_offsets(
+        gateway_env, session_timeout_ms):
     """The zombie window: a static member replaced through a second gateway is fenced at once by the coordinator,
     while the first gateway's view still shows it for the follower's lag. Its producer runs transactions back to
     back across the replacement with the member's metadata: each one either commits with its offsets or aborts
     (refused at its TxnOffsetCommit, or, answered from the stale view, at its EndTxn: TRANSACTION_ABORTABLE), so the
-    committed offset is the one the last committed transaction sent, and nothing stays pending."""
+    committed offset is the one the last committed transaction sent, and nothing stays pending. With a 6 s session
+    every EndTxn waits for the coordinator's decisions (the session may end within the gateway's margin); with 45 s
+    the gateway lets EndTxns through once it reads the member's heartbeat in the requests topic
+    (`gateway.fast.txn_proof`), and the replacement's JoinGroup between a view and a commit makes it wait again."""
     env = gateway_env
     source = env.topic(1)
     group = f"zombie-{uuid.uuid4().hex[:8]}"
     settings = {"group.id": group, "group.instance.id": "static-1", "enable.auto.commit": False,
-                "session.timeout.ms": 6000, "max.poll.interval.ms": 120000}  # the member is not polled meanwhile
+                "session.timeout.ms": session_timeout_ms,
+                "max.poll.interval.ms": 120000}  # the member is not polled meanwhile
     member = Consumer({**settings, "bootstrap.servers": env.bootstrap})
     replacement = Consumer({**settings, "bootstrap.servers": env.second.bootstrap_servers})
     producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": f"tx-{group}"})
@@ -241,6 +247,10 @@ def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_w
         loop = threading.Thread(target=transactions, args=(member.consumer_group_metadata(),), daemon=True)
         loop.start()
         wait_for(lambda: len(committed) >= 3 or failures, timeout_s=60, what="the member's first transactions")
+        if session_timeout_ms > 6000:
+            shown = f"transactional id 'tx-{group}': a TxnOffsetCommit shown settled"
+            wait_for(lambda: shown in (env.logs / "gateway.log").read_text() or failures, timeout_s=60,
+                     what="an EndTxn not held for the coordinator's decisions")
         replacement.subscribe([source])
         polled_until([replacement], [1], "the replacement's assignment, through the second gateway")
         loop.join(timeout=300)
@@ -250,6 +260,7 @@ def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_w
         assert wait_for(lambda: stable_fetch(env.bootstrap, group, source)[1] == 0, timeout_s=60,
                         what="the last transaction's marker applied")
         assert stable_fetch(env.bootstrap, group, source) == (committed[-1], 0)
+        assert "shown settled but the coordinator decided" not in (env.logs / "gateway.log").read_text()
     finally:
         for consumer in (member, replacement):
             consumer.close()
