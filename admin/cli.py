@@ -306,6 +306,16 @@ def offset_rows(desc: GroupDescription, committed: dict[tuple[str, int], int],
     return rows
 
 
+def pending_rows(rows: list[tuple[Any, ...]],
+                 pending: set[tuple[str, int]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """The offset rows with a last column PENDING-TRANSACTION, `yes` where a transaction of the group has written an
+    offset of the partition that its marker has not committed or dropped yet (CURRENT-OFFSET is still the committed
+    one). Ours: Kafka's tool does not show them; shown only when the group has some, as GROUP-INSTANCE-ID only when
+    a member is static."""
+    return (*OFFSET_COLUMNS, "PENDING-TRANSACTION"), [
+        (*row, "yes" if (row[1], row[2]) in pending else None) for row in rows]
+
+
 def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets | UnknownLogOffsets, groups: list[str],
               o: Output) -> int:
     columns: Sequence[str] = STATE_COLUMNS if args.state is not None else OFFSET_COLUMNS
@@ -331,6 +341,9 @@ def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets |
             committed = admin.committed(group_id)
             assigned = {tp for m in desc.members for tp in m.assignment}
             rows = offset_rows(desc, committed, offsets.log_end(sorted(set(committed) | assigned)))
+            pending = admin.pending(group_id, set(committed) | assigned)
+            if pending:
+                columns, rows = pending_rows(rows, pending)
             o.table(columns, rows, {"PARTITION": 10, "CURRENT-OFFSET": 15, "LOG-END-OFFSET": 15, "LAG": 15})
         all_rows.extend(rows)
     o.records(columns, all_rows)

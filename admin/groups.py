@@ -111,6 +111,17 @@ class GroupAdmin:
             raise GroupError(for_code(r["error_code"]), "OffsetFetch")
         return {tp: off for tp, (off, _md) in protocol.fetched_offsets(r).items()}
 
+    def pending(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> set[tuple[str, int]]:
+        """The partitions among `partitions` with a transactional offset pending (a transaction of the group's
+        open: its TxnOffsetCommit written, its marker not yet): what a require_stable OffsetFetch (v7+) answers
+        UNSTABLE_OFFSET_COMMIT (88), as Kafka's coordinator answers it."""
+        partitions = sorted(partitions)
+        if not partitions:
+            return set()
+        r = self._call(group_id, {**protocol.offset_fetch(group_id, partitions), "require_stable": True})
+        return {(topic["name"], p["partition_index"]) for topic in r.get("topics") or []
+                for p in topic.get("partitions") or [] if p.get("error_code") == Errors.UNSTABLE_OFFSET_COMMIT}
+
     def delete(self, group_id: str) -> int:
         """DeleteGroups; returns the error code (0, 68 NON_EMPTY_GROUP, 69 GROUP_ID_NOT_FOUND, ...)."""
         r = self._call(group_id, protocol.delete_group(group_id))

@@ -25,7 +25,14 @@ from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPa
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from gateway.upstream.broker import Upstream
+from state.api import Errors, append_error
 
+MAX_RECORD_BYTES = 1_000_000 - 1_024
+"""The largest TxnOffsetCommit the gateway writes: what its appender's producer takes for any other request
+(librdkafka's message.max.bytes, 1,000,000, less a batch's overhead), and so what the query's own producer takes
+for the answer, which is smaller than the request. A larger one gets INVALID_COMMIT_OFFSET_SIZE on every
+partition, as an OffsetCommit too large for the log does (`state.api.append_error`); tansu takes a larger record,
+and the query failed on the answer it could not write (measured: 50,000 partitions)."""
 ADD_PARTITIONS_VERSION = 3
 METADATA_VERSION = 8
 PRODUCE_VERSION = 8
@@ -63,6 +70,8 @@ class ControlPartitions:
         """Write the control request `value` to the group's partition inside the producer's transaction: a
         transactional batch with its producer id and epoch (tansu, as Kafka, writes a transaction's markers to the
         partitions the producer wrote to). NotWritten when the upstream refuses it."""
+        if len(key) + len(value) > MAX_RECORD_BYTES:
+            raise NotWritten(append_error("TxnOffsetCommit", Errors.MESSAGE_TOO_LARGE))
         partition = await self.partition_of(upstream, doc["group_id"])
         producer = (doc["producer_id"], doc["producer_epoch"], partition)
         stamp = int(time.time() * 1000)

@@ -37,6 +37,13 @@ def test_the_checkpoint_agrees_with_the_running_coordinator(coordinator, operato
     assert run.request(p.sync("offline", leader, generation, {leader: mine}))["error_code"] == Errors.NONE
     run.request(p.commit("offline", leader, generation, {(topic, 0): 4, (topic, 1): 1}))
     run.request(p.commit("simple", "", -1, {(topic, 2): 3}))  # a group without members: Empty
+    # a transaction's offset of partition 2, pending: no marker ends it (as the gateway writes a TxnOffsetCommit,
+    # here outside a transaction)
+    pending = run.request({"api": "TxnOffsetCommit", "group_id": "offline", "transactional_id": "tx-offline",
+                           "producer_id": 4242, "producer_epoch": 0, "generation_id": generation,
+                           "member_id": leader, "topics": [{"name": topic, "partitions": [
+                               {"partition_index": 2, "committed_offset": 9}]}]})
+    assert [q["error_code"] for t in pending["topics"] for q in t["partitions"]] == [Errors.NONE]
 
     live_base = ["--bootstrap-server", run.bootstrap, "--requests-topic", run.topics.requests,
                  "--responses-topic", run.topics.responses]
@@ -44,6 +51,10 @@ def test_the_checkpoint_agrees_with_the_running_coordinator(coordinator, operato
                  ("--describe", "--group", "simple"), ("--list", "--state"), ("--describe", "--all-groups")]
     live = [cli(*live_base, *q) for q in questions]
     assert "offline" in live[3][1] and " 4 " in live[0][1]
+    header, *partitions = live[0][1].split("\n")[1:4 + 1]
+    assert header.split()[-1] == "PENDING-TRANSACTION"  # shown where a group has pending offsets
+    assert [row.split()[2] for row in partitions if row.split()[-1] == "yes"] == ["2"]
+    assert "PENDING-TRANSACTION" not in live[2][1]
     run.stop()
 
     checkpoint = ["--checkpoint", run.props["checkpoint.location"], "--bootstrap-server", run.bootstrap]
@@ -52,8 +63,9 @@ def test_the_checkpoint_agrees_with_the_running_coordinator(coordinator, operato
     code, out, _ = cli("--checkpoint", run.props["checkpoint.location"], "--describe", "--group", "offline")
     assert code == 0
     rows = [line.split() for line in out.splitlines()[2:]]
-    assert [(r[2], r[3], r[4], r[5]) for r in rows] == [("0", "4", "-", "-"), ("1", "1", "-", "-"),
-                                                        ("2", "-", "-", "-")]  # no broker asked: log ends unknown
+    assert [(r[2], r[3], r[4], r[5], r[-1]) for r in rows] == [
+        ("0", "4", "-", "-", "-"), ("1", "1", "-", "-", "-"),
+        ("2", "-", "-", "-", "yes")]  # no broker asked: log ends unknown; partition 2's transaction pending
     code, _, err = cli("--checkpoint", run.props["checkpoint.location"], "--delete", "--group", "offline")
     assert code == 1 and "takes only --list or --describe" in err
 

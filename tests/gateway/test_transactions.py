@@ -4,9 +4,11 @@ is open (a require_stable OffsetFetch answers UNSTABLE_OFFSET_COMMIT), and are n
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -16,8 +18,11 @@ from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaPythonPartition
 from kafka import errors as kafka_errors
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
-from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kafka.protocol.producer.transaction import (EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
+                                                 InitProducerIdResponse, TxnOffsetCommitRequest,
+                                                 TxnOffsetCommitResponse)
 
+from state.api import Errors
 from tests.gateway.conftest import wait_for
 from tests.gateway.raw import Connection
 
@@ -319,6 +324,69 @@ def test_bad_transactional_commits_are_refused_and_the_gateway_keeps_serving(gat
         connection.close()
 
 
+def _txn_commit(connection: Connection, transactional_id: str, group: str, producer: Any, topic: str,
+                offsets: dict[int, int], generation_id: int = -1, member_id: str = "") -> Counter:
+    """A raw TxnOffsetCommit (v3) of `offsets` (partition -> offset): how many partitions got each error code."""
+    answer = connection.call(TxnOffsetCommitRequest[3](
+        transactional_id=transactional_id, group_id=group, producer_id=producer.producer_id,
+        producer_epoch=producer.producer_epoch, generation_id=generation_id, member_id=member_id,
+        group_instance_id=None, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
+                partition_index=p, committed_offset=o, committed_leader_epoch=-1, committed_metadata="")
+            for p, o in offsets.items()])]), 3, TxnOffsetCommitResponse)
+    return Counter(p.error_code for t in answer.topics for p in t.partitions)
+
+
+def _end(connection: Connection, transactional_id: str, producer: Any, committed: bool) -> int:
+    return connection.call(EndTxnRequest[1](transactional_id=transactional_id, producer_id=producer.producer_id,
+                                            producer_epoch=producer.producer_epoch, committed=committed),
+                           1, EndTxnResponse).error_code
+
+
+def test_an_unknown_group_negative_offsets_and_50000_partitions_get_kafkas_answers(gateway_env):
+    """With a producer id and epoch the upstream issued (InitProducerId v4: tansu answers v0-v2 with -1), through a
+    raw connection: a member's TxnOffsetCommit to a group that does not exist is ILLEGAL_GENERATION, as Kafka's
+    validateTransactionalOffsetCommit; a negative offset is taken as Kafka takes it (no check on the value); one
+    request with 50,000 partitions, too large for a control-topic record, gets INVALID_COMMIT_OFFSET_SIZE on every
+    partition (before, tansu took the record and the query failed writing its answer); and after each transaction
+    ends the same connection, gateway and query serve on: the group's offsets are what the transactions left."""
+    env = gateway_env
+    source = env.topic(1)
+    group = f"wide-{uuid.uuid4().hex[:8]}"
+    transactional_id = f"tx-{group}"
+    connection = Connection(env.bootstrap)
+    try:
+        producer = connection.call(InitProducerIdRequest[4](
+            transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1),
+            4, InitProducerIdResponse)
+        assert producer.error_code == 0 and producer.producer_id >= 0, producer
+        unknown = _txn_commit(connection, transactional_id, group, producer, source, {0: 3}, 5, "no-such-member")
+        assert unknown == Counter({Errors.ILLEGAL_GENERATION: 1}), unknown
+        assert _end(connection, transactional_id, producer, False) == 0
+        assert stable_fetch(env.bootstrap, group, source) == (-1, 0)
+
+        negative = _txn_commit(connection, transactional_id, group, producer, source, {0: -5})
+        assert negative == Counter({0: 1}), negative
+        assert _end(connection, transactional_id, producer, True) == 0
+        assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (-5, 0), timeout_s=60,
+                        what="the negative offset committed")
+
+        wide = _txn_commit(connection, transactional_id, group, producer, source,
+                           {p: 7 for p in range(50_000)})
+        # too large for the control topic's records, as Kafka's coordinator answers a commit too large for its log
+        assert wide == Counter({Errors.INVALID_COMMIT_OFFSET_SIZE: 50_000}), wide
+        assert _end(connection, transactional_id, producer, False) == 0
+        assert stable_fetch(env.bootstrap, group, source) == (-5, 0)
+
+        again = _txn_commit(connection, transactional_id, group, producer, source, {0: 9})
+        assert again == Counter({0: 1}), again
+        assert _end(connection, transactional_id, producer, True) == 0
+        assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (9, 0), timeout_s=60,
+                        what="a transaction after the wide one committed")
+    finally:
+        connection.close()
+
+
 def bounded(call: Callable[..., Any], *args: Any, timeout_s: float = 60) -> Any:
     """`call(*args)`, failing the test after `timeout_s` (kafka-python's transactional calls wait unbounded)."""
     with ThreadPoolExecutor(1) as pool:
@@ -357,3 +425,95 @@ def test_kafka_python_commits_aborts_and_a_replaced_static_member_is_fenced(gate
     finally:
         producer.close(timeout=5)
         consumer.close()
+
+
+def _sink_outcomes(broker: str, topic: str) -> tuple[list[tuple[int, str, int]], list[int]]:
+    """The sink's records as the log has them, read raw (tansu's read_committed shows aborted records too): each
+    record's (input offset, transaction key, outcome) where outcome is 1 when the next marker of its producer id
+    after it is a COMMIT, 0 an ABORT, -1 none; and the offsets of the markers."""
+    from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+    from kafka.record import MemoryRecords
+
+    connection = Connection(broker)
+    records: list[tuple[int, int, str, int]] = []  # (offset, producer id, key, input offset)
+    markers: list[tuple[int, int, bool]] = []  # (offset, producer id, committed)
+    position = 0
+    try:
+        while True:
+            answer = connection.call(FetchRequest[11](
+                replica_id=-1, max_wait_ms=10, min_bytes=0, max_bytes=1 << 22, isolation_level=0, session_id=0,
+                session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[FetchRequest.FetchTopic(
+                    topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
+                        partition=0, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
+                        partition_max_bytes=1 << 22)])]), 11, FetchResponse)
+            (part,) = answer.responses[0].partitions
+            assert part.error_code == 0, part.error_code
+            batches = MemoryRecords(part.records or b"")
+            last = position - 1
+            while (batch := batches.next_batch()) is not None:
+                for record in batch:
+                    if record.offset < position:
+                        continue
+                    last = max(last, record.offset)
+                    if getattr(batch, "is_control_batch", False):
+                        markers.append((record.offset, batch.producer_id, bool(record.commit)))
+                    else:
+                        records.append((record.offset, batch.producer_id, record.key.decode(),
+                                        int(record.value.decode())))
+                last = max(last, batch.base_offset + batch.last_offset_delta)
+            if last < position:
+                break
+            position = last + 1
+    finally:
+        connection.close()
+    outcomes = []
+    for offset, producer_id, key, value in records:
+        ends = [committed for at, pid, committed in markers if pid == producer_id and at > offset]
+        outcomes.append((value, key, -1 if not ends else int(ends[0])))
+    return outcomes, [at for at, _, _ in markers]
+
+
+def test_an_exactly_once_loop_sigkilled_every_few_seconds_covers_every_input_once(gateway_env, tmp_path):
+    """An exactly-once application (tests/gateway/eos_app.py: a static member, one transactional id) over 2,000
+    input records, SIGKILLed two to four seconds after each start and started again, then left to finish: every
+    input offset is in exactly one committed transaction's output (judged from the sink's markers, as tansu's
+    read_committed also shows aborted records), and the group's committed offset is the input's end."""
+    import random
+    import subprocess
+    import sys
+
+    env = gateway_env
+    source, sink = env.topic(1), env.topic(1)
+    group = f"eos-{uuid.uuid4().hex[:8]}"
+    feeder = Producer({"bootstrap.servers": env.broker, "linger.ms": 5})
+    for n in range(2000):
+        feeder.produce(source, f"in-{n}".encode())
+    feeder.flush(60)
+    spec = json.dumps({"bootstrap": env.bootstrap, "source": source, "sink": sink, "group": group,
+                       "transactional_id": f"tx-{group}", "instance_id": "eos-1", "records": 20})
+    rng = random.Random(32)
+    kills = 0
+    app: subprocess.Popen | None = None
+    try:
+        for _ in range(8):
+            app = subprocess.Popen([sys.executable, "-m", "tests.gateway.eos_app", spec], stdout=subprocess.PIPE,
+                                   stderr=open(tmp_path / f"app-{kills}.log", "w"), text=True)
+            time.sleep(rng.uniform(2.0, 4.0))
+            app.kill()
+            app.wait(30)
+            kills += 1
+            app = None
+        app = subprocess.Popen([sys.executable, "-m", "tests.gateway.eos_app", spec], stdout=subprocess.PIPE,
+                               stderr=open(tmp_path / "app-last.log", "w"), text=True)
+        assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (2000, 0), timeout_s=300,
+                        what="every input committed")
+    finally:
+        if app is not None:
+            app.kill()
+            app.wait(30)
+    outcomes, _ = _sink_outcomes(env.broker, sink)
+    committed = sorted(value for value, _, outcome in outcomes if outcome == 1)
+    aborted = sum(1 for _, _, outcome in outcomes if outcome != 1)
+    print(f"{kills} kills; {len(committed)} output records committed, {aborted} aborted or left open")
+    assert committed == list(range(2000))
+    assert stable_fetch(env.bootstrap, group, source) == (2000, 0)
