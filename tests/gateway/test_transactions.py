@@ -22,6 +22,7 @@ from kafka.protocol.producer.transaction import (EndTxnRequest, EndTxnResponse, 
                                                  InitProducerIdResponse, TxnOffsetCommitRequest,
                                                  TxnOffsetCommitResponse)
 
+from deploy.drills.transactions import sink_outcomes
 from state.api import Errors
 from tests.gateway.conftest import wait_for
 from tests.gateway.raw import Connection
@@ -427,54 +428,8 @@ def test_kafka_python_commits_aborts_and_a_replaced_static_member_is_fenced(gate
         consumer.close()
 
 
-def _sink_outcomes(broker: str, topic: str) -> tuple[list[tuple[int, str, int]], list[int]]:
-    """The sink's records as the log has them, read raw (tansu's read_committed shows aborted records too): each
-    record's (input offset, transaction key, outcome) where outcome is 1 when the next marker of its producer id
-    after it is a COMMIT, 0 an ABORT, -1 none; and the offsets of the markers."""
-    from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-    from kafka.record import MemoryRecords
-
-    connection = Connection(broker)
-    records: list[tuple[int, int, str, int]] = []  # (offset, producer id, key, input offset)
-    markers: list[tuple[int, int, bool]] = []  # (offset, producer id, committed)
-    position = 0
-    try:
-        while True:
-            answer = connection.call(FetchRequest[11](
-                replica_id=-1, max_wait_ms=10, min_bytes=0, max_bytes=1 << 22, isolation_level=0, session_id=0,
-                session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[FetchRequest.FetchTopic(
-                    topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
-                        partition=0, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
-                        partition_max_bytes=1 << 22)])]), 11, FetchResponse)
-            (part,) = answer.responses[0].partitions
-            assert part.error_code == 0, part.error_code
-            batches = MemoryRecords(part.records or b"")
-            last = position - 1
-            while (batch := batches.next_batch()) is not None:
-                for record in batch:
-                    if record.offset < position:
-                        continue
-                    last = max(last, record.offset)
-                    if getattr(batch, "is_control_batch", False):
-                        markers.append((record.offset, batch.producer_id, bool(record.commit)))
-                    else:
-                        records.append((record.offset, batch.producer_id, record.key.decode(),
-                                        int(record.value.decode())))
-                last = max(last, batch.base_offset + batch.last_offset_delta)
-            if last < position:
-                break
-            position = last + 1
-    finally:
-        connection.close()
-    outcomes = []
-    for offset, producer_id, key, value in records:
-        ends = [committed for at, pid, committed in markers if pid == producer_id and at > offset]
-        outcomes.append((value, key, -1 if not ends else int(ends[0])))
-    return outcomes, [at for at, _, _ in markers]
-
-
 def test_an_exactly_once_loop_sigkilled_every_few_seconds_covers_every_input_once(gateway_env, tmp_path):
-    """An exactly-once application (tests/gateway/eos_app.py: a static member, one transactional id) over 2,000
+    """An exactly-once application (deploy/drills/eos_app.py: a static member, one transactional id) over 2,000
     input records, SIGKILLed two to four seconds after each start and started again, then left to finish: every
     input offset is in exactly one committed transaction's output (judged from the sink's markers, as tansu's
     read_committed also shows aborted records), and the group's committed offset is the input's end."""
@@ -496,14 +451,14 @@ def test_an_exactly_once_loop_sigkilled_every_few_seconds_covers_every_input_onc
     app: subprocess.Popen | None = None
     try:
         for _ in range(8):
-            app = subprocess.Popen([sys.executable, "-m", "tests.gateway.eos_app", spec], stdout=subprocess.PIPE,
+            app = subprocess.Popen([sys.executable, "-m", "deploy.drills.eos_app", spec], stdout=subprocess.PIPE,
                                    stderr=open(tmp_path / f"app-{kills}.log", "w"), text=True)
             time.sleep(rng.uniform(2.0, 4.0))
             app.kill()
             app.wait(30)
             kills += 1
             app = None
-        app = subprocess.Popen([sys.executable, "-m", "tests.gateway.eos_app", spec], stdout=subprocess.PIPE,
+        app = subprocess.Popen([sys.executable, "-m", "deploy.drills.eos_app", spec], stdout=subprocess.PIPE,
                                stderr=open(tmp_path / "app-last.log", "w"), text=True)
         assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (2000, 0), timeout_s=300,
                         what="every input committed")
@@ -511,9 +466,9 @@ def test_an_exactly_once_loop_sigkilled_every_few_seconds_covers_every_input_onc
         if app is not None:
             app.kill()
             app.wait(30)
-    outcomes, _ = _sink_outcomes(env.broker, sink)
-    committed = sorted(value for value, _, outcome in outcomes if outcome == 1)
-    aborted = sum(1 for _, _, outcome in outcomes if outcome != 1)
+    outcomes = sink_outcomes(env.broker, sink)
+    committed = sorted(value for value, outcome in outcomes if outcome == 1)
+    aborted = sum(1 for _, outcome in outcomes if outcome != 1)
     print(f"{kills} kills; {len(committed)} output records committed, {aborted} aborted or left open")
     assert committed == list(range(2000))
     assert stable_fetch(env.bootstrap, group, source) == (2000, 0)

@@ -1,6 +1,6 @@
 """An unmodified confluent-kafka exactly-once application in its own process, so that a test can SIGKILL it.
 
-`python -m tests.gateway.eos_app SPEC` where SPEC is JSON: `bootstrap`, `source`, `sink`, `group`,
+`python -m deploy.drills.eos_app SPEC` where SPEC is JSON: `bootstrap`, `source`, `sink`, `group`,
 `transactional_id`, `instance_id`, `records` (per transaction at most). It consumes `source` (read_committed),
 and for each batch begins a transaction, produces one record to `sink` per input record (value: the input's
 offset, key: this process's id and the transaction's number in it), sends the offsets to the transaction and
