@@ -73,23 +73,31 @@ def read_markers(bootstrap: str, topic: str, partition: int, offsets: list[int],
         correlation = 0
         while position <= last:
             correlation += 1
-            request = FetchRequest[FETCH_VERSION](**_FETCH_DEFAULTS, topics=[FetchRequest.FetchTopic(
-                topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
-                    partition=partition, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
-                    partition_max_bytes=1 << 20)])])
-            request.with_header(correlation_id=correlation, client_id="coordinator-markers")
-            sock.sendall(request.encode(version=FETCH_VERSION, header=True, framed=True))
-            size = struct.unpack(">i", _read(sock, 4))[0]
-            response = FetchResponse.decode(_read(sock, size), version=FETCH_VERSION, header=True)
-            (answer,) = response.responses[0].partitions
-            if answer.error_code:
-                raise RuntimeError(f"{topic}-{partition}: fetch at {position} answered error {answer.error_code}")
-            batch_end = _last_offset(answer.records)
-            found.extend(m for m in markers_in(answer.records, position, last + 1) if m.offset in wanted)
+            records = fetch_raw(sock, topic, partition, position, correlation)
+            batch_end = _last_offset(records)
+            found.extend(m for m in markers_in(records, position, last + 1) if m.offset in wanted)
             if batch_end is None or batch_end < position:
                 break
             position = batch_end + 1
     return found
+
+
+def fetch_raw(sock: socket.socket, topic: str, partition: int, position: int, correlation: int,
+              max_bytes: int = 1 << 20) -> bytes | None:
+    """One Fetch (read_uncommitted) of the partition from `position` on the broker connection `sock`: the record
+    batches as the log has them, control batches included; a fetch answered with an error raises."""
+    request = FetchRequest[FETCH_VERSION](**{**_FETCH_DEFAULTS, "max_bytes": max_bytes}, topics=[
+        FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
+            partition=partition, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
+            partition_max_bytes=max_bytes)])])
+    request.with_header(correlation_id=correlation, client_id="coordinator-markers")
+    sock.sendall(request.encode(version=FETCH_VERSION, header=True, framed=True))
+    size = struct.unpack(">i", _read(sock, 4))[0]
+    response = FetchResponse.decode(_read(sock, size), version=FETCH_VERSION, header=True)
+    (answer,) = response.responses[0].partitions
+    if answer.error_code:
+        raise RuntimeError(f"{topic}-{partition}: fetch at {position} answered error {answer.error_code}")
+    return answer.records
 
 
 def _last_offset(records: bytes | None) -> int | None:

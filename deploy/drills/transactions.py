@@ -21,7 +21,6 @@ import argparse
 import json
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -32,9 +31,6 @@ from typing import Any
 
 from deploy.drills.harness import ROOT, Environment, JobProcess, log
 from deploy.drills.verdict import Verdict
-
-FETCH_VERSION = 11
-
 
 class App:
     """The exactly-once application as a child process, started again (same spec) whenever it exits."""
@@ -102,8 +98,9 @@ def committed_offset(bootstrap: str, group: str, topic: str, timeout_s: float = 
 def sink_outcomes(bootstrap: str, topic: str) -> list[tuple[int, int]]:
     """(input offset, outcome) of every record of the output's partition 0 as the log has it, read raw: outcome 1
     when the next marker of its producer id after it is a COMMIT, 0 an ABORT, -1 none."""
-    from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
     from kafka.record import MemoryRecords
+
+    from common.markers import fetch_raw
 
     host, _, port = bootstrap.split(",")[0].rpartition(":")
     records: list[tuple[int, int, int]] = []  # (offset, producer id, input offset)
@@ -112,20 +109,8 @@ def sink_outcomes(bootstrap: str, topic: str) -> list[tuple[int, int]]:
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         while True:
             correlation += 1
-            request = FetchRequest[FETCH_VERSION](
-                replica_id=-1, max_wait_ms=10, min_bytes=0, max_bytes=1 << 22, isolation_level=0, session_id=0,
-                session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[FetchRequest.FetchTopic(
-                    topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
-                        partition=0, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
-                        partition_max_bytes=1 << 22)])])
-            request.with_header(correlation_id=correlation, client_id="drill-transactions")
-            sock.sendall(request.encode(version=FETCH_VERSION, header=True, framed=True))
-            size = struct.unpack(">i", _read(sock, 4))[0]
-            response = FetchResponse.decode(_read(sock, size), version=FETCH_VERSION, header=True)
-            (part,) = response.responses[0].partitions
-            if part.error_code:
-                raise RuntimeError(f"{topic}-0: fetch at {position} answered error {part.error_code}")
-            batches = MemoryRecords(part.records or b"")
+            fetched = fetch_raw(sock, topic, 0, position, correlation, 1 << 22)
+            batches = MemoryRecords(fetched or b"")
             last = position - 1
             while (batch := batches.next_batch()) is not None:
                 for record in batch:
@@ -144,16 +129,6 @@ def sink_outcomes(bootstrap: str, topic: str) -> list[tuple[int, int]]:
         ends = [committed for at, pid, committed in markers if pid == producer_id and at > offset]
         outcomes.append((value, -1 if not ends else int(ends[0])))
     return outcomes
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        data += chunk
-    return data
 
 
 def judge(verdict: Verdict, stage: str, bootstrap: str, broker: str, group: str, source: str, sink: str,
