@@ -595,6 +595,9 @@ class ViewMember(Message, frozen=True):
     group_instance_id: str | None
     principal: Annotated[str | None, Extension("the principal the member is bound to (None: none)")]
     session_timeout_ms: Int32
+    rebalance_timeout_ms: Annotated[Int32 | None, Extension(
+        "the member's rebalance timeout: how long a join phase another member's expiry starts lasts at least "
+        "(None: a view of an older release)")] = None
 
 
 class GroupView(Struct, frozen=True):

@@ -547,10 +547,10 @@ async def _proven(proof: asyncio.Future | None) -> bool:
 
 def _provable(view: Any, req: Any, covered: dict[int, int] | None) -> Callable[[Written], Claim] | None:
     """How to claim, once written, that the coordinator accepts this TxnOffsetCommit as the view did
-    (`gateway.fast.txn_proof`): where the view is a Stable classic group's whose one member commits at its
+    (`gateway.fast.txn_proof`): where the view is a Stable classic group's with the member committing at its
     generation, and the marks are known. None: its EndTxn waits for the decision."""
     if (covered is None or not isinstance(view, PublishedGroup) or view.state != "Stable"
-            or len(view.members) != 1 or req.generation_id != view.generation):
+            or req.generation_id != view.generation):
         return None
     member = view.members.get(req.member_id)
     if member is None:
@@ -560,7 +560,8 @@ def _provable(view: Any, req: Any, covered: dict[int, int] | None) -> Callable[[
         mark = covered.get(written.partition)
         return Claim(req.group_id, written.partition, -1 if mark is None else mark, written.offset,
                      req.member_id, req.generation_id, member.group_instance_id, member.principal,
-                     member.session_timeout_ms, written.timestamp_ms, int(time.time() * 1000))
+                     member.session_timeout_ms, written.timestamp_ms, int(time.time() * 1000),
+                     len(view.members) > 1, member.rebalance_timeout_ms)
 
     return claim
 

@@ -7,8 +7,12 @@ the transaction's EndTxn(COMMIT) until that decision comes, unless it can show t
 gave: that the group the coordinator will apply `c` to accepts the member exactly as the view did. This module
 reads the partition itself (read_uncommitted, `c` included) and says so (`settles`) when:
 
-1. the view is a classic group's, Stable, at the request's generation, whose one member is the committing member
-   (so no other member's expiry can start a join phase whose timeout would move the generation);
+1. the view is a classic group's, Stable, at the request's generation, with the committing member in it; where it
+   has other members, their expiry can only start a join phase (PreparingRebalance, which does not refuse a
+   transactional commit) that ends, without the committing member's JoinGroup, at the rebalance timeout of the
+   members left, at least the committing member's (`rebalance_timeout_ms` in the view), counted from an expiry
+   after the member's heartbeat of rule 4 was applied: that must come `MARGIN_MS` after the latest instant of
+   rule 4 too;
 2. the view is as of mark `M` or later: every request of the partition below `M` was applied and its views read
    before the view was taken (`ViewFollower.covered`, read before the view), and `c - M` is below MAX_BEHIND, so
    the batch that first reads `c` cannot be cut before it by `max.requests.per.trigger`;
@@ -103,6 +107,10 @@ class Claim:
     session_timeout_ms: int
     timestamp_ms: int
     acknowledged_ms: int
+    others: bool = False
+    """Whether the view has members besides the committing one."""
+    rebalance_timeout_ms: int | None = None
+    """The committing member's rebalance timeout (None: the view does not say)."""
 
 
 def settles(entries: list[Entry], start: int, claim: Claim) -> bool:
@@ -110,6 +118,8 @@ def settles(entries: list[Entry], start: int, claim: Claim) -> bool:
     of the partition's from offset `start` on, in order; later ones than `claim.offset` are ignored)."""
     mark, offset = claim.mark, claim.offset
     if not start <= mark <= offset or offset - mark > MAX_BEHIND:
+        return False
+    if claim.others and claim.rebalance_timeout_ms is None:
         return False
     deadlines: list[int] = []
     latest = max(claim.timestamp_ms, claim.acknowledged_ms)
@@ -125,6 +135,8 @@ def settles(entries: list[Entry], start: int, claim: Claim) -> bool:
         if entry.offset < mark:
             if restart is not None:
                 deadlines.append(restart)
+                if claim.others:  # another member's expiry, after this heartbeat, and the join phase it starts
+                    deadlines.append(entry.timestamp_ms + claim.rebalance_timeout_ms)  # type: ignore[operator]
                 return min(deadlines) - latest > MARGIN_MS
             if _names(req, claim.member_id) and req.api not in ("OffsetCommit", "TxnOffsetCommit"):
                 return False  # the member's session may have restarted otherwise (a rejoin)

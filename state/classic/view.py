@@ -11,8 +11,9 @@ from state.classic.group import ClassicGroup
 
 def view_of(group: ClassicGroup, offsets: tuple[ViewOffset, ...] | UnsetType,
             position: ViewPosition | UnsetType) -> GroupView:
-    """Its state, generation, protocol and leader, and every member with its instance id, principal and session
-    timeout; the offsets and their position where `state.views.published.view_of` gives them."""
+    """Its state, generation, protocol and leader, and every member with its instance id, principal, session
+    and rebalance timeouts; the offsets and their position where `state.views.published.view_of` gives them."""
     return GroupView(group.state.value, group.generation, group.protocol_type, group.protocol_name, group.leader,
-                     tuple(ViewMember(m.member_id, m.group_instance_id, m.principal, m.session_timeout_ms)
+                     tuple(ViewMember(m.member_id, m.group_instance_id, m.principal, m.session_timeout_ms,
+                                      m.rebalance_timeout_ms)
                            for m in group.members.values()), offsets, position)

@@ -64,7 +64,8 @@ class TestTheView:
         view = json.loads(ctx.last.view)
         assert view == {"group_state": "Stable", "generation": 1, "protocol_type": "consumer", "protocol_name": "range",
                         "leader": member, "members": [{"member_id": member, "group_instance_id": None,
-                                                       "principal": None, "session_timeout_ms": 10_000}],
+                                                       "principal": None, "session_timeout_ms": 10_000,
+                                                       "rebalance_timeout_ms": 30_000}],
                         "offsets": [], "position": {"partition": 0, "offset": ctx.requests_topic_end - 1}}
         ctx.heartbeat(member, 1)
         assert (ctx.last.view, ctx.last.publish_view) == (None, False)

@@ -110,3 +110,14 @@ def test_a_commit_too_far_past_the_mark_does_not_settle():
 def test_requests_after_the_commit_are_not_looked_at():
     after = entry(25, {"api": "LeaveGroup", "request_id": "x", "group_id": "g", "member_id": MEMBER})
     assert settles([liveness(5), after], 0, claim())
+
+
+def test_with_other_members_the_join_phase_their_expiry_starts_must_end_past_the_margin():
+    # another member may expire right after the member's heartbeat was applied: the join phase it starts ends a
+    # rebalance timeout later, and only then moves the generation (the member has not rejoined)
+    heard = NOW - 2_000
+    short = NOW + 2 + MARGIN_MS - (heard + 100)
+    assert settles([liveness(5, heard_ms=heard)], 0, claim(others=True, rebalance_timeout_ms=short + 1))
+    assert not settles([liveness(5, heard_ms=heard)], 0, claim(others=True, rebalance_timeout_ms=short))
+    assert not settles([liveness(5)], 0, claim(others=True, rebalance_timeout_ms=None))
+    assert settles([liveness(5)], 0, claim(others=False, rebalance_timeout_ms=None))
