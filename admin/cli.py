@@ -342,6 +342,7 @@ def _describe(args: argparse.Namespace, admin: GroupAdmin, offsets: LogOffsets |
             assigned = {tp for m in desc.members for tp in m.assignment}
             rows = offset_rows(desc, committed, offsets.log_end(sorted(set(committed) | assigned)))
             pending = admin.pending(group_id, set(committed) | assigned)
+            columns = OFFSET_COLUMNS
             if pending:
                 columns, rows = pending_rows(rows, pending)
             o.table(columns, rows, {"PARTITION": 10, "CURRENT-OFFSET": 15, "LOG-END-OFFSET": 15, "LAG": 15})
