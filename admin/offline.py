@@ -12,6 +12,7 @@ import json
 from typing import Mapping
 
 from client.protocol import Json
+from state.api import TRANSACTIONS_GROUP
 from state.batch import TOPIC_METADATA_GROUP, StoredGroup
 from state.offline import answer, list_groups
 
@@ -23,7 +24,9 @@ class CheckpointTransport:
         topics = groups.get(TOPIC_METADATA_GROUP)
         self._topics = None if topics is None else topics.metadata
         """The cluster's topics as the stopped query last saw them: what names a consumer group's topics."""
-        self._groups = {g: stored for g, stored in groups.items() if g != TOPIC_METADATA_GROUP}
+        # the rows of a bucket's topics and of its open transactions (producer id -> groups) are no groups
+        self._groups = {g: stored for g, stored in groups.items()
+                        if g not in (TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP)}
         self._ids = 0
 
     @classmethod

@@ -131,6 +131,23 @@ def sink_outcomes(bootstrap: str, topic: str) -> list[tuple[int, int]]:
     return outcomes
 
 
+def _free_pair() -> int:
+    """A loopback port P with P + 1 free too (as far as a bind can tell now)."""
+    for _ in range(100):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            if port >= 65535:
+                continue
+            with socket.socket() as second:
+                try:
+                    second.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+        return port
+    raise RuntimeError("no two free consecutive loopback ports")
+
+
 def judge(verdict: Verdict, stage: str, bootstrap: str, broker: str, group: str, source: str, sink: str,
           records: int, timeout_s: float) -> None:
     """The checks after `stage`: every input once in a committed transaction, the committed offset at the end."""
@@ -166,8 +183,10 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
         if spare is not None:
             spare.start().wait_standby(start_timeout_s)
             log("standby ready")
-        gateway = start_gateway(env.bootstrap, topics, log_path=env.workdir / "gateway.log")
-        address = gateway.bootstrap_servers
+        # a bootstrap port whose next one is free too: the gateway's listener for the broker takes that one, and
+        # both must be free again when it is started at the same address after its kill
+        address = f"127.0.0.1:{_free_pair()}"
+        gateway = start_gateway(env.bootstrap, topics, listen=address, log_path=env.workdir / "gateway.log")
         admin = AdminClient({"bootstrap.servers": env.bootstrap})
         source, sink = f"eos-in-{time.monotonic_ns()}", f"eos-out-{time.monotonic_ns()}"
         for topic in (source, sink):
