@@ -107,6 +107,10 @@ class Load:
         self.stop = threading.Event()
         self.commits: list[float] = []
         """When each synchronous commit was answered."""
+        self.commit_waits: list[tuple[float, float]] = []
+        """(answered at, seconds the synchronous commit took), to tell a slow answer from a starved committer."""
+        self.empty_polls: list[float] = []
+        """When a committer's poll (0.5 s) came back with no record: the committer waited on its fetch."""
         self.commit_errors: dict[str, int] = {}
         self.lost = 0
         self.lock = threading.Lock()
@@ -166,11 +170,16 @@ class Load:
         while not self.stop.is_set():
             message = c.poll(0.5)
             if message is None or message.error():
+                with self.lock:
+                    self.empty_polls.append(time.monotonic())
                 continue
             try:
+                asked = time.monotonic()
                 c.commit(message, asynchronous=False)
+                answered = time.monotonic()
                 with self.lock:
-                    self.commits.append(time.monotonic())
+                    self.commits.append(answered)
+                    self.commit_waits.append((answered, answered - asked))
             except KafkaException as exc:
                 name = exc.args[0].name() if exc.args and isinstance(exc.args[0], KafkaError) else str(exc)
                 with self.lock:
@@ -212,10 +221,14 @@ def batches(metrics: Path) -> list[dict]:
 
 
 def p99(values: list[float]) -> float:
+    return _quantile(values, 0.99)
+
+
+def _quantile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def window_stats(rows: list[dict], commits: list[float], since: float, until: float, clock_offset: float) -> dict:
@@ -255,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         clock_offset = time.time() - started
         rss_start = rss_last = rss_mb(tansu)
+        roots = {"tansu": tansu, "gateway": child(process, "-m gateway")}
+        cpu_before = cpu_seconds(roots)
         load.start()
         total = args.minutes * 60
         minute = 0
@@ -267,9 +282,18 @@ def main(argv: list[str] | None = None) -> int:
             s = window_stats(batches(workdir / "metrics.log"), list(load.commits), started + 60 * (minute - 1),
                              started + 60 * minute, clock_offset)
             rss_last = rss_mb(tansu) or rss_last
+            cpu_after = cpu_seconds(roots)
+            cores = " ".join(f"{name} {(cpu_after[name] - cpu_before.get(name, 0.0)) / 60:.2f}"
+                             for name in ("tansu", "gateway", "spark", "bench"))
+            cpu_before = cpu_after
+            lo, hi = started + 60 * (minute - 1), started + 60 * minute
+            waits = [w for t, w in list(load.commit_waits) if lo <= t < hi]
+            empty = sum(1 for t in list(load.empty_polls) if lo <= t < hi)
             print(f"minute {minute}: {s['commits_per_s']:.1f} commits/s, {s['batches']} batches, batch p99 "
-                  f"{s['batch_p99_ms'] / 1000:.2f} s, commit errors {load.commit_errors}, lost {load.lost}, "
-                  f"tansu {rss_last:.0f} MB; {_uptime()}", flush=True)
+                  f"{s['batch_p99_ms'] / 1000:.2f} s, commit wait p50 {_quantile(waits, 0.5) * 1000:.0f} ms "
+                  f"p99 {_quantile(waits, 0.99) * 1000:.0f} ms, empty polls {empty}, cores {cores}, "
+                  f"commit errors {load.commit_errors}, lost {load.lost}, tansu {rss_last:.0f} MB; {_uptime()}",
+                  flush=True)
         ended = time.monotonic()
         rss_end = rss_mb(tansu) or rss_last
         load.close()
