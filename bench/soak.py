@@ -33,7 +33,7 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.parts.gateway_fast import cpu_seconds
@@ -306,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         growth = (rss_end - rss_start) / max((ended - started) / 3600, 1e-9)
         r = last["commits_per_s"] / first["commits_per_s"] if first["commits_per_s"] else 0.0
         q = last["batch_p99_ms"] / first["batch_p99_ms"] if first["batch_p99_ms"] else 0.0
+        print(f"records a partition at the end: {_topic_sizes(broker)}", flush=True)
         print(f"windows of {span / 60:.1f} min: first {first}, last {last}; commit errors {load.commit_errors}, "
               f"assignments lost {load.lost}; tansu {rss_start:.0f} -> {rss_end:.0f} MB; {_uptime()}")
         print(f"soak: commits/s last 5 min / first 5 min = {r:.2f}, batch p99 last/first = {q:.2f}, "
@@ -316,6 +317,22 @@ def main(argv: list[str] | None = None) -> int:
         if load is not None:
             load.close()
         stop_stack(process)
+
+
+def _topic_sizes(broker: str) -> dict[str, list[int]]:
+    """Each topic's high watermark per partition: on tansu a fetch below a partition's end costs about 1 us per
+    record batch in it (docs/operations-streaming.md), and every request the gateway appends is one batch."""
+    consumer = Consumer({"bootstrap.servers": broker, "group.id": "soak-sizes"})
+    try:
+        sizes = {}
+        for name, topic in sorted(consumer.list_topics(timeout=10).topics.items()):
+            sizes[name] = [consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)[1]
+                           for p in sorted(topic.partitions)]
+        return sizes
+    except KafkaException as exc:  # a broker gone with its run
+        return {f"unreadable: {exc}": []}
+    finally:
+        consumer.close()
 
 
 def _uptime() -> str:
