@@ -290,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             waits = [w for t, w in list(load.commit_waits) if lo <= t < hi]
             empty = sum(1 for t in list(load.empty_polls) if lo <= t < hi)
             print(f"minute {minute}: {s['commits_per_s']:.1f} commits/s, {s['batches']} batches, batch p99 "
-                  f"{s['batch_p99_ms'] / 1000:.2f} s, commit wait p50 {_quantile(waits, 0.5) * 1000:.0f} ms "
+                  f"{s['batch_p99_ms'] / 1000:.2f} s, commit wait mean {sum(waits) / max(len(waits), 1) * 1000:.0f} ms "
+                  f"p50 {_quantile(waits, 0.5) * 1000:.0f} ms "
                   f"p99 {_quantile(waits, 0.99) * 1000:.0f} ms, empty polls {empty}, cores {cores}, "
                   f"commit errors {load.commit_errors}, lost {load.lost}, tansu {rss_last:.0f} MB; {_uptime()}",
                   flush=True)
