@@ -24,7 +24,7 @@ after each record the step loop re-arms the timer no later than the first check 
 A later timer is a call saved; an earlier one is a call that removes nothing and re-arms. One difference from
 Kafka, which applies its configuration at every check: a group's timer keeps the instant computed with the
 `offsets.retention.minutes` it was armed under, so a shorter retention applies to a group from its next change or
-check (docs/operations.md, "Offset retention").
+check (docs/wire-format.md, where we knowingly differ from Kafka).
 """
 
 from __future__ import annotations
