@@ -409,7 +409,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
 
 def _longest_wait(now_ms: int, request_times_ms: Sequence[int] | None) -> int:
     """The longest any of the call's requests waited for it: its view tells the longest heartbeat interval this
-    call told (`state.consumer.interval`), so a heartbeat the gateway answers is told what the coordinator would."""
+    call told (`state.consumer.heartbeat.heartbeat_interval_ms`), so a heartbeat the gateway answers is told what
+    the coordinator would."""
     return max((now_ms - t for t in request_times_ms or ()), default=0)
 
 
