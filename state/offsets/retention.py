@@ -74,13 +74,12 @@ def next_check(group: ClassicGroup | ConsumerGroup, now_ms: int, config: Coordin
     if base is None:
         return None
     held = {(topic, partition) for _, topic, partition in offsets.pending}
-    retention_ms = config.offsets_retention_ms
     due = None
     for tp, value in offsets.items():
         since = base(tp[0], value)
         if since is None or tp in held:
             continue
-        at = value.expire_timestamp if value.expire_timestamp is not None else since + retention_ms
+        at = _removable_from(value, since, config)
         if due is None or at < due:
             due = at
     if due is None:
@@ -120,7 +119,7 @@ def after(group: ClassicGroup | ConsumerGroup, records: Sequence, at_ms: int,
         since = None if value is None else base(tp[0], value)
         if since is None:
             continue
-        at = value.expire_timestamp if value.expire_timestamp is not None else since + config.offsets_retention_ms
+        at = _removable_from(value, since, config)
         if due is None or at < due:
             due = at
     if due is None:
@@ -138,6 +137,11 @@ def settled(group: ClassicGroup | ConsumerGroup, now_ms: int, config: Coordinato
     if exact == armed:
         return None
     return Cancel(OFFSETS_EXPIRATION) if exact is None else Schedule(OFFSETS_EXPIRATION, exact)
+
+
+def _removable_from(value: OffsetValue, since_ms: int, config: CoordinatorConfig) -> int:
+    """When the check may remove an offset whose retention counts from `since_ms` (its own expiry time wins)."""
+    return value.expire_timestamp if value.expire_timestamp is not None else since_ms + config.offsets_retention_ms
 
 
 def _no_later(group: ClassicGroup | ConsumerGroup, deadline_ms: int) -> TimerOperation | None:
