@@ -80,7 +80,7 @@ from state.classic.member_id_round import PENDING_MEMBER, pending_member
 from state.classic.handlers import session
 from state.runtime.step import CoordinatorResult, Env, answer, applied
 from state.offsets.handlers import offsets_can_expire
-from state.offsets import transactions
+from state.offsets import retention, transactions
 from state.share import handlers as share
 from state.share.group import ShareGroup
 from state.share.stored import ShareGroupDoc
@@ -284,10 +284,19 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     members_expired = 0
     view_changed = False
 
+    retention_moved = False  # a record of this step may have moved the group's next retention check earlier
+    at_ms, waited_ms = now_ms, 0
+
     def take(result: CoordinatorResult) -> None:
-        """The step loop's one way to take a handler's result: the group after it (`applied`), its output kept."""
-        nonlocal group, members_expired, view_changed, configs
+        """The step loop's one way to take a handler's result: the group after it (`applied`), its output kept,
+        and the group's retention check re-armed after its records (`state.offsets.retention`)."""
+        nonlocal group, members_expired, view_changed, configs, retention_moved
         group = applied(group, result)
+        if result.records and isinstance(group, (ClassicGroup, ConsumerGroup)):
+            rearm, moved = retention.after(group, result.records, at_ms, config)
+            if rearm is not None:
+                group = applied(group, CoordinatorResult([], [], [rearm]))
+            retention_moved = retention_moved or moved
         for record in result.records:
             if type(record) is Record and type(record.key) is GroupConfigKey:
                 configs = {} if record.value is None else dict(record.value.configs)  # type: ignore[union-attr]
@@ -323,7 +332,6 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     dead_letters = []
     fired_at = None
     reconciling = False
-    at_ms, waited_ms = now_ms, 0
     for index, raw in enumerate(requests):
         if request_times_ms is not None:
             clock = min(max(request_times_ms[index], clock), now_ms)
@@ -345,6 +353,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
             try:
                 if _api_of(exc) == LOAD_GROUP:
                     group, configs, reasons = _load_request(group_id, group, exc.body, env(at_ms, waited_ms))
+                    retention_moved = True
                 else:
                     result, reasons = _refused(group, exc, env(at_ms, waited_ms))
                     take(result)
@@ -358,6 +367,10 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
             raise _RequestFailed(index, f"internal error: {type(exc).__name__}: {exc}") from exc
     if not requests:
         take(coordinator.fire_timers(group, env(now_ms, waited_ms)))
+    if retention_moved and isinstance(group, (ClassicGroup, ConsumerGroup)):
+        rearm = retention.settled(group, now_ms, config)
+        if rearm is not None:
+            group = applied(group, CoordinatorResult([], [], [rearm]))
     if group is not None:
         group.clock_ms = now_ms
     # A group created, loaded or deleted in this step has other offsets than it came with, whether or not they
