@@ -2,7 +2,7 @@
 the gateway (started again at the same address), then a rebuild from the records topic.
 
 An exactly-once application (`deploy/drills/eos_app.py`: confluent-kafka, a static member, one transactional id)
-reads `--records` input records through a gateway and writes one output per input, each transaction committing its
+reads `--records` input records, written at `--rate` a second while the drill runs, through a gateway and writes one output per input, each transaction committing its
 input offsets (TxnOffsetCommit). While it runs, the driver is killed with -9 (the standby takes over, or the job is
 started again) and then the gateway (started again on the same port: the application reconnects); the application
 itself is started again whenever it exits. At the end:
@@ -12,7 +12,7 @@ itself is started again whenever it exits. At the end:
 - the group's committed offset (a require_stable fetch) is the input's end, and nothing stays pending;
 - after the job is stopped and started on a new checkpoint with `--rebuild-from-records`, the same.
 
-    python -m deploy.drills.transactions [--records 2000] [--no-standby] [--workdir DIR]
+    python -m deploy.drills.transactions [--records 2000] [--rate 20] [--no-standby] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -164,9 +164,23 @@ def judge(verdict: Verdict, stage: str, bootstrap: str, broker: str, group: str,
         verdict.notes.append(f"{stage}: committed offset {offset}")
 
 
-def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str | None = None,
-        start_timeout_s: float = 300.0) -> Verdict:
+def _feed(bootstrap: str, topic: str, records: int, rate: float, done: threading.Event) -> None:
     from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    started = time.monotonic()
+    for n in range(records):
+        producer.produce(topic, f"in-{n}".encode())
+        producer.poll(0)
+        pause = started + (n + 1) / rate - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+    producer.flush(60)
+    done.set()
+
+
+def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str | None = None,
+        start_timeout_s: float = 300.0, rate: float = 20.0) -> Verdict:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from gateway.front.process import start_gateway
@@ -191,10 +205,9 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
         source, sink = f"eos-in-{time.monotonic_ns()}", f"eos-out-{time.monotonic_ns()}"
         for topic in (source, sink):
             admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
-        feeder = Producer({"bootstrap.servers": env.bootstrap, "linger.ms": 5})
-        for n in range(records):
-            feeder.produce(source, f"in-{n}".encode())
-        feeder.flush(60)
+        # fed at `rate` a second, so that transactions are open and committing at each kill
+        fed = threading.Event()
+        threading.Thread(target=_feed, args=(env.bootstrap, source, records, rate, fed), daemon=True).start()
         group = f"eos-{time.monotonic_ns()}"
         app = App({"bootstrap": address, "source": source, "sink": sink, "group": group,
                    "transactional_id": f"tx-{group}", "instance_id": "eos-1", "records": 10}, env.workdir)
@@ -219,6 +232,8 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
         recovered = app.wait_commits(5, start_timeout_s)
         verdict.time_to_recover_s.append(time.monotonic() - killed if recovered else float("nan"))
         log(f"transactions commit again {verdict.time_to_recover_s[-1]:.1f} s after the gateway's kill")
+        if not fed.wait(start_timeout_s):
+            verdict.notes.append("the input was not all written")
         deadline = time.monotonic() + start_timeout_s
         while app.next < records and time.monotonic() < deadline:
             app.keep_running()
@@ -250,11 +265,12 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deploy.drills.transactions", description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=2000)
+    parser.add_argument("--rate", type=float, default=20.0, help="input records written per second")
     parser.add_argument("--no-standby", action="store_true")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
     verdict = run(args.workdir or Path(tempfile.mkdtemp(prefix="drill-transactions-")), args.records,
-                  standby=not args.no_standby)
+                  standby=not args.no_standby, rate=args.rate)
     print(verdict.table())
     return 0 if verdict.passed else 1
 
