@@ -429,7 +429,7 @@ class FastPath:
         given = msgspec.to_builtins(commit_response(req, answer))
         value = encode({**body, "request_id": request_id, "answered": answer})
         return self._txn_written(asyncio.ensure_future(write(value)), given, body, request_id,
-                                 asyncio.wrap_future(decision), _provable(view, req, covered))
+                                 asyncio.wrap_future(decision), _provable(view, req, covered, request_id))
 
     async def _txn_written(self, written: asyncio.Future, given: Json, body: Json, request_id: str,
                            decision: asyncio.Future, provable: Callable[[Any], Claim] | None = None) -> Json:
@@ -545,7 +545,8 @@ async def _proven(proof: asyncio.Future | None) -> bool:
         return False
 
 
-def _provable(view: Any, req: Any, covered: dict[int, int] | None) -> Callable[[Written], Claim] | None:
+def _provable(view: Any, req: Any, covered: dict[int, int] | None,
+              request_id: str) -> Callable[[Written], Claim] | None:
     """How to claim, once written, that the coordinator accepts this TxnOffsetCommit as the view did
     (`gateway.fast.txn_proof`): where the view is a Stable classic group's with the member committing at its
     generation, and the marks are known. None: its EndTxn waits for the decision."""
@@ -561,7 +562,7 @@ def _provable(view: Any, req: Any, covered: dict[int, int] | None) -> Callable[[
         return Claim(req.group_id, written.partition, -1 if mark is None else mark, written.offset,
                      req.member_id, req.generation_id, member.group_instance_id, member.principal,
                      member.session_timeout_ms, written.timestamp_ms, int(time.time() * 1000),
-                     len(view.members) > 1, member.rebalance_timeout_ms)
+                     len(view.members) > 1, member.rebalance_timeout_ms, request_id)
 
     return claim
 

@@ -73,6 +73,7 @@ class _Request(msgspec.Struct):
     """What a request of the log says that matters here (msgspec ignores the rest)."""
 
     api: str = ""
+    request_id: str = ""
     member_id: str | None = None
     generation_id: int | None = None
     group_instance_id: str | None = None
@@ -109,6 +110,9 @@ class Claim:
     acknowledged_ms: int
     others: bool = False
     """Whether the view has members besides the committing one."""
+    request_id: str = ""
+    """The request's id, which the record at `offset` must carry (an upstream that took the write for a duplicate
+    of an older one answers that one's offset)."""
     rebalance_timeout_ms: int | None = None
     """The committing member's rebalance timeout (None: the view does not say)."""
 
@@ -123,6 +127,9 @@ def settles(entries: list[Entry], start: int, claim: Claim) -> bool:
         return False
     deadlines: list[int] = []
     latest = max(claim.timestamp_ms, claim.acknowledged_ms)
+    if not any(e.offset == offset and e.request is not None and e.request.request_id == claim.request_id
+               for e in reversed(entries)):
+        return False  # the record at `offset` is not this request
     for entry in reversed(entries):
         if entry.offset >= offset:
             continue

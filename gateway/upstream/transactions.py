@@ -14,17 +14,22 @@ the upstream here, and the TxnOffsetCommit gets that error on every partition wi
 
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from kafka.partitioner.default import murmur2
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from gateway.share.log import log_batches
 from gateway.upstream.broker import Upstream
+from gateway.upstream.control import from_json
 from state.api import Errors, append_error
 
 MAX_RECORD_BYTES = 1_000_000 - 1_024
@@ -33,6 +38,14 @@ MAX_RECORD_BYTES = 1_000_000 - 1_024
 for the answer, which is smaller than the request. A larger one gets INVALID_COMMIT_OFFSET_SIZE on every
 partition, as an OffsetCommit too large for the log does (`state.api.append_error`); tansu takes a larger record,
 and the query failed on the answer it could not write (measured: 50,000 partitions)."""
+SEQUENCE_WINDOW = 1_000
+"""The first window of offsets read back from the log end for a producer's last sequence (then four times more)."""
+_SEQUENCE_ERRORS = frozenset({45, 46})
+"""OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER (tansu answers this for a sequence it has seen)."""
+_BATCH_PRODUCER = struct.Struct(">qhi")
+"""A v2 batch header's producer id, epoch and base sequence, at byte 43."""
+FETCH_VERSION = 12
+LIST_OFFSETS_VERSION = 7
 ADD_PARTITIONS_VERSION = 3
 METADATA_VERSION = 8
 PRODUCE_VERSION = 8
@@ -76,6 +89,21 @@ class ControlPartitions:
         producer = (doc["producer_id"], doc["producer_epoch"], partition)
         stamp = int(time.time() * 1000)
         sequence = self._sequences.get(producer, 0)
+        code, offset = await self._produce(upstream, doc, partition, sequence, stamp, key, value)
+        if code in _SEQUENCE_ERRORS and producer not in self._sequences:
+            # This gateway has not written for this producer and epoch, but the log has (a gateway killed and
+            # started again): its writes go on from the last sequence the log holds.
+            last = await self.last_sequence(upstream, partition, doc["producer_id"], doc["producer_epoch"])
+            if last is not None:
+                sequence = last + 1
+                code, offset = await self._produce(upstream, doc, partition, sequence, stamp, key, value)
+        if code:
+            raise NotWritten(code)
+        self._sequences[producer] = sequence + 1
+        return Written(partition, offset, stamp)
+
+    async def _produce(self, upstream: Upstream, doc: dict[str, Any], partition: int, sequence: int, stamp: int,
+                       key: bytes, value: bytes) -> tuple[int, int]:
         builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
                                             producer_id=doc["producer_id"], producer_epoch=doc["producer_epoch"],
                                             base_sequence=sequence, batch_size=len(value) + len(key) + 1024)
@@ -87,10 +115,62 @@ class ControlPartitions:
                                                               index=partition, records=bytes(builder.build()))])])
         answer = await upstream.request(request, PRODUCE_VERSION, ProduceResponse)
         ((code, offset),) = [(p.error_code, p.base_offset) for t in answer.responses for p in t.partition_responses]
-        if code:
-            raise NotWritten(code)
-        self._sequences[producer] = sequence + 1
-        return Written(partition, offset, stamp)
+        return code, offset
+
+    async def last_sequence(self, upstream: Upstream, partition: int, producer_id: int, epoch: int) -> int | None:
+        """The last sequence number the partition's log holds of the producer at `epoch` (None: none found), read
+        backwards from the log end in growing windows: the batches' headers name their producer, epoch, first
+        sequence and last offset delta (Kafka's log format v2)."""
+        start, end = await self._log_range(upstream, partition)
+        window = SEQUENCE_WINDOW
+        high = end
+        while high > start:
+            low = max(start, high - window)
+            last = None
+            position = low
+            while position < high:
+                batches = await self._fetch(upstream, partition, position)
+                if not batches:
+                    break
+                for batch in batches:
+                    if batch.base >= high:
+                        break
+                    header = _BATCH_PRODUCER.unpack_from(batch.data, 43) if len(batch.data) >= 61 else None
+                    if header is not None and header[0] == producer_id and header[1] == epoch and header[2] >= 0:
+                        last = header[2] + (batch.last - batch.base)
+                position = batches[-1].last + 1
+            if last is not None:
+                return last
+            high = low
+            window *= 4
+        return None
+
+    async def _log_range(self, upstream: Upstream, partition: int) -> tuple[int, int]:
+        found = []
+        for timestamp in (-2, -1):  # earliest, latest
+            answer = await upstream.request(from_json(ListOffsetsRequest, LIST_OFFSETS_VERSION, {
+                "replica_id": -1, "isolation_level": 0, "topics": [{"name": self.requests_topic, "partitions": [
+                    {"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp}]}]}),
+                LIST_OFFSETS_VERSION, ListOffsetsResponse)
+            (p,) = [p for t in answer.topics for p in t.partitions]
+            if p.error_code:
+                raise ConnectionError(f"ListOffsets of {self.requests_topic}-{partition}: error {p.error_code}")
+            found.append(p.offset)
+        return found[0], found[1]
+
+    async def _fetch(self, upstream: Upstream, partition: int, offset: int) -> list:
+        answer = await upstream.request(from_json(FetchRequest, FETCH_VERSION, {
+            "replica_id": -1, "max_wait_ms": 1, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "topics": [{"topic": self.requests_topic, "partitions": [{
+                "partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
+            "forgotten_topics_data": [], "rack_id": ""}), FETCH_VERSION, FetchResponse)
+        for t in answer.responses:
+            for p in t.partitions:
+                if p.error_code:
+                    raise ConnectionError(f"Fetch of {self.requests_topic}-{partition}: error {p.error_code}")
+                return log_batches(bytes(p.records or b""))
+        return []
 
     async def add(self, upstream: Upstream, group_id: str, doc: dict[str, Any]) -> int:
         """The upstream's error for adding the group's partition to the transaction the TxnOffsetCommit `doc`

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gateway.fast.txn_proof import MARGIN_MS, MAX_BEHIND, Claim, Entry, _DECODE, settles
+from gateway.fast.txn_proof import MARGIN_MS, MAX_BEHIND, Claim, Entry, _DECODE
+from gateway.fast.txn_proof import settles as _settles
 
 MEMBER = "m-1"
 SESSION = 45_000
@@ -15,9 +16,14 @@ NOW = 1_000_000
 def claim(mark: int = 10, offset: int = 20, **fields) -> Claim:
     values = dict(group_id="g", partition=0, mark=mark, offset=offset, member_id=MEMBER, generation=3,
                   instance_id=None, principal=None, session_timeout_ms=SESSION, timestamp_ms=NOW,
-                  acknowledged_ms=NOW + 2)
+                  acknowledged_ms=NOW + 2, request_id="mine")
     values.update(fields)
     return Claim(**values)
+
+
+def settles(entries: list[Entry], start: int, claimed: Claim) -> bool:
+    """As the module's, with the claimed commit's own record at its offset."""
+    return _settles([*entries, txn_commit(claimed.offset, claimed.request_id)], start, claimed)
 
 
 def entry(offset: int, body: dict, timestamp_ms: int = NOW - 1_000) -> Entry:
@@ -31,8 +37,8 @@ def liveness(offset: int, heard_ms: int = NOW - 2_000, generation: int = 3, answ
         timestamp_ms=heard_ms + 100)
 
 
-def txn_commit(offset: int) -> Entry:
-    return entry(offset, {"api": "TxnOffsetCommit", "request_id": "t", "group_id": "g", "member_id": MEMBER,
+def txn_commit(offset: int, request_id: str = "t") -> Entry:
+    return entry(offset, {"api": "TxnOffsetCommit", "request_id": request_id, "group_id": "g", "member_id": MEMBER,
                           "generation_id": 3, "transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
                           "topics": []})
 
@@ -121,3 +127,9 @@ def test_with_other_members_the_join_phase_their_expiry_starts_must_end_past_the
     assert not settles([liveness(5, heard_ms=heard)], 0, claim(others=True, rebalance_timeout_ms=short))
     assert not settles([liveness(5)], 0, claim(others=True, rebalance_timeout_ms=None))
     assert settles([liveness(5)], 0, claim(others=False, rebalance_timeout_ms=None))
+
+
+def test_a_record_at_the_commits_offset_that_is_not_the_request_does_not_settle():
+    # Kafka acks a write it takes for a duplicate of one of its last batches with that batch's offset
+    assert not _settles([liveness(5), txn_commit(20, "an older one")], 0, claim())
+    assert not _settles([liveness(5)], 0, claim())
