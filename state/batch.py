@@ -285,14 +285,16 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     view_changed = False
 
     retention_moved = False  # a record of this step may have moved the group's next retention check earlier
+    changed_at = now_ms  # when the group last changed by a record: every check after it sees the group as it ends
     at_ms, waited_ms = now_ms, 0
 
     def take(result: CoordinatorResult) -> None:
         """The step loop's one way to take a handler's result: the group after it (`applied`), its output kept,
         and the group's retention check re-armed after its records (`state.offsets.retention`)."""
-        nonlocal group, members_expired, view_changed, configs, retention_moved
+        nonlocal group, members_expired, view_changed, configs, retention_moved, changed_at
         group = applied(group, result)
         if result.records and isinstance(group, (ClassicGroup, ConsumerGroup)):
+            changed_at = at_ms
             rearm, moved = retention.after(group, result.records, at_ms, config)
             if rearm is not None:
                 group = applied(group, CoordinatorResult([], [], [rearm]))
@@ -353,7 +355,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
             try:
                 if _api_of(exc) == LOAD_GROUP:
                     group, configs, reasons = _load_request(group_id, group, exc.body, env(at_ms, waited_ms))
-                    retention_moved = True
+                    retention_moved, changed_at = True, now_ms  # loaded at the step's time
                 else:
                     result, reasons = _refused(group, exc, env(at_ms, waited_ms))
                     take(result)
@@ -368,7 +370,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     if not requests:
         take(coordinator.fire_timers(group, env(now_ms, waited_ms)))
     if retention_moved and isinstance(group, (ClassicGroup, ConsumerGroup)):
-        rearm = retention.settled(group, now_ms, config)
+        rearm = retention.settled(group, changed_at, config)
         if rearm is not None:
             group = applied(group, CoordinatorResult([], [], [rearm]))
     if group is not None:
