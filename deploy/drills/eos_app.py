@@ -5,8 +5,8 @@
 and for each batch begins a transaction, produces one record to `sink` per input record (value: the input's
 offset, key: this process's id and the transaction's number in it), sends the offsets to the transaction and
 commits it; a transaction that fails abortably is aborted and its batch read again from the committed offset.
-It prints `{"event": "ready"}` once its producer is initialized and `{"event": "committed", "next": N}` after each
-commit (what the test saw commit is judged from the sink's markers, not from these lines: a kill may fall between
+It prints `{"event": "ready"}` once its producer is initialized, `{"event": "aborted", "error": ...}` before each
+abort, and `{"event": "committed", "next": N}` after each commit (what the test saw commit is judged from the sink's markers, not from these lines: a kill may fall between
 the commit and its line).
 """
 
@@ -52,6 +52,7 @@ def main(spec: dict[str, Any]) -> None:
         except KafkaException as exc:
             if not exc.args[0].txn_requires_abort():
                 raise
+            _emit(event="aborted", error=str(exc.args[0]))
             producer.abort_transaction(60)
             # read the batch again from the last committed offset
             (committed,) = consumer.committed([TopicPartition(spec["source"], 0)], 60)

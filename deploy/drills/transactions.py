@@ -41,6 +41,7 @@ class App:
         self.proc: subprocess.Popen | None = None
         self.starts = 0
         self.commits = 0
+        self.aborts = 0
         self.next = 0
 
     def start(self) -> None:
@@ -59,6 +60,10 @@ class App:
             if event.get("event") == "committed":
                 self.commits += 1
                 self.next = max(self.next, event["next"])
+            elif event.get("event") == "aborted":
+                self.aborts += 1
+                if self.aborts <= 20:
+                    log(f"the application aborted a transaction: {event.get('error')}")
 
     def keep_running(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:

@@ -72,14 +72,3 @@ def test_share_consumers_across_a_standby_takeover_a_gateway_kill_and_a_rebuild(
     assert "the standby, not a restart, took over at each driver kill" in checks, report
     assert all(checks.values()), report
 
-
-def test_exactly_once_transactions_survive_kill_minus_nine_of_the_driver_and_the_gateway(broker, tmp_path):
-    """Issue 32's drill, short: an exactly-once application over 500 input records (10 a second) through a gateway
-    while the driver is killed -9 (the standby takes over) and then the gateway (started again at its address):
-    every input is in exactly one committed transaction's output, the committed offset is the input's end, and so
-    after a rebuild from the records topic on a new checkpoint."""
-    from deploy.drills import transactions
-
-    verdict = transactions.run(tmp_path, records=500, standby=True, bootstrap=broker, rate=10)
-    _assert_correct(verdict)
-    assert len(verdict.checks) == 4 and len(verdict.time_to_recover_s) == 2, verdict.table()
