@@ -559,10 +559,12 @@ def _provable(view: Any, req: Any, covered: dict[int, int] | None,
 
     def claim(written: Written) -> Claim:
         mark = covered.get(written.partition)
-        return Claim(req.group_id, written.partition, -1 if mark is None else mark, written.offset,
-                     req.member_id, req.generation_id, member.group_instance_id, member.principal,
-                     member.session_timeout_ms, written.timestamp_ms, int(time.time() * 1000),
-                     len(view.members) > 1, member.rebalance_timeout_ms, request_id)
+        return Claim(group_id=req.group_id, partition=written.partition, mark=-1 if mark is None else mark,
+                     offset=written.offset, member_id=req.member_id, generation=req.generation_id,
+                     instance_id=member.group_instance_id, principal=member.principal,
+                     session_timeout_ms=member.session_timeout_ms, timestamp_ms=written.timestamp_ms,
+                     acknowledged_ms=int(time.time() * 1000), others=len(view.members) > 1,
+                     rebalance_timeout_ms=member.rebalance_timeout_ms, request_id=request_id)
 
     return claim
 

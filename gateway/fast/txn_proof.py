@@ -110,11 +110,11 @@ class Claim:
     acknowledged_ms: int
     others: bool = False
     """Whether the view has members besides the committing one."""
+    rebalance_timeout_ms: int | None = None
+    """The committing member's rebalance timeout (None: the view does not say)."""
     request_id: str = ""
     """The request's id, which the record at `offset` must carry (an upstream that took the write for a duplicate
     of an older one answers that one's offset)."""
-    rebalance_timeout_ms: int | None = None
-    """The committing member's rebalance timeout (None: the view does not say)."""
 
 
 def settles(entries: list[Entry], start: int, claim: Claim) -> bool:

@@ -133,3 +133,21 @@ def test_a_record_at_the_commits_offset_that_is_not_the_request_does_not_settle(
     # Kafka acks a write it takes for a duplicate of one of its last batches with that batch's offset
     assert not _settles([liveness(5), txn_commit(20, "an older one")], 0, claim())
     assert not _settles([liveness(5)], 0, claim())
+
+
+def test_the_fast_path_claims_what_the_view_and_the_write_say():
+    from gateway.fast.fast_path import _provable
+    from gateway.upstream.transactions import Written
+    from schemas.messages import GroupView, ViewMember
+    from state.api import PublishedGroup, decode_request
+
+    view = PublishedGroup(GroupView("Stable", 3, "consumer", "range", MEMBER, (
+        ViewMember(MEMBER, "static-1", None, SESSION, 300_000), ViewMember("other", None, None, SESSION, 60_000))))
+    req = decode_request(json.dumps({"api": "TxnOffsetCommit", "request_id": "", "group_id": "g",
+                                     "transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
+                                     "generation_id": 3, "member_id": MEMBER, "group_instance_id": "static-1",
+                                     "topics": []}).encode())
+    made = _provable(view, req, {0: 10}, "fast-1")(Written(0, 20, NOW))
+    assert (made.mark, made.offset, made.request_id, made.rebalance_timeout_ms, made.others, made.instance_id,
+            made.session_timeout_ms, made.timestamp_ms) == (10, 20, "fast-1", 300_000, True, "static-1", SESSION, NOW)
+    assert _provable(view, req, None, "fast-1") is None  # no marks read yet
