@@ -33,7 +33,7 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.parts.gateway_fast import cpu_seconds
@@ -107,6 +107,10 @@ class Load:
         self.stop = threading.Event()
         self.commits: list[float] = []
         """When each synchronous commit was answered."""
+        self.commit_waits: list[tuple[float, float]] = []
+        """(answered at, seconds the synchronous commit took), to tell a slow answer from a starved committer."""
+        self.empty_polls: list[float] = []
+        """When a committer's poll (0.5 s) came back with no record: the committer waited on its fetch."""
         self.commit_errors: dict[str, int] = {}
         self.lost = 0
         self.lock = threading.Lock()
@@ -166,11 +170,16 @@ class Load:
         while not self.stop.is_set():
             message = c.poll(0.5)
             if message is None or message.error():
+                with self.lock:
+                    self.empty_polls.append(time.monotonic())
                 continue
             try:
+                asked = time.monotonic()
                 c.commit(message, asynchronous=False)
+                answered = time.monotonic()
                 with self.lock:
-                    self.commits.append(time.monotonic())
+                    self.commits.append(answered)
+                    self.commit_waits.append((answered, answered - asked))
             except KafkaException as exc:
                 name = exc.args[0].name() if exc.args and isinstance(exc.args[0], KafkaError) else str(exc)
                 with self.lock:
@@ -212,10 +221,14 @@ def batches(metrics: Path) -> list[dict]:
 
 
 def p99(values: list[float]) -> float:
+    return _quantile(values, 0.99)
+
+
+def _quantile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def window_stats(rows: list[dict], commits: list[float], since: float, until: float, clock_offset: float) -> dict:
@@ -255,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         clock_offset = time.time() - started
         rss_start = rss_last = rss_mb(tansu)
+        roots = {"tansu": tansu, "gateway": child(process, "-m gateway")}
+        cpu_before = cpu_seconds(roots)
         load.start()
         total = args.minutes * 60
         minute = 0
@@ -267,9 +282,19 @@ def main(argv: list[str] | None = None) -> int:
             s = window_stats(batches(workdir / "metrics.log"), list(load.commits), started + 60 * (minute - 1),
                              started + 60 * minute, clock_offset)
             rss_last = rss_mb(tansu) or rss_last
+            cpu_after = cpu_seconds(roots)
+            cores = " ".join(f"{name} {(cpu_after[name] - cpu_before.get(name, 0.0)) / 60:.2f}"
+                             for name in ("tansu", "gateway", "spark", "bench"))
+            cpu_before = cpu_after
+            lo, hi = started + 60 * (minute - 1), started + 60 * minute
+            waits = [w for t, w in list(load.commit_waits) if lo <= t < hi]
+            empty = sum(1 for t in list(load.empty_polls) if lo <= t < hi)
             print(f"minute {minute}: {s['commits_per_s']:.1f} commits/s, {s['batches']} batches, batch p99 "
-                  f"{s['batch_p99_ms'] / 1000:.2f} s, commit errors {load.commit_errors}, lost {load.lost}, "
-                  f"tansu {rss_last:.0f} MB; {_uptime()}", flush=True)
+                  f"{s['batch_p99_ms'] / 1000:.2f} s, commit wait mean {sum(waits) / max(len(waits), 1) * 1000:.0f} ms "
+                  f"p50 {_quantile(waits, 0.5) * 1000:.0f} ms "
+                  f"p99 {_quantile(waits, 0.99) * 1000:.0f} ms, empty polls {empty}, cores {cores}, "
+                  f"commit errors {load.commit_errors}, lost {load.lost}, tansu {rss_last:.0f} MB; {_uptime()}",
+                  flush=True)
         ended = time.monotonic()
         rss_end = rss_mb(tansu) or rss_last
         load.close()
@@ -282,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         growth = (rss_end - rss_start) / max((ended - started) / 3600, 1e-9)
         r = last["commits_per_s"] / first["commits_per_s"] if first["commits_per_s"] else 0.0
         q = last["batch_p99_ms"] / first["batch_p99_ms"] if first["batch_p99_ms"] else 0.0
+        print(f"records a partition at the end: {_topic_sizes(broker)}", flush=True)
         print(f"windows of {span / 60:.1f} min: first {first}, last {last}; commit errors {load.commit_errors}, "
               f"assignments lost {load.lost}; tansu {rss_start:.0f} -> {rss_end:.0f} MB; {_uptime()}")
         print(f"soak: commits/s last 5 min / first 5 min = {r:.2f}, batch p99 last/first = {q:.2f}, "
@@ -292,6 +318,22 @@ def main(argv: list[str] | None = None) -> int:
         if load is not None:
             load.close()
         stop_stack(process)
+
+
+def _topic_sizes(broker: str) -> dict[str, list[int]]:
+    """Each topic's high watermark per partition: on tansu a fetch below a partition's end costs about 1 us per
+    record batch in it (docs/operations-streaming.md), and every request the gateway appends is one batch."""
+    consumer = Consumer({"bootstrap.servers": broker, "group.id": "soak-sizes"})
+    try:
+        sizes = {}
+        for name, topic in sorted(consumer.list_topics(timeout=10).topics.items()):
+            sizes[name] = [consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)[1]
+                           for p in sorted(topic.partitions)]
+        return sizes
+    except KafkaException as exc:  # a broker gone with its run
+        return {f"unreadable: {exc}": []}
+    finally:
+        consumer.close()
 
 
 def _uptime() -> str:

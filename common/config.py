@@ -71,12 +71,12 @@ class Topics:
                    props["topic.dead.letters"], props["topic.timers"], props["topic.views"])
 
     def partitions(self, props: Mapping[str, str]) -> dict[str, int]:
-        return {self.requests: int(props.get("topic.requests.partitions", 1)),
-                self.responses: int(props.get("topic.responses.partitions", 1)),
-                self.records: int(props.get("topic.records.partitions", 1)),
-                self.dead_letters: int(props.get("topic.dead.letters.partitions", 1)),
-                self.timers: int(props.get("topic.timers.partitions", 1)),
-                self.views: int(props.get("topic.views.partitions", 1))}
+        return {self.requests: int(props["topic.requests.partitions"]),
+                self.responses: int(props["topic.responses.partitions"]),
+                self.records: int(props["topic.records.partitions"]),
+                self.dead_letters: int(props["topic.dead.letters.partitions"]),
+                self.timers: int(props["topic.timers.partitions"]),
+                self.views: int(props["topic.views.partitions"])}
 
     def compacted(self) -> tuple[str, ...]:
         """Topics that hold the latest value per key (the cleanup policy is `topic.<name>.cleanup.policy`)."""

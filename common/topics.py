@@ -28,17 +28,17 @@ def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeou
     broker, which never does and whose topics last one run)."""
     topics = Topics.from_properties(props)
     wanted = {**topics.partitions(props), props["topic.lease"]: 1}
-    replication = int(props.get("topic.replication.factor", 1))
+    replication = int(props["topic.replication.factor"])
     admin = KafkaAdminClient(**client)
     try:
         existing = set(admin.list_topics())
-        if props.get("topic.create", "true").lower() == "true":
+        if props["topic.create"].lower() == "true":
             for name, partitions in wanted.items():
                 if name in existing:
                     continue
                 configs = {}
                 if name == topics.records:
-                    configs["cleanup.policy"] = props.get("topic.records.cleanup.policy", "compact")
+                    configs["cleanup.policy"] = props["topic.records.cleanup.policy"]
                 elif name in (topics.timers, topics.views):
                     configs["cleanup.policy"] = "compact"
                 elif name == props["topic.lease"]:

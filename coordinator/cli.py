@@ -131,7 +131,7 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             props["checkpoint.location"] = throwaway_checkpoint
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         _reach_topics(client, props, check_compaction=broker is None)
-        rebuilding = props.get("rebuild.from.records", "false").lower() == "true"
+        rebuilding = props["rebuild.from.records"].lower() == "true"
         # A rebuild reads the records topic while the Spark session starts and the lease is watched.
         ahead = _read_ahead(client, props) if rebuilding else None
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)

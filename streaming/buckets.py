@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import zlib
 
-DEFAULT_BUCKETS = 16
-
 
 def bucket_of(group_id: str, buckets: int) -> int:
     """The group's bucket: CRC-32 of its UTF-8 bytes mod `buckets` (stable across processes and releases)."""

@@ -30,7 +30,6 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from common.config import Topics, client_config, kafka_options, with_driver_logging
 from state.api import CoordinatorConfig
-from streaming.buckets import DEFAULT_BUCKETS
 from streaming.kafka_io.kafka_clients import chosen_client
 from streaming.kafka_io.sink import SUMMARY_COUNTS, SUMMARY_SCHEMA, KafkaOutput
 from streaming.kafka_io.source import KafkaSource
@@ -121,7 +120,7 @@ def warm_up(spark: SparkSession) -> None:
 def state_buckets(props: Mapping[str, str]) -> int:
     """`state.buckets`: how many state keys the groups are hashed into. Fixed once a checkpoint exists (the stored
     envelope records it and the adapter refuses another value)."""
-    buckets = int(props.get("state.buckets") or DEFAULT_BUCKETS)
+    buckets = int(props["state.buckets"])
     if buckets < 1:
         raise ValueError(f"state.buckets must be at least 1, got {buckets}")
     return buckets
@@ -130,20 +129,19 @@ def state_buckets(props: Mapping[str, str]) -> int:
 def topic_metadata_refresh_ms(props: Mapping[str, str]) -> str:
     """`topic.metadata.refresh.interval.ms`: how often the driver checks the cluster's topics for the consumer groups'
     assignors (`streaming.kafka_io.topic_watch`); 0 turns the publishing off (consumer groups then assign nothing)."""
-    interval = int(props.get("topic.metadata.refresh.interval.ms") or DEFAULT_TOPIC_METADATA_REFRESH_MS)
+    interval = int(props["topic.metadata.refresh.interval.ms"])
     if interval < 0:
         raise ValueError(f"topic.metadata.refresh.interval.ms must not be negative, got {interval}")
     return str(interval)
 
 
-DEFAULT_TOPIC_METADATA_REFRESH_MS = 5000
 OPERATORS = ("transformWithState", "applyInPandasWithState")
 
 
 def state_operator(props: Mapping[str, str]) -> str:
     """`state.operator`: which Spark operator keeps the groups (see the module's docstring). Fixed once a
     checkpoint exists (`streaming.recovery.checkpoint` refuses another)."""
-    operator = props.get("state.operator") or OPERATORS[0]
+    operator = props["state.operator"]
     if operator not in OPERATORS:
         raise ValueError(f"state.operator must be one of {', '.join(OPERATORS)}, got {operator!r}")
     return operator
@@ -165,9 +163,9 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     requests = (spark.readStream.format(KafkaSource.name()).options(**kafka)
                 .option("subscribe", topics.requests).option("route", "true")
-                .option("startingOffsets", props.get("starting.offsets", "earliest"))
-                .option("maxOffsetsPerTrigger", props.get("max.requests.per.trigger", ""))
-                .option("failOnDataLoss", props.get("fail.on.data.loss", "true"))
+                .option("startingOffsets", props["starting.offsets"])
+                .option("maxOffsetsPerTrigger", props["max.requests.per.trigger"])
+                .option("failOnDataLoss", props["fail.on.data.loss"])
                 .option("timersTopic", topics.timers)
                 .option("buckets", str(buckets))
                 .options(**({} if rehearsal else {"viewsTopic": topics.views}))
@@ -200,7 +198,7 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
     query = (summary.writeStream.format("noop")
              .option("checkpointLocation", props["checkpoint.location"])
              .outputMode("append")
-             .trigger(processingTime=f"{int(props.get('trigger.interval.ms', 100))} milliseconds")
+             .trigger(processingTime=f"{int(props['trigger.interval.ms'])} milliseconds")
              .queryName(query_name)
              .start())
     await_warm_up(spark)

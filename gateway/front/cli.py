@@ -32,6 +32,12 @@ of them before answering. A commit's p50 and p99, and a forwarded produce's, fel
 with 0.5 ms (two gateways of each in one run, docs/gateway.md, "Every client's speed")."""
 
 
+TUNED = ("request_timeout_ms", "response_fetch_wait_ms", "view_bound_ms", "view_bound_max_ms", "liveness_interval_ms",
+         "profile_interval_s")
+"""The flags that tune a `GatewaySettings` field of the same name: given, they set it; left out, the field keeps its
+default, which is the one default (docs/gateway.md gives them)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-servers", help="the Kafka cluster (default: bootstrap.servers of the config)")
     parser.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
@@ -46,9 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     security_cli.add_arguments(parser)
     parser.add_argument("--ssl-certfile", type=Path, help="TLS on the listeners: certificate chain (PEM)")
     parser.add_argument("--ssl-keyfile", type=Path, help="TLS on the listeners: private key (PEM)")
-    parser.add_argument("--request-timeout-ms", type=int, default=25_000,
+    parser.add_argument("--request-timeout-ms", type=int, default=argparse.SUPPRESS,
                         help="how long a group request other than JoinGroup waits for the coordinator")
-    parser.add_argument("--response-fetch-wait-ms", type=int, default=50,
+    parser.add_argument("--response-fetch-wait-ms", type=int, default=argparse.SUPPRESS,
                         help="how long the broker may hold the gateway's fetch of the response topic; lower it "
                              "against a broker that holds a fetch this long even when data arrives (tansu)")
     parser.add_argument("--member-id-round-by-coordinator", action="store_true",
@@ -58,11 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave every heartbeat, commit and fetch to the coordinator's micro-batch instead of "
                              "answering them from the groups' views; the gateway then follows no views "
                              "(docs/gateway.md, \"Fast answers\")")
-    parser.add_argument("--view-bound-ms", type=_positive, default=2000,
+    parser.add_argument("--view-bound-ms", type=_positive, default=argparse.SUPPRESS,
                         help="answer heartbeats and commits from a group's view while the views are complete and the "
                              "coordinator alive as of at most this long ago, or 2.5 times the query's measured "
                              "pace where that is longer (docs/gateway.md)")
-    parser.add_argument("--view-bound-max-ms", type=_positive, default=10000,
+    parser.add_argument("--view-bound-max-ms", type=_positive, default=argparse.SUPPRESS,
                         help="how far the view bound may follow the query's pace when its batches are slow; "
                              "at or below --view-bound-ms the bound is fixed (docs/gateway.md)")
     parser.add_argument("--offset-fetch-by-coordinator", action="store_true",
@@ -71,10 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processes", type=int, default=1, metavar="N",
                         help="N gateway processes on the same listeners (SO_REUSEPORT), to use N cores "
                              "(docs/gateway.md, \"Several processes\")")
-    parser.add_argument("--profile-interval-s", type=float, default=0.0, metavar="S",
+    parser.add_argument("--profile-interval-s", type=float, default=argparse.SUPPRESS, metavar="S",
                         help="log every S seconds the requests of each kind (API, version), where each was answered "
                              "(the gateway, a group's view, the coordinator, the broker) and how long it took; 0: off")
-    parser.add_argument("--liveness-interval-ms", type=int, default=5000,
+    parser.add_argument("--liveness-interval-ms", type=int, default=argparse.SUPPRESS,
                         help="the longest a heartbeat answered from a view waits before the coordinator hears of it "
                              "(at most a third of the group's smallest session timeout)")
 
@@ -138,14 +144,12 @@ def _settings(args: argparse.Namespace, props: dict[str, str]) -> Any:
         advertised_host=advertised, requests_topic=props["topic.requests"], responses_topic=props["topic.responses"],
         kafka_config=kafka_config, upstream=upstream_security(kafka_config),
         authenticator=security_cli.authenticator(args), authorization=args.authorization,
-        ssl=listener_ssl, request_timeout_ms=args.request_timeout_ms,
-        response_fetch_wait_ms=args.response_fetch_wait_ms, views_topic=props["topic.views"],
-        fast_answers_by_coordinator=args.fast_answers_by_coordinator, view_bound_ms=args.view_bound_ms,
-        view_bound_max_ms=args.view_bound_max_ms,
-        liveness_interval_ms=args.liveness_interval_ms, offset_fetch_by_coordinator=args.offset_fetch_by_coordinator,
-        offset_metadata_max_bytes=int(props.get("offset.metadata.max.bytes", 4096)),
-        member_id_round_by_coordinator=args.member_id_round_by_coordinator, profile_interval_s=args.profile_interval_s,
+        ssl=listener_ssl, views_topic=props["topic.views"],
+        fast_answers_by_coordinator=args.fast_answers_by_coordinator,
+        offset_fetch_by_coordinator=args.offset_fetch_by_coordinator,
+        member_id_round_by_coordinator=args.member_id_round_by_coordinator,
         coordinator_config=CoordinatorConfig.from_properties(props),
+        **{name: getattr(args, name) for name in TUNED if hasattr(args, name)},
         shared=None if worker is None else Shared(Path(worker[0]), worker[1], worker[3]),
         process_index=0 if worker is None else worker[2],
     )
@@ -191,7 +195,8 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
     follower = ViewFollower(settings.bootstrap_servers, settings.views_topic, settings.requests_topic,
                             settings.kafka_config, settings.view_bound_ms, settings.view_bound_max_ms)
     return FastPath(follower, coordinator.appender, Heartbeats(coordinator.appender, settings.liveness_interval_ms,
-                                                               loop), settings.offset_metadata_max_bytes,
+                                                               loop),
+                    settings.coordinator_config.offset_metadata_max_bytes,
                     offset_fetch_by_coordinator=settings.offset_fetch_by_coordinator,
                     holds=None if settings.shared is None else Holds(settings.shared.holds, settings.shared.processes,
                                                                      settings.process_index),

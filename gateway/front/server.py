@@ -28,7 +28,7 @@ from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
 from gateway.upstream.transactions import ControlPartitions
-from gateway.front.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
+from gateway.protocol.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.security.acl import Authorizer
 from gateway.security.authentication import Authenticator
 from gateway.fast.member_id_round import MemberIdRound
@@ -84,8 +84,6 @@ class GatewaySettings:
     offset_fetch_by_coordinator: bool = False
     """Every OffsetFetch waits for the coordinator, even where a view holds the group's offsets now
     (`gateway.fast.fast_path`)."""
-    offset_metadata_max_bytes: int = 4096
-    """The coordinator's `offset.metadata.max.bytes`, for commits answered from a view."""
     max_request_bytes: int = MAX_REQUEST_BYTES
     connect_timeout_ms: int = 10_000
     shared: Shared | None = None
@@ -98,8 +96,8 @@ class GatewaySettings:
     """Log the requests of each kind, where they were answered and how long they took, every this long
     (`gateway.front.profile`; 0: off)."""
     coordinator_config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
-    """The coordinator's settings (the `group.*` properties, as the query reads them), for the member-id round the
-    gateway answers itself by the core's rules."""
+    """The coordinator's settings (the `group.*` and `offset.*` properties, as the query reads them), for the
+    member-id round the gateway answers itself and the commits it answers from a view, by the core's rules."""
 
 
 ALLOW_ALL = Authorizer(allow_everyone_if_no_acl_found=True)

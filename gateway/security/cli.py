@@ -12,9 +12,6 @@ from gateway.security.authentication import PLAIN, SCRAM, Authenticator
 from gateway.security.sasl import PlainAuthenticator
 from gateway.security.topics import SecurityTopics
 
-DEFAULT_ACLS_TOPIC = "group-coordinator-acls"
-DEFAULT_CREDENTIALS_TOPIC = "group-coordinator-scram-credentials"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sasl-mechanisms", metavar="LIST",
@@ -70,10 +67,10 @@ def security_topics(args: argparse.Namespace, props: Mapping[str, str], bootstra
         super_users = parse_super_users(args.super_users)
     except ValueError as exc:
         raise SystemExit(f"--super-users: {exc}") from None
-    return SecurityTopics(bootstrap_servers, kafka_config, props.get("topic.acls", DEFAULT_ACLS_TOPIC),
-                          props.get("topic.scram.credentials", DEFAULT_CREDENTIALS_TOPIC),
+    return SecurityTopics(bootstrap_servers, kafka_config, props["topic.acls"],
+                          props["topic.scram.credentials"],
                           Authorizer((), super_users, args.allow_everyone_if_no_acl_found),
-                          replication_factor=int(props.get("topic.replication.factor", 1)))
+                          replication_factor=int(props["topic.replication.factor"]))
 
 
 def start(security: SecurityTopics | None, sasl: Authenticator | None, authorization: bool, props: Mapping[str, str],
@@ -82,7 +79,7 @@ def start(security: SecurityTopics | None, sasl: Authenticator | None, authoriza
     say who the cluster lets bypass the gateway."""
     if security is None:
         return
-    security.start(create=props.get("topic.create", "true").lower() == "true")
+    security.start(create=props["topic.create"].lower() == "true")
     if sasl is not None:
         sasl.credentials = security.credential
     if authorization:

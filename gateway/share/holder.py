@@ -114,8 +114,6 @@ class Holder:
         self._poll_now: dict[SPKey, asyncio.Event] = {}
         self._renewers: dict[str, asyncio.Task] = {}
         self._ids = itertools.count()
-        self.appends = 0
-        """ShareUpdate requests written (the benchmark counts control records)."""
 
     # -- what the ShareFetch handler asks ------------------------------------------------------------------------
 
@@ -455,7 +453,6 @@ class Holder:
         held.appending += 1
         held.quiet.clear()
         written = self._coordinator.appender.append(group_id, encode(body))
-        self.appends += 1
         done = asyncio.get_running_loop().create_future()
 
         def settled(w: asyncio.Future) -> None:

@@ -1,10 +1,12 @@
 """Classic groups: Kafka's classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
 
 - `group`: the group as its records leave it (`ClassicGroup`, `Member`, `GroupState` and its transitions);
+- `records`: the records it writes (the group metadata value) and its in-memory records;
 - `replay`: the replay of its in-memory records (the only way it changes, with `state.runtime.replay`);
 - `handlers`: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and the membership timers (as `state.consumer.handlers`
   and `state.share.handlers` are their kinds');
 - `member_id_round`: JoinGroup's member-id round (KIP-394), which a gateway answers itself;
 - `describe`: DescribeGroups;
+- `view`: the view a gateway answers heartbeats, commits and fetches from (`state.views`);
 - `server_assignment`: our extension, the coordinator assigning for a classic group (`server:` protocols).
 """

@@ -8,9 +8,10 @@ What is where (each module says why in its own docstring):
 - `records`: the records it writes (Kafka's record types 3-8 and 16) and their constructors;
 - `stored`: the group as the shell stores it (its records as compaction leaves them);
 - `handlers`: the consumer group's requests, timers and load in the core's runtime;
-- `heartbeat`: ConsumerGroupHeartbeat, its timers (session, revocation, regex refresh) and their expiry;
-- `interval`: the heartbeat interval a heartbeat is told;
+- `heartbeat`: ConsumerGroupHeartbeat, its timers (session, revocation, regex refresh) and their expiry, and the
+  heartbeat interval a heartbeat is told;
 - `describe`: ConsumerGroupDescribe;
+- `view`: the view a gateway answers steady heartbeats, commits and fetches from (`state.views`);
 - `offsets`: what OffsetCommit and OffsetFetch must check for a consumer group (member epochs);
 - `assignment/`: the group's target assignment and each member's reconciliation towards it;
 - `migration/`: members of the classic protocol in a consumer group, and the conversions between the protocols.

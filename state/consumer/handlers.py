@@ -85,8 +85,7 @@ def group_heartbeat(group: Group, req: ConsumerGroupHeartbeatRequest, env: Env) 
         result = heartbeat.consumer_group_heartbeat(group, req, env)
         if group is not None and req.member_id in group.heartbeat_owed:  # this one reaches the coordinator
             group, done = then(group, done, CoordinatorResult([HeartbeatOwed(req.member_id, False)]))
-    group, done = then(group, done, completed(group, result, env))
-    return done + _start_retention(group, env)
+    return then(group, done, completed(group, result, env))[1]
 
 
 def _upgrade(group: ClassicGroup, req: ConsumerGroupHeartbeatRequest, env: Env) -> CoordinatorResult:
@@ -122,8 +121,7 @@ def _upgrade(group: ClassicGroup, req: ConsumerGroupHeartbeatRequest, env: Env) 
                 for member_id, member in sorted(converted_group.members.items())]  # type: ignore[union-attr]
     converted_group, done = then(converted_group, done, CoordinatorResult([], [], sessions))
     result = heartbeat.consumer_group_heartbeat(converted_group, req, env)  # type: ignore[arg-type]
-    converted_group, done = then(converted_group, done, completed(converted_group, result, env))
-    return done + _start_retention(converted_group, env)
+    return then(converted_group, done, completed(converted_group, result, env))[1]
 
 
 def classic_request(group: ConsumerGroup, req: Request, env: Env, new_member_id: str | None) -> CoordinatorResult:
@@ -155,13 +153,6 @@ def heard(group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, env: Env, he
     """A heartbeat a gateway answered "nothing changed" from the group's view, run as if it had arrived when it was
     heard (what of it is applied: `state.views.fast_answers`)."""
     return heartbeat.consumer_group_heartbeat(group, req, env.replace(now_ms=heard_ms))
-
-
-def _start_retention(group: Group, env: Env) -> CoordinatorResult:
-    """A new consumer group's offsets are checked for retention as a classic group's (`classic.create_group`)."""
-    if isinstance(group, ConsumerGroup) and OFFSETS_EXPIRATION not in group.timers:
-        return CoordinatorResult([], [], [Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))])
-    return NOTHING
 
 
 def describe(group: Group, req: ConsumerGroupDescribeRequest, env: Env) -> CoordinatorResult:

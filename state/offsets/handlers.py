@@ -32,7 +32,8 @@ from state.offsets.transactions import pending_tombstones
 from state.offsets.values import OffsetValue
 from state.classic.handlers import create_group, session
 from state.records import group_tombstone, offset_record, offset_tombstone
-from state.runtime.timers import OFFSETS_EXPIRATION, Schedule, next_retention_check
+from state.offsets import retention
+from state.runtime.timers import OFFSETS_EXPIRATION, Cancel, Schedule
 from state.views.published import PublishedConsumerGroup, PublishedView
 from state.wire import simple_response
 
@@ -209,46 +210,30 @@ def on_expiration_timer(group: ClassicGroup | ConsumerGroup, env: Env) -> Coordi
     """The periodic retention check: tombstone expired offsets; an Empty group left without offsets is deleted
     (Java always writes the group tombstone; Scala only for generation > 0)."""
     tombstones = []
-    retention_base = _retention_base(group)
-    if retention_base is not None:
+    base_of = retention.retention_base(group)
+    if base_of is not None:
         for (topic, partition), value in sorted(group.offsets.items()):
-            base = retention_base(topic, value)
+            base = base_of(topic, value)
             if base is None or group.offsets.has_pending((topic, partition)):
                 continue  # Kafka: not while a transaction holds an offset of the partition
             expired = (env.now_ms >= value.expire_timestamp if value.expire_timestamp is not None
                        else env.now_ms - base >= env.config.offsets_retention_ms)
             if expired:
                 tombstones.append(offset_tombstone(group.group_id, topic, partition))
-    next_check = Schedule(OFFSETS_EXPIRATION, next_retention_check(env.now_ms, env.config))
-    group, done = then(group, NOTHING, CoordinatorResult(tombstones, [], [next_check]))
+    group, done = then(group, NOTHING, CoordinatorResult(tombstones))
     empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
     if empty and not group.offsets and not group.offsets.pending:
         return done + delete_group(group)
-    return done
+    at = retention.next_check(group, env.now_ms, env.config)  # the next check that removes something, if any
+    return done + CoordinatorResult([], [], [Schedule(OFFSETS_EXPIRATION, at) if at is not None else
+                                             Cancel(OFFSETS_EXPIRATION)])
 
 
 def offsets_can_expire(group: ClassicGroup | ConsumerGroup) -> bool:
     """Whether the retention check could remove any of the group's offsets in its present state (a view carries
     the offsets only when it cannot: timers do not reach the requests topic, `state.views.published.view_of`)."""
-    base = _retention_base(group)
+    base = retention.retention_base(group)
     return base is not None and any(base(topic, value) is not None for (topic, _), value in group.offsets.items())
-
-
-def _retention_base(group: ClassicGroup | ConsumerGroup) -> Callable[[str, OffsetValue], int | None] | None:
-    """Kafka's offsetExpirationCondition: for each offset, the time its retention counts from, or None when
-    that offset must be kept (its topic is still subscribed). None overall: nothing of this group expires
-    (a rebalancing group, or a live one whose subscriptions are unknown). A consumer group's offsets of topics
-    no member subscribes to expire from their commit, whatever the group's state (Kafka 3.7+)."""
-    if isinstance(group, ConsumerGroup):
-        return lambda topic, offset: None if group.is_subscribed_to(topic) else offset.commit_timestamp
-    if not group.protocol_type:  # a simple group: from each commit
-        return lambda topic, offset: offset.commit_timestamp
-    if group.state == GroupState.EMPTY:  # from when the group became Empty
-        return lambda topic, offset: group.state_timestamp if group.state_timestamp >= 0 else offset.commit_timestamp
-    if group.protocol_type == "consumer" and group.state == GroupState.STABLE and group.subscribed_topics is not None:
-        subscribed = set(group.subscribed_topics)
-        return lambda topic, offset: None if topic in subscribed else offset.commit_timestamp
-    return None
 
 
 def delete_group(group: ClassicGroup | ConsumerGroup) -> CoordinatorResult:

@@ -165,7 +165,7 @@ class Env:
         """By name; None: `group.consumer.assignors` from `assignors.registry`."""
         self.waited_ms = waited_ms
         """How long the request waited for its batch: the heartbeat interval told grows with it
-        (`state.consumer.interval`)."""
+        (`state.consumer.heartbeat.heartbeat_interval_ms`)."""
         self._topics = topics
         self.group_configs: Mapping[str, str] = group_configs if group_configs is not None else {}
         """The group id's dynamic configs (IncrementalAlterConfigs on a GROUP resource), whatever its kind: record

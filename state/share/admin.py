@@ -1,5 +1,5 @@
-"""A share group's admin APIs: ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets and DeleteGroups, as
-Kafka's GroupMetadataManager and GroupCoordinatorService answer them.
+"""A share group's admin APIs: Describe/Alter/DeleteShareGroupOffsets and DeleteGroups, as Kafka's
+GroupMetadataManager and GroupCoordinatorService answer them (ShareGroupDescribe: `state.share.describe`).
 
 The admin changes to share-partitions (Alter, Delete, DeleteGroups) need the group Empty, Kafka's rule, and, ours,
 none of the share-partitions they change held by a gateway (docs/share-groups.md, "Admin changes need the
@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from schemas.share_group import (
-    SIMPLE_ASSIGNOR,
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
     AlterShareGroupOffsetsResponsePartition,
@@ -23,11 +22,6 @@ from schemas.share_group import (
     DescribeShareGroupOffsetsResponse,
     DescribeShareGroupOffsetsResponsePartition,
     DescribeShareGroupOffsetsResponseTopic,
-    ShareDescribedAssignment,
-    ShareDescribedMember,
-    ShareDescribedTopicPartitions,
-    ShareGroupDescribeRequest,
-    ShareGroupDescribeResponse,
 )
 from state.topics.image import MetadataImage
 from state.runtime.step import CoordinatorResult
@@ -41,25 +35,6 @@ from state.share.partitions.partition import UNRESOLVED, PersistedState
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 UNKNOWN_TOPIC_OR_PARTITION_MESSAGE = "This server does not host this topic-partition."
-
-
-def share_group_describe(group: ShareGroup, request: ShareGroupDescribeRequest,
-                         image: MetadataImage) -> ShareGroupDescribeResponse:
-    """Kafka's ShareGroup.asDescribedGroup; members by member id."""
-    return ShareGroupDescribeResponse(
-        request_id=request.request_id, group_id=group.group_id, error_code=Errors.NONE,
-        group_state=group.state.value, group_epoch=group.group_epoch,
-        assignment_epoch=max(group.assignment_epoch, 0), assignor_name=SIMPLE_ASSIGNOR,
-        members=tuple(ShareDescribedMember(
-            member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
-            client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-            assignment=_described(m.assigned_partitions, image)) for _, m in sorted(group.members.items())))
-
-
-def _described(partitions: Partitions, image: MetadataImage) -> ShareDescribedAssignment:
-    return ShareDescribedAssignment(tuple(
-        ShareDescribedTopicPartitions(t, image.name_of(t) or "", tuple(sorted(p)))
-        for t, p in sorted(partitions.items()) if p and image.name_of(t) is not None))
 
 
 def describe_share_group_offsets(group: ShareGroup | None, request: DescribeShareGroupOffsetsRequest,

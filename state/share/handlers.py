@@ -21,7 +21,6 @@ from schemas.share_group import (
     IncrementalAlterGroupConfigsResponse,
     ShareGrantRequest,
     ShareGrantResponse,
-    ShareGroupDescribeResponse,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
     ShareUpdateRequest,
@@ -32,6 +31,7 @@ from state.records import HeartbeatOwed
 from state.runtime.directory import sync_directory
 from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
 from state.share import admin, configs, heartbeat
+from state.share.describe import share_group_describe
 from state.share import records as share_records
 from state.share.group import ShareGroup
 from state.share.partitions import holding
@@ -71,13 +71,7 @@ def handle(group: object, req: Request, env: Env) -> CoordinatorResult:
             group, done = then(group, done, CoordinatorResult([HeartbeatOwed(req.member_id, False)]))  # type: ignore
         return done + _synced(group, result)
     if api == "ShareGroupDescribe":
-        if group is None or not isinstance(group, ShareGroup):
-            message = (f"Group {req.group_id} not found." if group is None
-                       else f"Group {req.group_id} is not a share group.")
-            return answer(ShareGroupDescribeResponse(
-                request_id=req.request_id, group_id=req.group_id, error_code=Errors.GROUP_ID_NOT_FOUND,
-                error_message=message))
-        return answer(admin.share_group_describe(group, req, env.image))  # type: ignore[arg-type]
+        return answer(share_group_describe(group, req, env.image))  # type: ignore[arg-type]
     if _not_a_share_group(group):
         return answer(simple_response(req, Errors.GROUP_ID_NOT_FOUND,
                                       error_message=f"Group {req.group_id} is not a share group."))

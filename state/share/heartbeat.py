@@ -229,8 +229,9 @@ def _heartbeat(group: ShareGroup | None, request: ShareGroupHeartbeatRequest, en
     # The target assignment.
     members = {**group.members, updated.member_id: updated}
     if group_epoch > group.assignment_epoch and _may_assign(group, env):
-        target = compute_target(group_id, members, group.target_assignment, initialized, group_epoch, env,
-                                out)[updated.member_id]
+        targets, assigned = compute_target(group_id, members, group.target_assignment, initialized, group_epoch, env)
+        target = targets[updated.member_id]
+        out += assigned
         target_epoch = group_epoch
         timers.append(Cancel(SHARE_ASSIGNMENT))
     else:
@@ -315,23 +316,24 @@ def _may_assign(group: ShareGroup, env: Env) -> bool:
 
 
 def compute_target(group_id: str, members: Mapping[str, ShareGroupMember], current: Mapping[str, Partitions],
-                   initialized: Mapping[str, InitializedTopic], group_epoch: int, env: Env,
-                   out: list[Record]) -> dict[str, Partitions]:
-    """The simple assignor over the initialised partitions: every member's target; records 13 for each member
-    whose target changed, and 12 with the epoch."""
+                   initialized: Mapping[str, InitializedTopic], group_epoch: int,
+                   env: Env) -> tuple[dict[str, Partitions], list[Record]]:
+    """The simple assignor over the initialised partitions: every member's target, and the records that write it
+    (13 for each member whose target changed, then 12 with the epoch)."""
     assignable = {t: sorted(i.partitions) for t, i in initialized.items()}
     spec = [simple.ShareMember(m.member_id, topic_ids(m.subscribed_topic_names, env.image),
                                {t: tuple(sorted(p)) for t, p in current.get(m.member_id, {}).items()})
             for _, m in sorted(members.items())]
     result = simple.assign(spec, assignable)
     targets: dict[str, Partitions] = {}
+    written: list[Record] = []
     for member_id in sorted(members):
         target = {t: frozenset(p) for t, p in result.get(member_id, {}).items()}
         targets[member_id] = target
         if target != dict(current.get(member_id, {})) or member_id not in current:
-            out.append(records.target_assignment(group_id, member_id, target))
-    out.append(records.target_assignment_epoch(group_id, group_epoch, env.now_ms))
-    return targets
+            written.append(records.target_assignment(group_id, member_id, target))
+    written.append(records.target_assignment_epoch(group_id, group_epoch, env.now_ms))
+    return targets, written
 
 
 def _reconcile(member: ShareGroupMember, target_epoch: int, target: Partitions, subscription_changed: bool,
@@ -363,7 +365,6 @@ def on_assignment_timer(group: ShareGroup, env: Env) -> CoordinatorResult:
     """The put-off target assignment: computed now, for every member; each reconciles at its next heartbeat."""
     if group.group_epoch <= group.assignment_epoch or not group.members:
         return _result()
-    out: list[Record] = []
-    compute_target(group.group_id, group.members, group.target_assignment, group.initialized, group.group_epoch, env,
-                   out)
-    return _result(out)
+    _, written = compute_target(group.group_id, group.members, group.target_assignment, group.initialized,
+                                group.group_epoch, env)
+    return _result(written)

@@ -16,16 +16,17 @@ from typing import Mapping
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from schemas.consumer_group import ConsumerGroupView, ConsumerViewCommitter, ConsumerViewMember
+from schemas.consumer_group import ConsumerGroupView
 from schemas.messages import GroupView, ViewMark, ViewMember, ViewOffset, ViewPosition
+from schemas.share_group import ShareGroupView
+from state.classic.view import view_of as classic_view_of
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
-from state.consumer.interval import heartbeat_interval_ms
-from state.wire import encode
-from schemas.share_group import ShareGroupView
+from state.consumer.view import view_of as consumer_view_of
 from state.share.configs import ShareSettings
 from state.share.group import ShareGroup
 from state.share.view import view_of as share_view_of
+from state.wire import encode
 
 MARK_KEY = b"\xffmark"
 """The views topic's key of the completeness marks: not UTF-8, so never a group id."""
@@ -37,13 +38,12 @@ _MARK = msgspec.json.Decoder(ViewMark)
 def view_of(group, config: CoordinatorConfig, position: tuple[int, int] | None = None,
             waited_ms: int = 0, group_configs: Mapping[str, str] | None = None
             ) -> GroupView | ConsumerGroupView | ShareGroupView | None:
-    """The view of a group (None: no group). A consumer group's lists the members whose heartbeat changes nothing:
-    reconciled to a target at the group epoch, and owing the coordinator no heartbeat (`HeartbeatOwed`), and tells
-    the heartbeat interval the coordinator tells a heartbeat that waited `waited_ms` for its batch (the longest
-    wait of the call that publishes it: `state.consumer.interval`); and every member's epoch and principal, which
-    its commits and fetches are checked against. A view of either kind carries the group's offsets when `position`
-    is given: the requests-topic (partition, offset) of the last request the step applied, given where the group's
-    offsets answer an OffsetFetch (`state.batch`), as of that request."""
+    """The view of a group (None: no group), by its kind's `view_of` (`state.classic.view`, `state.consumer.view`,
+    `state.share.view`). A classic or consumer group's view carries the group's offsets when `position` is given:
+    the requests-topic (partition, offset) of the last request the step applied, given where the group's offsets
+    answer an OffsetFetch (`state.batch`), as of that request. `waited_ms`: the longest wait of the call that
+    publishes it, for the heartbeat interval a consumer group's view tells
+    (`state.consumer.heartbeat.heartbeat_interval_ms`)."""
     if group is None:
         return None
     if isinstance(group, ShareGroup):
@@ -55,20 +55,8 @@ def view_of(group, config: CoordinatorConfig, position: tuple[int, int] | None =
                         for (t, p), o in sorted(group.offsets.items()))
         at = ViewPosition(*position)
     if isinstance(group, ConsumerGroup):
-        answerable = group.group_epoch == group.assignment_epoch
-        return ConsumerGroupView(
-            group_epoch=group.group_epoch, heartbeat_interval_ms=heartbeat_interval_ms(config, waited_ms),
-            session_timeout_ms=config.group_consumer_session_timeout_ms,
-            members=tuple(ConsumerViewMember(m.member_id, m.instance_id, m.member_epoch, m.principal)
-                          for member_id, m in sorted(group.members.items())
-                          if answerable and m.is_reconciled_to(group.assignment_epoch)
-                          and member_id not in group.heartbeat_owed),
-            committers=tuple(ConsumerViewCommitter(member_id, m.member_epoch, m.uses_classic_protocol, m.principal)
-                             for member_id, m in sorted(group.members.items())),
-            offsets=offsets, position=at)
-    return GroupView(group.state.value, group.generation, group.protocol_type, group.protocol_name, group.leader,
-                     tuple(ViewMember(m.member_id, m.group_instance_id, m.principal, m.session_timeout_ms)
-                           for m in group.members.values()), offsets, at)
+        return consumer_view_of(group, config, waited_ms, offsets, at)
+    return classic_view_of(group, offsets, at)
 
 
 def encode_view(view: GroupView | ConsumerGroupView | ShareGroupView | None) -> bytes | None:

@@ -60,17 +60,17 @@ class CoordinatorMetrics(StreamingQueryListener):
         `metrics.prometheus.port` / `.host`, `console.summary.interval.ms`; the groups come from `topic.records`
         read with `client` (kafka-python settings), from its end now, so that the console reports changes made
         from here on."""
-        target = props.get("metrics.log", "")
+        target = props["metrics.log"]
         json_lines = None if not target else sys.stdout if target == "-" else open(target, "a")
         prometheus = None
-        if props.get("metrics.prometheus.port", ""):
+        if props["metrics.prometheus.port"]:
             prometheus = PrometheusMetrics()
-            host, port = props.get("metrics.prometheus.host", ""), int(props["metrics.prometheus.port"])
+            host, port = props["metrics.prometheus.host"], int(props["metrics.prometheus.port"])
             try:
                 prometheus.serve(host, port)
             except OSError as exc:
                 raise SystemExit(f"metrics.prometheus.port: cannot listen on {host}:{port}: {exc.strerror}")
-        console = Console(int(props.get("console.summary.interval.ms", "30000")) / 1000)
+        console = Console(int(props["console.summary.interval.ms"]) / 1000)
         watch = groups or GroupWatch(props["topic.records"], client, chosen_client(kafka_options(props)))
         listener = cls(query_name, json_lines, prometheus, console, watch)
         listener._group_changes()  # what the records topic holds now is where changes start from

@@ -9,6 +9,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from common import log_ends
 from common.log_ends import high_watermarks
 
 pytestmark = pytest.mark.broker
@@ -35,6 +36,31 @@ def test_an_end_read_again_sees_records_written_since_even_with_a_fetch_pipeline
         time.sleep(0.8)
         producer.send(topic, b"second").get(10)
         assert high_watermarks(consumer, {tp: 1})[tp] == 2
+    finally:
+        consumer.close()
+        producer.close()
+
+
+def test_on_tansu_an_end_is_read_past_the_end_and_follows_records_written_since(broker: str):
+    # tansu lists every record batch of a partition on a fetch below its end (issue 37: the gateway's ten log-end
+    # reads a second slowed every produce as the requests topic grew); a fetch past the end lists none and carries
+    # the end. The read asks the broker once which answer it gives, then reads every partition there.
+    topic = f"ends-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker)
+    admin.create_topics([NewTopic(topic, 2, 1)])
+    admin.close()
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    producer = KafkaProducer(bootstrap_servers=broker, acks="all")
+    consumer = KafkaConsumer(bootstrap_servers=broker, enable_auto_commit=False, fetch_max_wait_ms=1,
+                             max_partition_fetch_bytes=1024)
+    try:
+        assert high_watermarks(consumer, {tp: 0 for tp in tps}) == {tps[0]: 0, tps[1]: 0}
+        assert log_ends._past_the_end[consumer] is True
+        for n in range(1, 4):
+            producer.send(topic, b"x", partition=0).get(10)
+            ends = high_watermarks(consumer, {tp: 0 for tp in tps})
+            assert ends == {tps[0]: n, tps[1]: 0}
+            assert all(consumer.position(tp) == log_ends.PAST_THE_END for tp in tps)  # nothing was read
     finally:
         consumer.close()
         producer.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -13,7 +14,7 @@ from common import config as job_config
 from gateway.fast.fast_path import FastPath
 from gateway.fast.member_id_round import MemberIdRound
 from gateway.front import cli
-from gateway.front.server import Gateway
+from gateway.front.server import Gateway, GatewaySettings
 from gateway.upstream.appender import Appender
 
 
@@ -62,6 +63,35 @@ def test_the_view_bound_is_a_bound_and_not_a_switch(capsys):
         with pytest.raises(SystemExit):
             settings("--view-bound-ms", value)
         assert "--fast-answers-by-coordinator" in capsys.readouterr().err
+
+
+def test_each_tuning_flag_has_one_default_the_settings_own():
+    """A tuning flag left out leaves its `GatewaySettings` field at the field's default (the command line keeps no
+    second copy of it, which could drift); given, it sets the field of its name."""
+    defaults = {f.name: f.default for f in dataclasses.fields(GatewaySettings)}
+    left_out = settings()
+    for name in cli.TUNED:
+        assert getattr(left_out, name) == defaults[name], name
+        value = "7" if name != "profile_interval_s" else "0.5"
+        assert getattr(settings("--" + name.replace("_", "-"), value), name) == float(value), name
+
+
+def test_commits_answered_from_views_take_the_coordinator_s_metadata_limit():
+    """`offset.metadata.max.bytes` is the coordinator's key: the gateway reads it with the rest of the coordinator's
+    configuration, not with a default of its own."""
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    args = parser.parse_args(["--bootstrap-servers", "127.0.0.1:1"])
+    for props, limit in (({}, 4096), ({"offset.metadata.max.bytes": "100"}, 100)):
+        loaded = job_config.load(None, {"bootstrap.servers": "127.0.0.1:1", **props})
+        loop = asyncio.new_event_loop()
+        appender = Appender("127.0.0.1:1", "requests", {}, loop)
+        try:
+            fast = cli.fast_path(cli._settings(args, loaded), SimpleNamespace(appender=appender), loop)
+            assert fast.max_metadata_bytes == limit
+        finally:
+            appender.close(timeout_s=0)
+            loop.close()
 
 
 def test_the_levers_decide_what_the_gateway_builds():

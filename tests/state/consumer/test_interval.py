@@ -1,11 +1,12 @@
-"""The heartbeat interval the coordinator tells consumer-protocol members (`state.consumer.interval`): Kafka's
-`group.consumer.heartbeat.interval.ms`, lengthened when a heartbeat waited long for its batch, so that librdkafka,
-which times a heartbeat out after the interval, still gets the answers of batches that run long."""
+"""The heartbeat interval the coordinator tells consumer-protocol members
+(`state.consumer.heartbeat.heartbeat_interval_ms`): Kafka's `group.consumer.heartbeat.interval.ms`, lengthened when a
+heartbeat waited long for its batch, so that librdkafka, which times a heartbeat out after the interval, still gets
+the answers of batches that run long."""
 
 from __future__ import annotations
 
 from state.config import CoordinatorConfig
-from state.consumer.interval import heartbeat_interval_ms
+from state.consumer.heartbeat import heartbeat_interval_ms
 from state.views.fast_answers import consumer_heartbeat_from_view
 from state.views.published import decode_view
 from tests.state.consumer.test_step import consumer_context, heartbeat_request

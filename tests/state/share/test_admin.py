@@ -19,6 +19,7 @@ from schemas.share_group import (
 from state.config import CoordinatorConfig
 from state.errors import CoordinatorError, Errors
 from state.share import admin, configs
+from state.share.describe import share_group_describe
 from state.share.partitions.partition import PersistedState
 from state.share.replay import replay
 from tests.state.share.support import FOO, Share
@@ -41,7 +42,7 @@ def alter(s: Share, offset: int, topic: str = "foo"):
 def test_describe_lists_members_and_assignments():
     s = Share()
     s.heartbeat("m1", 0, ("foo",), rack="r1")
-    r = admin.share_group_describe(s.group, ShareGroupDescribeRequest(request_id="x", group_id="g"), s.image)
+    r = share_group_describe(s.group, ShareGroupDescribeRequest(request_id="x", group_id="g"), s.image)
     assert (r.group_state, r.group_epoch, r.assignment_epoch, r.assignor_name) == ("Stable", 1, 1, "simple")
     (m,) = r.members
     assert (m.member_id, m.rack_id, m.member_epoch, m.subscribed_topic_names) == ("m1", "r1", 1, ("foo",))
