@@ -54,14 +54,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from schemas.consumer_group import TopicMetadata
-from schemas.messages import (MAX_STRING_BYTES, GroupMetadataKey, LoadGroup, Liveness, OffsetCommitKey,
-                              TransactionMarker, TxnOffsetCommitKey)
+from schemas.messages import (MAX_STRING_BYTES, GroupMetadataKey, JoinGroupRequest, LoadGroup, Liveness,
+                              OffsetCommitKey, TransactionMarker, TxnOffsetCommitKey)
 from state.runtime import coordinator, load
 from state.views import fast_answers
 from state.views import published as views
@@ -76,7 +76,7 @@ from state.consumer.stored import to_doc as consumer_group_doc
 from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row, image_doc
 from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
 from state.offsets.values import Offsets, StoredOffset, StoredPending
-from state.classic.member_id_round import PENDING_MEMBER, pending_member
+from state.classic.member_id_round import PENDING_MEMBER, pending_member_id
 from state.classic.handlers import session
 from state.runtime.step import CoordinatorResult, Env, answer, applied
 from state.offsets.handlers import offsets_can_expire
@@ -96,6 +96,7 @@ from state.wire import (
     decode_request,
     encode,
     error_response,
+    parse,
     readable_group_id,
     readable_request_id,
 )
@@ -285,14 +286,16 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     view_changed = False
 
     retention_moved = False  # a record of this step may have moved the group's next retention check earlier
+    changed_at = now_ms  # when the group last changed by a record: every check after it sees the group as it ends
     at_ms, waited_ms = now_ms, 0
 
     def take(result: CoordinatorResult) -> None:
         """The step loop's one way to take a handler's result: the group after it (`applied`), its output kept,
         and the group's retention check re-armed after its records (`state.offsets.retention`)."""
-        nonlocal group, members_expired, view_changed, configs, retention_moved
+        nonlocal group, members_expired, view_changed, configs, retention_moved, changed_at
         group = applied(group, result)
         if result.records and isinstance(group, (ClassicGroup, ConsumerGroup)):
+            changed_at = at_ms
             rearm, moved = retention.after(group, result.records, at_ms, config)
             if rearm is not None:
                 group = applied(group, CoordinatorResult([], [], [rearm]))
@@ -353,7 +356,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
             try:
                 if _api_of(exc) == LOAD_GROUP:
                     group, configs, reasons = _load_request(group_id, group, exc.body, env(at_ms, waited_ms))
-                    retention_moved = True
+                    retention_moved, changed_at = True, now_ms  # loaded at the step's time
                 else:
                     result, reasons = _refused(group, exc, env(at_ms, waited_ms))
                     take(result)
@@ -368,7 +371,7 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     if not requests:
         take(coordinator.fire_timers(group, env(now_ms, waited_ms)))
     if retention_moved and isinstance(group, (ClassicGroup, ConsumerGroup)):
-        rearm = retention.settled(group, now_ms, config)
+        rearm = retention.settled(group, changed_at, config)
         if rearm is not None:
             group = applied(group, CoordinatorResult([], [], [rearm]))
     if group is not None:
@@ -518,10 +521,12 @@ def _step_topics(stored: StoredGroup | None, requests: Sequence[bytes]) -> Group
 
 def _pending_member(group: ClassicGroup | ConsumerGroup | None, body: dict,
                     env: Env) -> tuple[CoordinatorResult, list[str]]:
-    """A gateway's member-id round (`state.classic.member_id_round`); a JoinGroup that is not valid is answered as
-    one."""
+    """A gateway's member-id round (`state.classic.member_id_round`): the JoinGroup it is, handled as any JoinGroup,
+    its new member getting the id the gateway gave; a JoinGroup that is not valid is answered as one."""
     try:
-        return pending_member(group, body, env), []
+        request = cast(JoinGroupRequest, parse({**body, "api": "JoinGroup"}))
+        new_member_id = pending_member_id(request.group_id, request.client_id, request.request_id)
+        return coordinator.handle(group, request, env, new_member_id=new_member_id), []
     except BadRequest as exc:
         request_id = readable_request_id(body)
         if request_id is None:

@@ -30,3 +30,17 @@ def test_the_core_s_defaults_are_the_properties_file_s():
     names = [f.name for f in fields(CoordinatorConfig)]
     assert [name for name in names if name.replace("_", ".") not in props] == []
     assert {name: getattr(own, name) for name in names} == {name: getattr(from_file, name) for name in names}
+
+
+def test_the_clients_default_topics_are_the_job_s():
+    """The client library and the admin tool run where conf/coordinator.properties may not be (an application's
+    machine), so they name the topics' defaults themselves, and a gateway built in a test has a views topic of its
+    own: the same names the job's file gives."""
+    from admin.cli import DEFAULT_RECORDS_TOPIC
+    from client.transport import DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC
+    from gateway.front.server import GatewaySettings
+
+    props = read_properties(DEFAULT_PROPERTIES)
+    views = {f.name: f.default for f in fields(GatewaySettings)}["views_topic"]
+    assert (DEFAULT_CONTROL_TOPIC, DEFAULT_RESPONSE_TOPIC, DEFAULT_RECORDS_TOPIC, views) == (
+        props["topic.requests"], props["topic.responses"], props["topic.records"], props["topic.views"])

@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -141,6 +142,28 @@ def job_phases(job: JobProcess) -> dict:
     return phases
 
 
+LEASE_TAKEN = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*took the lease", re.M)
+
+
+def takeover_phases(standby: JobProcess, killed_at: float) -> dict:
+    """Where a takeover's time went, in seconds from the kill: when the standby took the lease (its log), and its
+    first batches (its metrics log: when each started, how long it took, the groups it called, its state calls)."""
+    phases: dict = {}
+    taken = LEASE_TAKEN.search(standby.log_text())
+    if taken:
+        at = datetime.strptime(taken.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()  # the log's local time
+        phases["lease_taken_s"] = round(at - killed_at, 1)
+    batches = []
+    for m in standby.metrics():
+        started = datetime.fromisoformat(m["timestamp"].replace("Z", "+00:00")).timestamp() - killed_at
+        if started >= 0:  # not the standby's rehearsal on its scratch checkpoint
+            batches.append({"started_s": round(started, 1), "ms": m.get("batch_duration_ms"),
+                            "rows": m.get("requests_in"), "groups_called": m.get("groups_called"),
+                            "state_calls_ms": m.get("state_calls_ms")})
+    phases["batches"] = batches[:4]
+    return phases
+
+
 def environment(workdir: Path, bootstrap: str | None, props: dict | None = None) -> Environment:
     return Environment(workdir, bootstrap, props={"max.requests.per.trigger": "50000", **(props or {})})
 
@@ -171,9 +194,10 @@ def recovery(bootstrap: str | None, workdir: Path, template: StoredGroup, member
         standby.start()
         standby.wait_standby(timeout_s)
         time.sleep(2)  # a few renewals read by the standby
-        killed = time.monotonic()
+        killed, killed_at = time.monotonic(), time.time()
         env.job.kill()
         result["takeover_s"] = round(prober.first_ok_after(killed, timeout_s) - killed, 1)
+        result["takeover"] = takeover_phases(standby, killed_at)
         return result
     finally:
         if prober is not None:

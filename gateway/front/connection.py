@@ -42,8 +42,9 @@ from gateway.security import apis as security_apis, authz
 from gateway.upstream import group_configs, peek, transactions
 from gateway.security.acl import ANONYMOUS, AclOperation, ResourceType
 from gateway.upstream.control import GROUP_APIS, GroupApi, Json, control_requests, from_json, to_json
-from gateway.front import profile, strict
-from gateway.front.frames import FrameError, framed, read_frame, request_prefix
+from gateway.front import profile
+from gateway.protocol import strict
+from gateway.protocol.frames import FrameError, framed, read_frame, request_prefix
 from gateway.security.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSAGE, GroupAccess, Session, group_access
 from gateway.security.authentication import MAX_RECEIVE_BYTES, Exchange
 from gateway.security.scram import AuthenticationFailed

@@ -28,7 +28,7 @@ from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
 from gateway.upstream.transactions import ControlPartitions
-from gateway.front.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
+from gateway.protocol.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.security.acl import Authorizer
 from gateway.security.authentication import Authenticator
 from gateway.fast.member_id_round import MemberIdRound

@@ -29,7 +29,7 @@ from gateway.security import scram
 from gateway.security.acl import AclBindingFilter, AclOperation, InvalidAcl, new_binding
 from gateway.security.authz import CLUSTER_AUTHORIZATION_FAILED, Context, _encode_response
 from gateway.upstream.control import Json, to_json
-from gateway.front.frames import FrameError
+from gateway.protocol.frames import FrameError
 from gateway.security.topics import SecurityTopics, acl_record, credential_record
 
 INVALID_REQUEST = 42

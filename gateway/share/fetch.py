@@ -28,7 +28,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Hashable
 
-from gateway.front import strict
+from gateway.protocol import strict
 from gateway.security.acl import AclOperation, ResourceType
 from gateway.upstream.control import Json, from_json, kafka_topic_id
 from gateway.upstream.kafka_apis import ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, \

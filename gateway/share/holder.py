@@ -307,12 +307,15 @@ class Holder:
         finally:
             self._taking.pop(key, None)
 
+    def _view_grant(self, key: SPKey) -> Any:
+        """The share-partition's grant as the group's view shows it (None: no view, or never granted)."""
+        grants = getattr(self._share_view(key[0]), "grants", None) or {}
+        return grants.get(key[1:])
+
     def _seen_grant(self, key: SPKey) -> tuple[int, str | None]:
         """The grant epoch and holder of the share-partition as the group's view shows it (-1: never held)."""
-        for grant in getattr(self._share_view(key[0]), "grants", ()) or ():
-            if (grant.topic_id, grant.partition) == key[1:]:
-                return grant.epoch, grant.holder
-        return -1, None
+        grant = self._view_grant(key)
+        return (-1, None) if grant is None else (grant.epoch, grant.holder)
 
     async def _grant_call(self, group_id: str, ops: list[Json]) -> Json:
         body = {"api": "ShareGrant", "group_id": group_id, "holder": self.id, "partitions": ops}
@@ -407,11 +410,9 @@ class Holder:
             self._renewers.pop(group_id, None)
 
     def _handover_due(self, held: Held) -> bool:
-        for grant in getattr(self._share_view(held.key[0]), "grants", ()) or ():
-            if (grant.topic_id, grant.partition) == held.key[1:]:
-                wanted_by = getattr(grant, "wanted_by", None)
-                return wanted_by not in (None, self.id) and now_ms() - held.held_since_ms >= HANDOVER_MS
-        return False
+        grant = self._view_grant(held.key)
+        wanted_by = None if grant is None else grant.wanted_by
+        return wanted_by not in (None, self.id) and now_ms() - held.held_since_ms >= HANDOVER_MS
 
     async def _release(self, held: Held) -> None:
         """Give the share-partition back, after its appends (the same producer: they reach the log first)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import scramp
 
-from gateway.front.frames import STREAM_BUFFER_BYTES, FrameError, correlation_id, framed, read_frame
+from gateway.protocol.frames import STREAM_BUFFER_BYTES, FrameError, correlation_id, framed, read_frame
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Callable
 from kafka.protocol.admin.configs import (DescribeConfigsRequest, DescribeConfigsResponse,
                                           IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse)
 
-from gateway.front import strict
+from gateway.protocol import strict
 from gateway.upstream.control import Json, from_json, to_json
 
 GROUP_RESOURCE = 32

@@ -11,7 +11,7 @@ append to the control topic instead of a micro-batch:
 - the gateway appends the JoinGroup as a `PendingMember` request (the JoinGroup's own fields, `api` aside), waits
   for the append to be acknowledged, and answers `member_id_required(...)`, whose member id is `pending_member_id`
   of the group, the client id and the appended request's id;
-- the coordinator handles the `PendingMember` request as the JoinGroup it is (`pending_member`), with that
+- the coordinator handles the `PendingMember` request as the JoinGroup it is (`state.batch`), with that
   same id for the new member: it keeps it pending (or refuses the join exactly as it would have) and answers it
   as it answers any JoinGroup, on the response topic. The gateway has answered already; where the group refused,
   the member meets the same refusal at its next JoinGroup, one round later than with Kafka.
@@ -22,14 +22,10 @@ The id is derived, never read from the request: an appended request cannot name 
 from __future__ import annotations
 
 import uuid
-from typing import cast
 
-from schemas.messages import JoinGroupRequest, JoinGroupResponse
-from state.runtime import coordinator
+from schemas.messages import JoinGroupResponse
 from state.config import CoordinatorConfig
-from state.runtime.step import CoordinatorResult, Env
 from state.errors import MEMBER_ID_REQUIRED
-from state.wire import parse
 
 PENDING_MEMBER = "PendingMember"
 """The internal request a gateway appends for a member-id round it answered (never sent by clients)."""
@@ -58,10 +54,3 @@ def member_id_required(group_id: str, request_id: str, member_id: str) -> JoinGr
     return JoinGroupResponse(request_id=request_id, group_id=group_id, error_code=MEMBER_ID_REQUIRED,
                              member_id=member_id)
 
-
-def pending_member(group: object, body: dict, env: Env) -> CoordinatorResult:
-    """The JoinGroup a gateway answered, handled as any JoinGroup, its new member getting the id the gateway gave.
-    BadRequest (answered by the caller) when the JoinGroup itself is not valid."""
-    request = cast(JoinGroupRequest, parse({**body, "api": "JoinGroup"}))
-    return coordinator.handle(group, request, env,  # type: ignore[arg-type]
-                              new_member_id=pending_member_id(request.group_id, request.client_id, request.request_id))

@@ -127,13 +127,14 @@ def after(group: ClassicGroup | ConsumerGroup, records: Sequence, at_ms: int,
     return _no_later(group, max(next_retention_check(at_ms, config), first_check_from(due, config))), False
 
 
-def settled(group: ClassicGroup | ConsumerGroup, now_ms: int, config: CoordinatorConfig) -> TimerOperation | None:
-    """At the end of a step that changed the group by more than commits: the check at its exact instant, unless
-    the armed one is already due (it fires at the next call, as any timer due after a call's last request)."""
+def settled(group: ClassicGroup | ConsumerGroup, changed_ms: int, config: CoordinatorConfig) -> TimerOperation | None:
+    """At the end of a step that changed the group by more than commits: the check at its exact instant. The group
+    is as the step leaves it since `changed_ms`, its last record's instant (a request counts at its arrival, before
+    the step's time), so every check after that instant sees it so: one already due fires at the next call, and a
+    check between the arrival and the step that would remove nothing is not armed (before this, a batch of commits
+    that straddled a check instant left every one of its groups due, and the next batch called them all again)."""
     armed = group.timers.get(OFFSETS_EXPIRATION)
-    if armed is not None and armed <= now_ms:
-        return None
-    exact = next_check(group, now_ms, config)
+    exact = next_check(group, changed_ms, config)
     if exact == armed:
         return None
     return Cancel(OFFSETS_EXPIRATION) if exact is None else Schedule(OFFSETS_EXPIRATION, exact)

@@ -112,6 +112,8 @@ class PublishedShareGroup:
     share-partitions by (topic id, partition), and the settings its holders apply."""
 
     __slots__ = ("group_epoch", "heartbeat_interval_ms", "session_timeout_ms", "members", "grants", "config")
+    kind = "share"
+    """As the encoded view says: how a gateway tells a share group's view from the other kinds'."""
 
     def __init__(self, view: ShareGroupView) -> None:
         self.group_epoch = view.group_epoch

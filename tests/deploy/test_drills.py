@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from deploy.drills import broker_restart, checkpoint_lost, kill_driver
+from deploy.drills import broker_restart, checkpoint_lost, kill_driver, share_group
 
 # Generous: on a 2-core machine shared with other Spark jobs one JVM start can take minutes.
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(1500),
@@ -54,3 +54,20 @@ def test_a_standby_driver_takes_over_when_the_active_one_is_killed(broker, tmp_p
     assert "standby: another driver runs the query" in standby_log
     assert "took the lease" in standby_log and "group coordinator running" in standby_log, \
         "the standby, not a restart, answered after the kill"
+
+
+def test_share_consumers_across_a_standby_takeover_a_gateway_kill_and_a_rebuild(broker, tmp_path):
+    """Issue 34: three unmodified confluent-kafka ShareConsumers (explicit mode: accept, reject and release on
+    purpose) consume and acknowledge while the driver is killed -9 (a standby takes over) and then the gateway holding
+    the share-partitions is killed -9; then the members close, the query is rebuilt from the records topic on a new
+    checkpoint, and they consume the rest against it. Nothing accepted is delivered again after its acknowledgement
+    was answered, nothing is lost, no count falls or passes the limit, and the rebuilt query holds the same
+    share-partition state (start offset, state epoch, state batches with their delivery counts) as the query that
+    survived the kills."""
+    checks, notes = share_group.run(["driver", "gateway"], members=3, partitions=2, records=400, lease_ms=10_000,
+                                    workdir=tmp_path, bootstrap=broker, standby=True, rebuild=True)
+    report = "\n".join([*(f"{'PASS' if ok else 'FAIL'} {name}" for name, ok in checks.items()), *notes])
+    print(report)
+    assert "a rebuild from the records topic holds the same share-partition state" in checks, report
+    assert "the standby, not a restart, took over at each driver kill" in checks, report
+    assert all(checks.values()), report

@@ -214,6 +214,22 @@ def wait_for(probe: Callable[[], Any], timeout_s: float = 120.0, what: str = "co
     return result
 
 
+def first_error(poll: Callable[[], list], timeout_s: float = 60.0) -> Any:
+    """The first error that `poll()` returns (a list of confluent-kafka KafkaErrors) or raises (a KafkaException:
+    librdkafka's fatal errors), within `timeout_s`; None if none came."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            errors = poll()
+        except KafkaException as exc:
+            return exc.args[0]
+        if errors:
+            return errors[0]
+    return None
+
+
 def balanced(group: list[Member], partitions: int) -> bool:
     """Every member owns something, nobody owns a partition twice, and every partition is owned."""
     owned = [m.owned for m in group]

@@ -26,7 +26,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from gateway.front.frames import STREAM_BUFFER_BYTES
+from gateway.protocol.frames import STREAM_BUFFER_BYTES
 from gateway.front.server import Gateway, GatewaySettings
 from gateway.upstream.coordinator import CoordinatorClient
 from tests.gateway.raw import Connection

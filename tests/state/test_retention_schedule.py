@@ -85,3 +85,17 @@ def test_an_empty_group_without_offsets_is_deleted_at_the_next_check_as_before()
     ctx.leave(a)
     assert ctx.group.timers == {OFFSETS_EXPIRATION: INTERVAL}
     assert called_until(ctx, 2 * INTERVAL) == [INTERVAL] and ctx.state is None
+
+
+def test_a_commit_that_arrived_before_a_check_and_was_stepped_after_it_leaves_nothing_due():
+    """A batch runs after its requests arrived, seconds later under load: a check instant in between saw the group
+    as its commit left it (nothing to remove for a week), so it is not due when stored. Through the real query,
+    5,000 commits that straddled a 2 s check were all called again in the next batch before this."""
+    ctx = GroupContext(now_ms=INTERVAL + 5_000)
+    arrived = 2 * INTERVAL - 1_000
+    ctx.now_ms = 2 * INTERVAL + 2_000
+    ctx.step({"api": "OffsetCommit", "request_id": "c", "group_id": "g", "generation_id_or_member_epoch": -1,
+              "member_id": "", "topics": [{"name": "t", "partitions": [{"partition_index": 0,
+                                                                          "committed_offset": 1}]}]},
+             times=[arrived])
+    assert ctx.last.next_deadline_ms == first_check_from(arrived + WEEK) > ctx.now_ms

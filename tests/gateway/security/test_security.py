@@ -17,10 +17,10 @@ from typing import Any, Iterator
 
 import pytest
 import scramp
-from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient, NewTopic,
-                                   ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
-                                   UserScramCredentialUpsertion)
+from confluent_kafka import Consumer, KafkaError, Producer, ShareConsumer
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                   AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourcePatternType,
+                                   ResourceType, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 from kafka.protocol.admin.acl import CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse
@@ -33,7 +33,7 @@ from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateRespon
                                  SaslHandshakeResponse)
 
 from gateway.front.process import GatewayProcess, start_gateway
-from tests.gateway.conftest import GatewayEnv, wait_for
+from tests.gateway.conftest import GatewayEnv, first_error, wait_for
 from tests.gateway.raw import Connection
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -193,6 +193,41 @@ def _first_error(consumer: Consumer) -> int | None:
         if message is not None and message.error() is not None:
             return message.error().code()
     return None
+
+
+def test_a_share_consumer_reads_what_it_may_and_is_refused_the_rest(secured: Secured):
+    """Issue 34: an unmodified confluent-kafka ShareConsumer (KIP-932) as alice: READ on the group and the topic
+    consumes; a group she may not READ is refused (ShareGroupHeartbeat: 30), and so is a topic she may not DESCRIBE
+    (29), as Kafka's KafkaApis refuses them."""
+    group = f"app-{secured.suffix}-share"
+    admin = AdminClient(ck(secured, "admin", "PLAIN"))
+    entries = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)]
+    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                                  incremental_configs=entries)]).values():
+        future.result(timeout=120)
+    consumer = ShareConsumer(ck(secured, "alice", "SCRAM-SHA-512", **{"group.id": group}))
+    consumer.subscribe([secured.a])
+    seen = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(seen) < 3 and time.monotonic() < deadline:
+            seen += [m.value() for m in consumer.poll(0.5) if m.error() is None]
+        assert sorted(seen) == [b"0", b"1", b"2"]
+    finally:
+        consumer.close()
+    assert _share_error(secured, f"other-{secured.suffix}", secured.a) == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert _share_error(secured, f"{group}-b", secured.b) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def _share_error(secured: Secured, group: str, topic: str) -> int | None:
+    """The first error alice's ShareConsumer of `group` subscribed to `topic` gets."""
+    consumer = ShareConsumer(ck(secured, "alice", "SCRAM-SHA-512", **{"group.id": group}))
+    consumer.subscribe([topic])
+    try:
+        error = first_error(lambda: [m.error() for m in consumer.poll(0.5) if m.error() is not None], 30)
+        return None if error is None else error.code()
+    finally:
+        consumer.close()
 
 
 def scram_login(servers: str, user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> Connection:

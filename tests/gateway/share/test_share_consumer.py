@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import pytest
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, Consumer, KafkaError, KafkaException, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from tests.gateway.conftest import ROOT, GatewayEnv, wait_for
+from tests.gateway.conftest import ROOT, GatewayEnv, first_error, wait_for
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
@@ -40,9 +40,15 @@ def share_group(env: GatewayEnv, **configs: object) -> str:
     entries += [ConfigEntry(k.replace("_", "."), str(v), incremental_operation=AlterConfigOpType.SET)
                 for k, v in configs.items()]
     admin = AdminClient({"bootstrap.servers": env.bootstrap})
-    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
-                                                                  incremental_configs=entries)]).values():
-        future.result(timeout=180)  # a fresh query's first batches may be slow
+    for attempt in range(5):
+        try:
+            for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                                          incremental_configs=entries)]).values():
+                future.result(timeout=180)
+            return group
+        except KafkaException as exc:  # a fresh query's first batches may outlast the gateway's request timeout
+            if exc.args[0].code() != KafkaError.COORDINATOR_NOT_AVAILABLE or attempt == 4:
+                raise
     return group
 
 
@@ -79,12 +85,13 @@ class Members:
     def __init__(self) -> None:
         self.started: list[tuple[Member, threading.Thread]] = []
 
-    def start(self, env: GatewayEnv, group: str, topic: str,
-              acks: dict[bytes, AcknowledgeType] | None = None, **config: object) -> Member:
-        """`acks`: explicit mode, each record acknowledged by its value (ACCEPT if not named); None: implicit."""
-        consumer = ShareConsumer({"bootstrap.servers": env.bootstrap, "group.id": group,
+    def start(self, env: GatewayEnv, group: str, topic: str, acks: dict[bytes, AcknowledgeType] | None = None,
+              subscribe: list[str] | None = None, bootstrap: str | None = None, **config: object) -> Member:
+        """`acks`: explicit mode, each record acknowledged by its value (ACCEPT if not named); None: implicit.
+        `subscribe`: the topics subscribed to, if not `topic` alone; `bootstrap`: another gateway than the first."""
+        consumer = ShareConsumer({"bootstrap.servers": bootstrap or env.bootstrap, "group.id": group,
                                   "share.acknowledgement.mode": "implicit" if acks is None else "explicit", **config})
-        consumer.subscribe([topic])
+        consumer.subscribe(subscribe or [topic])
         member = Member(consumer, acks)
         thread = threading.Thread(target=member.run, daemon=True)
         thread.start()
@@ -194,3 +201,109 @@ def test_a_closed_members_records_come_back_to_another_member_at_once(gateway_en
     other = members.start(env, group, topic)
     wait_for(lambda: {o for o, _, _ in other.seen} >= set(held), LONG_LOCK_MS / 2000, "the closed member's records")
     assert {(o, c) for o, _, c in other.seen if o in held} == {(o, 2) for o in held}
+
+
+def test_a_share_group_and_a_consumer_group_on_one_topic_are_independent(gateway_env, members):
+    """Each group gets every record of the topic; the consumer group's commits are its own, and the share group's
+    acknowledgements move only its share-partition start offset."""
+    env = gateway_env
+    topic, group = env.topic(partitions=1), share_group(env)
+    values = [b"v%d" % i for i in range(10)]
+    produce(env, topic, values)
+    sharing = members.start(env, group, topic)
+    consumer_group = f"consumers-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({"bootstrap.servers": env.bootstrap, "group.id": consumer_group, "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    try:
+        def consumed() -> bool:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+            return len(got) >= len(values)
+        wait_for(consumed, 120, "the consumer group's records")
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    wait_for(lambda: len(sharing.seen) >= len(values), 120, "the share group's records")
+    assert got == values
+    assert [(v, c) for _, v, c in delivered([sharing])] == [(v, 1) for v in values]
+    assert env.committed(consumer_group, topic) == {0: len(values)}
+
+
+def test_a_group_id_of_one_kind_is_refused_to_the_other(gateway_env, members):
+    """A ShareConsumer on a consumer group's id, and a consumer-protocol consumer on a share group's id, get Kafka's
+    GROUP_ID_NOT_FOUND (the group exists as another kind; librdkafka makes it fatal), and neither group changes."""
+    env = gateway_env
+    topic, group = env.topic(partitions=1), share_group(env)
+    produce(env, topic, [b"x"])
+    sharing = members.start(env, group, topic)
+    wait_for(lambda: sharing.seen, 120, "the share group's first record")
+    consumer_group = f"consumers-{uuid.uuid4().hex[:8]}"
+    owner = Consumer({"bootstrap.servers": env.bootstrap, "group.id": consumer_group, "group.protocol": "consumer",
+                      "auto.offset.reset": "earliest"})
+    owner.subscribe([topic])
+    try:
+        wait_for(lambda: (m := owner.poll(0.5)) is not None and m.error() is None, 120, "the consumer group formed")
+        intruder = ShareConsumer({"bootstrap.servers": env.bootstrap, "group.id": consumer_group})
+        intruder.subscribe([topic])
+        try:
+            assert_group_id_not_found(first_error(
+                lambda: [m.error() for m in intruder.poll(0.5) if m.error() is not None]))
+        finally:
+            intruder.close()
+        owner.commit(asynchronous=False)  # the consumer group still works
+    finally:
+        owner.close()
+    other = Consumer({"bootstrap.servers": env.bootstrap, "group.id": group, "group.protocol": "consumer"})
+    other.subscribe([topic])
+    try:
+        assert_group_id_not_found(first_error(
+            lambda: [m.error()] if (m := other.poll(0.5)) is not None and m.error() else []))
+    finally:
+        other.close()
+    produce(env, topic, [b"y"])  # the share group still works
+    wait_for(lambda: any(v == b"y" for _, v, _ in sharing.seen), 120, "the share group's next record")
+    assert env.committed(consumer_group, topic) == {0: 1}
+
+
+def assert_group_id_not_found(error: KafkaError | None) -> None:
+    """GROUP_ID_NOT_FOUND (69), or librdkafka's fatal error made of it (_FATAL, "The group id does not exist")."""
+    assert error is not None and (error.code() == KafkaError.GROUP_ID_NOT_FOUND or (
+        error.code() == KafkaError._FATAL and "group id does not exist" in error.str())), error
+
+
+def test_a_topic_created_after_the_subscription_joins_the_share_assignment(gateway_env, members):
+    """The member subscribes to a topic that does not exist yet; once it is created, the query's topic metadata
+    refresh bumps the group epoch and the simple assignor gives its partitions to the member (tansu has no
+    CreatePartitions, so a new topic stands for a topic's new partitions: the same metadata change)."""
+    env = gateway_env
+    first, group = env.topic(partitions=1), share_group(env)
+    later = f"later-{uuid.uuid4().hex[:8]}"
+    produce(env, first, [b"first"])
+    member = members.start(env, group, first, subscribe=[first, later])
+    wait_for(lambda: member.seen, 120, "the first record")
+    env.topic(partitions=2, name=later)
+    producer = Producer({"bootstrap.servers": env.broker})
+    for partition in (0, 1):
+        producer.produce(later, b"later-%d" % partition, partition=partition)
+    producer.flush(30)
+    wait_for(lambda: {v for _, v, _ in member.seen} >= {b"later-0", b"later-1"}, 120,
+             "the records of the topic created later")
+
+
+def test_a_share_partition_is_served_by_one_gateway_at_a_time(gateway_env, members, holding):
+    """A member on a second gateway wants the share-partition a member on the first sits on: the first gateway hands
+    it over (after holding it `share.partition.handover.ms`), the held records go to the second gateway's member, and
+    the first member's acceptance of them, afterwards, is refused: they were never acquired by both at once."""
+    env = gateway_env
+    topic, group = env.topic(partitions=1), share_group(env, share_record_lock_duration_ms=LONG_LOCK_MS)
+    produce(env, topic, [b"a", b"b", b"c"])
+    process, held = holding(group, topic)  # through the first gateway
+    other = members.start(env, group, topic, bootstrap=env.second.bootstrap_servers)
+    # only a gateway holding the share-partition serves its records: the second one's member gets them once handed over
+    wait_for(lambda: {o for o, _, _ in other.seen} >= set(held), 180, "the held records, handed over")
+    process.stdin.write("accept\n")
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline()), "the first member's late acceptance was answered as accepted"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.front.frames import FrameError
+from gateway.protocol.frames import FrameError
 
 MAX_STRING_BYTES = 0x7FFF
 """Kafka's bound on any string field, whatever the length's encoding."""
