@@ -75,7 +75,7 @@ from state.consumer.stored import from_doc as consumer_group_of
 from state.consumer.stored import to_doc as consumer_group_doc
 from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row, image_doc
 from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
-from state.offsets.values import Offsets, StoredOffset, StoredPending
+from state.offset_values import Offsets, StoredOffset, StoredPending
 from state.classic.member_id_round import PENDING_MEMBER, pending_member_id
 from state.classic.handlers import session
 from state.runtime.step import CoordinatorResult, Env, answer, applied

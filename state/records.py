@@ -59,7 +59,7 @@ from schemas.messages import (
     TxnOffsetCommitKey,
 )
 from schemas.share_group import SHARE_RECORD_VALUES, ShareGroupRecordValue
-from state.offsets.values import OffsetValue
+from state.offset_values import OffsetValue
 from state.wire import encode
 
 __all__ = ["GROUP_METADATA_KEY_VERSION", "OFFSET_COMMIT_KEY_VERSION", "Record", "decode_key"]

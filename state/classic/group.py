@@ -24,7 +24,7 @@ from msgspec import Struct
 from assignors.consumer_protocol import ConsumerProtocolError, subscribed_topics
 from schemas.messages import GroupMetadataValue
 from state import rules
-from state.offsets.values import Offsets
+from state.offset_values import Offsets
 
 
 class GroupState(str, enum.Enum):

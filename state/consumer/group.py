@@ -21,7 +21,7 @@ from state.consumer import records
 from state.consumer.member import ConsumerGroupMember, Partitions
 from state.topics.image import ResolvedRegularExpression
 from state.errors import CoordinatorError, Errors
-from state.offsets.values import Offsets
+from state.offset_values import Offsets
 from state.records import Record
 
 

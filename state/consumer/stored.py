@@ -7,7 +7,7 @@ is the same replay that loads one from the records topic (`state.runtime.load`) 
 second encoding of a group to keep in step with the first. Beside them: the timers, the clock, the directory entry
 last written, the members owing a heartbeat (the fast path) and the time of the last regular-expression resolution
 (which a log holds only in records since tombstoned). Offsets are stored apart, as a classic group's
-(`state.offsets.values.Offsets`).
+(`state.offset_values.Offsets`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import msgspec
 from state.consumer import records
 from state.consumer.group import ConsumerGroup
 from state.consumer.replay import replay
-from state.offsets.values import Offsets
+from state.offset_values import Offsets
 from state.records import Record, decode_record
 
 

@@ -29,7 +29,7 @@ from state.errors import (GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMP
                           UNSTABLE_OFFSET_COMMIT, CoordinatorError)
 from state.classic.group import ClassicGroup, GroupState
 from state.offsets.transactions import pending_tombstones
-from state.offsets.values import OffsetValue
+from state.offset_values import OffsetValue
 from state.classic.handlers import create_group, session
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.offsets import retention

@@ -35,7 +35,7 @@ from schemas.messages import OffsetCommitKey, TxnOffsetCommitKey
 from state.classic.group import ClassicGroup, GroupState
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
-from state.offsets.values import OffsetValue
+from state.offset_values import OffsetValue
 from state.records import HeartbeatOwed, Record
 from state.runtime.timers import OFFSETS_EXPIRATION, Cancel, Schedule, TimerOperation, next_retention_check
 

@@ -32,7 +32,7 @@ from state.classic.handlers import create_group
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import validate_offset_commit
 from state.errors import COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, CoordinatorError, Errors
-from state.offsets.values import OffsetValue
+from state.offset_values import OffsetValue
 from state.records import offset_record, pending_offset_record, pending_offset_tombstone
 from state.runtime.step import NOTHING, CoordinatorResult, Env, then
 from state.views import fast_answers

@@ -28,7 +28,7 @@ from state.classic.group import ClassicGroup
 from state.consumer import replay as consumer_replay
 from state.consumer.group import ConsumerGroup
 from state.errors import ReplayError
-from state.offsets.values import PendingOffset
+from state.offset_values import PendingOffset
 from state.classic import records as classic_records
 from state.classic.records import GroupCreated, kafka_group_value, persisted_of
 from state.records import GroupLoaded, HeartbeatOwed, Record, offset_value_of

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from state.offsets.values import Offsets
+from state.offset_values import Offsets
 from state.share.partitions.grant import Grant
 from state.share.partitions.partition import PersistedState
 

@@ -17,7 +17,7 @@ from state.runtime.replay import replay
 from state.runtime.step import Env, applied
 from state.errors import Errors
 from state.classic.group import GroupState, IllegalTransition, Member
-from state.offsets.values import OffsetValue
+from state.offset_values import OffsetValue
 from state.runtime.load import load
 from state.classic.records import MemberAdded, StateChanged
 from state.records import GroupLoaded, Record, group_tombstone, offset_record
