@@ -216,13 +216,10 @@ def on_expiration_timer(group: ClassicGroup | ConsumerGroup, env: Env) -> Coordi
             base = base_of(topic, value)
             if base is None or group.offsets.has_pending((topic, partition)):
                 continue  # Kafka: not while a transaction holds an offset of the partition
-            expired = (env.now_ms >= value.expire_timestamp if value.expire_timestamp is not None
-                       else env.now_ms - base >= env.config.offsets_retention_ms)
-            if expired:
+            if env.now_ms >= retention.removable_from(value, base, env.config):
                 tombstones.append(offset_tombstone(group.group_id, topic, partition))
     group, done = then(group, NOTHING, CoordinatorResult(tombstones))
-    empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
-    if empty and not group.offsets and not group.offsets.pending:
+    if retention.deletable(group):
         return done + delete_group(group)
     at = retention.next_check(group, env.now_ms, env.config)  # the next check that removes something, if any
     return done + CoordinatorResult([], [], [Schedule(OFFSETS_EXPIRATION, at) if at is not None else

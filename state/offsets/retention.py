@@ -29,7 +29,7 @@ check (docs/wire-format.md, where we knowingly differ from Kafka).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Collection, Iterable, Sequence
 
 from schemas.messages import OffsetCommitKey, TxnOffsetCommitKey
 from state.classic.group import ClassicGroup, GroupState
@@ -67,21 +67,13 @@ def next_check(group: ClassicGroup | ConsumerGroup, now_ms: int, config: Coordin
     """The first check instant after `now_ms` at which the retention check would remove something of `group` as it
     is (None: none would). Reads the group's offsets."""
     offsets = group.offsets
-    empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
-    if empty and not offsets and not offsets.pending:
+    if deletable(group):
         return next_retention_check(now_ms, config)  # the Empty group without offsets is deleted
     base = retention_base(group)
     if base is None:
         return None
     held = {(topic, partition) for _, topic, partition in offsets.pending}
-    due = None
-    for tp, value in offsets.items():
-        since = base(tp[0], value)
-        if since is None or tp in held:
-            continue
-        at = _removable_from(value, since, config)
-        if due is None or at < due:
-            due = at
+    due = _first_removal(offsets.items(), base, config, held)
     if due is None:
         return None
     return max(next_retention_check(now_ms, config), first_check_from(due, config))
@@ -113,15 +105,8 @@ def after(group: ClassicGroup | ConsumerGroup, records: Sequence, at_ms: int,
     base = retention_base(group)
     if base is None:
         return None, False
-    due = None
-    for tp in committed:
-        value = group.offsets.get(tp)
-        since = None if value is None else base(tp[0], value)
-        if since is None:
-            continue
-        at = _removable_from(value, since, config)
-        if due is None or at < due:
-            due = at
+    values = group.offsets
+    due = _first_removal(((tp, values.get(tp)) for tp in committed), base, config)
     if due is None:
         return None, False
     return _no_later(group, max(next_retention_check(at_ms, config), first_check_from(due, config))), False
@@ -140,9 +125,32 @@ def settled(group: ClassicGroup | ConsumerGroup, changed_ms: int, config: Coordi
     return Cancel(OFFSETS_EXPIRATION) if exact is None else Schedule(OFFSETS_EXPIRATION, exact)
 
 
-def _removable_from(value: OffsetValue, since_ms: int, config: CoordinatorConfig) -> int:
+def deletable(group: ClassicGroup | ConsumerGroup) -> bool:
+    """Whether the retention check deletes the group itself: Empty (a consumer group: no members) and left without
+    offsets, committed or pending."""
+    empty = not group.members if isinstance(group, ConsumerGroup) else group.state == GroupState.EMPTY
+    return empty and not group.offsets and not group.offsets.pending
+
+
+def removable_from(value: OffsetValue, since_ms: int, config: CoordinatorConfig) -> int:
     """When the check may remove an offset whose retention counts from `since_ms` (its own expiry time wins)."""
     return value.expire_timestamp if value.expire_timestamp is not None else since_ms + config.offsets_retention_ms
+
+
+def _first_removal(offsets: Iterable[tuple[tuple[str, int], OffsetValue | None]],
+                   base: Callable[[str, OffsetValue], int | None], config: CoordinatorConfig,
+                   held: Collection[tuple[str, int]] = ()) -> int | None:
+    """The earliest instant at which the check may remove one of `offsets` (None: none of them expires); an offset
+    whose partition a transaction holds (`held`) is kept."""
+    due = None
+    for tp, value in offsets:
+        since = None if value is None or tp in held else base(tp[0], value)
+        if since is None:
+            continue
+        at = removable_from(value, since, config)
+        if due is None or at < due:
+            due = at
+    return due
 
 
 def _no_later(group: ClassicGroup | ConsumerGroup, deadline_ms: int) -> TimerOperation | None:
