@@ -52,10 +52,23 @@ def test_share_group_side_apis_through_the_gateway(gateway_env):
 
         joined = heartbeat(c, group, "m1", 0, [topic])
         assert joined.error_code == 0 and joined.member_epoch == 1
-        assert sorted(joined.assignment.topic_partitions[0].partitions) == [0, 1]
+        # the topic is seconds old: until the query's next metadata refresh sees it, the member holds nothing and a
+        # later heartbeat brings the assignment at a new epoch, as Kafka's coordinator does on a metadata change
+        latest = {"answer": joined}
+
+        def assigned():
+            answer = latest["answer"]
+            if answer.assignment is not None and answer.assignment.topic_partitions:
+                return answer
+            latest["answer"] = heartbeat(c, group, "m1", answer.member_epoch)
+            assert latest["answer"].error_code == 0
+            return None
+        given = wait_for(assigned, 60, "the share member's assignment")
+        assert [sorted(t.partitions) for t in given.assignment.topic_partitions] == [[0, 1]]
+        epoch = given.member_epoch
 
         def steady():
-            answer = heartbeat(c, group, "m1", 1)
+            answer = heartbeat(c, group, "m1", epoch)
             return answer if answer.error_code == 0 and answer.assignment is None else None
         wait_for(steady, 60, "a steady share heartbeat")
 
