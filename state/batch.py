@@ -35,7 +35,7 @@ CONTRACT (the streaming job depends on exactly these names):
           responses        JSON values for the response topic (key = group_id)
           records          (key, value | None) for the compacted records topic; None value = tombstone
           dead_letters     (index into requests, reason) for records that could not be handled
-          next_deadline_ms when to be called again with no requests (None: no timer); see state.runtime.timers.is_due
+          next_deadline_ms when to be called again with no requests (None: no timer); see state.handling.timers.is_due
         `GroupStep.stored(before)` is the StoredGroup to pass next time.
         Never raises for any input bytes. Deterministic: same arguments -> byte-identical GroupStep, whether the
         offsets come in `stored` or through `read_offsets`.
@@ -78,7 +78,8 @@ from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
 from state.offset_values import Offsets, StoredOffset, StoredPending
 from state.classic.member_id_round import PENDING_MEMBER, pending_member_id
 from state.classic.handlers import session
-from state.runtime.step import CoordinatorResult, Env, answer, applied
+from state.handling.step import CoordinatorResult, Env, answer
+from state.runtime.replay import applied
 from state.offsets.handlers import offsets_can_expire
 from state.offsets import retention, transactions
 from state.share import handlers as share

@@ -14,7 +14,7 @@ from state.runtime import coordinator
 from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup, directory_record
-from state.runtime.step import Env
+from state.handling.step import Env
 from state.views.directory import GroupDirectory
 from state.classic.records import group_record
 from state.share import records as share_records

@@ -62,7 +62,7 @@ class ConsumerGroup:
         self.server_assignors: Counter[str] = Counter()
         # -- what the runtime keeps with the group, beside the records (as `ClassicGroup` keeps the same) -------------
         self.timers: dict[str, int] = {}
-        """Timer key -> deadline (`state.runtime.timers`); not records, as in Kafka."""
+        """Timer key -> deadline (`state.handling.timers`); not records, as in Kafka."""
         self.offsets = Offsets()
         """The committed offsets: offset records, replayed as for a classic group, stored apart (`Offsets`)."""
         self.clock_ms = -1

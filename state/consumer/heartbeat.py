@@ -56,11 +56,11 @@ from state.topics.image import (
     kafka_uuid,
     metadata_hash,
 )
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
-from state.runtime.timers import (
+from state.handling.timers import (
     CONSUMER_JOIN_TIMEOUT_PREFIX,
     CONSUMER_REBALANCE_TIMEOUT_PREFIX,
     CONSUMER_REGEX_REFRESH,

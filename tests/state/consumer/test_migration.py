@@ -24,7 +24,7 @@ from state.consumer.group import ConsumerGroup
 from state.consumer.member import MemberState
 from state.errors import Errors
 from state.classic.group import ClassicGroup, GroupState
-from state.runtime.timers import (
+from state.handling.timers import (
     HEARTBEAT_PREFIX,
     JOIN,
     consumer_join_timeout_key,
