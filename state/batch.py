@@ -74,7 +74,10 @@ from state.consumer.stored import ConsumerGroupDoc
 from state.consumer.stored import from_doc as consumer_group_of
 from state.consumer.stored import to_doc as consumer_group_doc
 from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row, image_doc
-from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
+from state.classic.group import ClassicGroup, GroupState
+from state.classic.stored import CURRENT, GroupDoc
+from state.classic.stored import from_doc as classic_group_of
+from state.classic.stored import to_doc as classic_group_doc
 from state.offset_values import Offsets, StoredOffset, StoredPending
 from state.classic.member_id_round import PENDING_MEMBER, pending_member_id
 from state.classic.handlers import session
@@ -665,7 +668,7 @@ def encode_metadata(group: ClassicGroup | ConsumerGroup | ShareGroup | None, per
         return encode(_ConsumerMetadataDoc(STATE_SCHEMA_VERSION, consumer_group_doc(group), extra))
     if isinstance(group, ShareGroup):
         return encode(_ShareMetadataDoc(STATE_SCHEMA_VERSION, share_group_doc(group), extra))
-    doc = group.to_doc()
+    doc = classic_group_doc(group)
     if persisted_current or group.persisted == kafka_group_value(group):
         doc.persisted = CURRENT
     return encode(_MetadataDoc(STATE_SCHEMA_VERSION, doc, extra))
@@ -730,7 +733,7 @@ def _decode_stored(stored: StoredGroup | None, read_offsets: OffsetsReader | Non
         return share_group_of(doc.share), False, configs
     if doc.group is UNSET:
         return None, False, configs
-    group = ClassicGroup.from_doc(doc.group, offsets)  # type: ignore[arg-type]
+    group = classic_group_of(doc.group, offsets)  # type: ignore[arg-type]
     current = group.persisted == CURRENT
     if current:
         group.persisted = kafka_group_value(group)
