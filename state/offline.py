@@ -14,7 +14,8 @@ from typing import Iterable
 from state.runtime import coordinator
 from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
-from state.consumer.group import ConsumerGroup, directory_record
+from state.consumer.group import ConsumerGroup
+from state.consumer.records import directory_record
 from state.handling.step import Env
 from state.views.directory import GroupDirectory
 from state.classic.records import group_record

@@ -2,8 +2,8 @@
 
 What is where (each module says why in its own docstring):
 
-- `group`: the group as its records leave it, and the rules read from it (Kafka's ConsumerGroup);
-- `member`: a member, its epochs and reconciliation state (Kafka's ConsumerGroupMember, MemberState);
+- `group`: the group and its members as their records leave them, and the rules read from them (Kafka's
+  ConsumerGroup; a member, its epochs and reconciliation state: ConsumerGroupMember, MemberState);
 - `replay`: the only way a group changes, live and when loading (Kafka's GroupMetadataManager.replay), and
   `then`, how its handlers compose;
 - `records`: the records it writes (Kafka's record types 3-8 and 16) and their constructors;

@@ -34,8 +34,7 @@ from schemas.consumer_group import (
 from state.classic import replay as classic_replay
 from state.classic.group import ClassicGroup
 from state.classic.records import CLASSIC_KEYS
-from state.consumer.group import ConsumerGroup
-from state.consumer.member import ConsumerGroupMember, MemberState
+from state.consumer.group import ConsumerGroup, ConsumerGroupMember, MemberState
 from state.errors import ReplayError
 from state.handling import step
 from state.handling.step import CoordinatorResult

@@ -22,7 +22,8 @@ from schemas.messages import (
 )
 from state import rules
 from state.views import fast_answers
-from state.consumer.group import ConsumerGroup, delete_records
+from state.consumer.group import ConsumerGroup
+from state.consumer.records import delete_records
 from state.consumer.offsets import fetch_member_error, validate_offset_commit, validate_offset_fetch
 from state.consumer.replay import then
 from state.handling.step import NOTHING, CoordinatorResult, Env, answer

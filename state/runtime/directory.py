@@ -9,7 +9,8 @@ record, with the state as our extension; a share group: its group-epoch record w
 from __future__ import annotations
 
 from state.classic.group import ClassicGroup
-from state.consumer.group import ConsumerGroup, directory_record
+from state.consumer.group import ConsumerGroup
+from state.consumer.records import directory_record
 from state.classic.records import directory_changed, group_record
 from state.handling.step import NOTHING, CoordinatorResult
 from state.share import records as share_records

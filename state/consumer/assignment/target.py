@@ -18,7 +18,7 @@ from typing import Mapping
 
 from assignors.api import Cluster, GroupSpec, MemberSubscription, ServerAssignor, SubscriptionType
 from state.consumer import records
-from state.consumer.member import ConsumerGroupMember, Partitions
+from state.consumer.group import ConsumerGroupMember, Partitions
 from state.topics.image import MetadataImage
 from state.records import Record
 

@@ -34,7 +34,8 @@ from state.consumer.migration.conversion import (
     downgrade_record,
     validate_online_downgrade_with_replaced_member,
 )
-from state.consumer.group import ConsumerGroup, delete_records
+from state.consumer.group import ConsumerGroup, ConsumerGroupMember, MemberState, Partitions
+from state.consumer.records import delete_records
 from state.consumer.heartbeat import (
     _cancel_member_timers,
     _result,
@@ -43,7 +44,6 @@ from state.consumer.heartbeat import (
     fence_members,
     update_and_reconcile,
 )
-from state.consumer.member import ConsumerGroupMember, MemberState, Partitions
 from state.consumer.replay import replay
 from state.consumer.stored import snapshot
 from state.topics.image import kafka_uuid

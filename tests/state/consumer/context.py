@@ -171,7 +171,7 @@ def build_group(ctx: ConsumerContext, epoch: int, members: Iterable, targets: di
     target defaults to its assigned partitions), replayed into the context. The metadata hash is the one of the
     members' subscribed topics in the context's image, so the group is up to date with it."""
     from state.consumer import records
-    from state.consumer.member import partitions_of
+    from state.consumer.group import partitions_of
     from state.topics.image import metadata_hash
 
     members = list(members)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from schemas.consumer_group import TopicMetadata, TopicMetadataTopic
 from state.consumer import records
-from state.consumer.member import MemberState
+from state.consumer.group import MemberState
 from state.topics.image import ResolvedRegularExpression, apply_topic_metadata, metadata_hash
 from state.handling.timers import CONSUMER_REGEX_REFRESH
 from tests.state.consumer.context import ConsumerContext, build_group, fields, ok

@@ -10,7 +10,7 @@ import pytest
 
 from state.consumer import records
 from state.consumer.heartbeat import Env, on_loaded
-from state.consumer.member import MemberState
+from state.consumer.group import MemberState
 from state.topics.image import metadata_hash
 from state.errors import Errors
 from state.handling.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
