@@ -57,7 +57,8 @@ def fetch_wait_ms(end: int) -> int:
 RECORD_OVERHEAD = 70
 """Bytes a one-record batch adds to its key and value in the log (61 of batch header, the record's own lengths and
 offsets): the gateway appends one request a batch, so the requests topic is mostly such batches."""
-FETCH_BYTES_MIN, FETCH_BYTES_MAX = 4 * 1024, 4 * 1024 * 1024
+FETCH_BYTES_MIN, FETCH_BYTES_MAX = 4 * 1024, 16 * 1024 * 1024
+"""Above 5 MiB tansu gives 5 MiB (a rebuild's read of the records topic); Kafka gives up to the asked."""
 _bytes_per_offset: dict[tuple[str, int], float] = {}
 """(topic, partition) -> bytes an offset took in the last read of it in this process."""
 
@@ -178,7 +179,9 @@ def _consume(consumer: Consumer, topic: str, partition: int, start: int, end: in
             if position >= end:
                 return
             key, value = message.key(), message.value()
-            size[0] += RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+            headers = message.headers()
+            size[0] += RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0) + (
+                sum(len(k) + len(v or b"") + 2 for k, v in headers) if headers else 0)
             yield (partition, position, message.timestamp()[1], key, value)
         waiting.check(max(position + 1, start))
 
