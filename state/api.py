@@ -52,7 +52,7 @@ from state.share.partitions.partition import (
     share_partition_from_snapshot,
     validate_acknowledgement_batches,
 )
-from state.runtime.timers import earliest, is_due
+from state.handling.timers import earliest, is_due
 from state.views.published import (MARK_KEY, PublishedGroup, PublishedShareGroup, PublishedView, decode_mark,
                                    decode_view, encode_mark)
 from state.wire import BadRequest, decode_request, encode, error_response

@@ -14,8 +14,9 @@ from typing import Iterable
 from state.runtime import coordinator
 from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
-from state.consumer.group import ConsumerGroup, directory_record
-from state.runtime.step import Env
+from state.consumer.group import ConsumerGroup
+from state.consumer.records import directory_record
+from state.handling.step import Env
 from state.views.directory import GroupDirectory
 from state.classic.records import group_record
 from state.share import records as share_records

@@ -2,8 +2,8 @@
 
 A holder acquires offsets of the log batches it read (`state.api.acquire` takes each batch's base and last offset)
 and answers with those batches' bytes as they are in the log: the client drops the records outside its acquired
-ranges, as from Kafka's broker, which returns whole log batches too. The batches are walked, never decoded: a
-batch's header says its base offset, its length and its last offset delta (Kafka's `DefaultRecordBatch`).
+ranges, as from Kafka's broker, which returns whole log batches too. The batches are walked, never decoded
+(`gateway.protocol.batches`).
 
 Each share-partition keeps the batches it read, from its start offset on, so that a release or an expiry redelivers
 from memory and three members sharing a partition cost one read of the log between them. Reads go to the broker
@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
-import struct
 from dataclasses import dataclass
 from typing import Callable
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
+from gateway.protocol.batches import LogBatch, log_batches
 from gateway.upstream.control import from_json
 from gateway.upstream.broker import Upstream, UpstreamSecurity
 from state.api import Errors
@@ -37,42 +37,6 @@ READ_BYTES = 1 << 20
 """A read asks for at least this much, so that one read serves several ShareFetches."""
 CACHE_BYTES = 16 << 20
 """Batches kept per share-partition beyond what is in flight; older ones are read again if needed."""
-
-_BATCH_HEADER = 61
-"""A v2 record batch's header size: nothing shorter is a whole batch."""
-_OFFSET_AND_LENGTH = struct.Struct(">qi")
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-
-
-@dataclass(frozen=True, slots=True)
-class LogBatch:
-    base: int
-    last: int
-    data: bytes
-
-
-def log_batches(records: bytes) -> list[LogBatch]:
-    """The whole record batches of a fetched `Records` field (a last batch cut short by the size limit is left
-    out, as clients leave it). Message sets older than v2 (magic 0, 1) are one offset per entry."""
-    out = []
-    pos, size = 0, len(records)
-    view = memoryview(records)
-    while pos + 17 <= size:
-        base, length = _OFFSET_AND_LENGTH.unpack_from(records, pos)
-        end = pos + 12 + length
-        if length < 0 or end > size:
-            break
-        magic = records[pos + 16]
-        if magic >= 2:
-            if pos + _BATCH_HEADER > size:
-                break
-            last = base + _LAST_OFFSET_DELTA.unpack_from(records, pos + 23)[0]
-        else:
-            last = base
-        out.append(LogBatch(base, last, bytes(view[pos:end])))
-        pos = end
-    return out
-
 
 @dataclass(frozen=True, slots=True)
 class LogRead:

@@ -27,7 +27,7 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from gateway.share.log import log_batches
+from gateway.protocol.batches import log_batches
 from gateway.upstream.broker import Upstream
 from gateway.upstream.control import from_json
 from state.api import Errors, append_error
