@@ -3,7 +3,8 @@
 The groups are read with Spark's state data source (`streaming.group_stores.state_reader`), and each request the tool
 would send over the control topic is answered by the core's own handlers on them (`state.offline`), so the answers are
 the ones the running coordinator gave when it stopped. Only the read-only questions (--list, --describe) can be
-asked of a checkpoint.
+asked of a checkpoint. A checkpoint also answers what no request asks: a share group's durable share-partition
+state, batch by batch (`share_partition_states`, `groupcoord-share-groups --describe --state-batches`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Mapping
 from client.protocol import Json
 from state.api import TRANSACTIONS_GROUP
 from state.batch import TOPIC_METADATA_GROUP, StoredGroup
-from state.offline import answer, list_groups
+from state.offline import SharePartitionState, answer, list_groups, share_partition_states
 
 
 class CheckpointTransport:
@@ -57,6 +58,10 @@ class CheckpointTransport:
         if body.get("api") == "ListGroups":
             return json.loads(list_groups(self._groups.items(), raw))
         return json.loads(answer(key, self._groups.get(key), raw, topics=self._topics))
+
+    def share_partition_states(self, group_id: str) -> list[SharePartitionState] | None:
+        """The group's share-partitions' durable state (None: no share group of that id)."""
+        return share_partition_states(self._groups.get(group_id))
 
     def close(self) -> None:
         pass

@@ -5,7 +5,9 @@ log end - start offset - records already delivered past it), reset the offsets o
 and groups. Options, columns and messages are Kafka's. Group facts come from the coordinator over its control topic
 (ListGroups of type share, ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets,
 DeleteShareGroupOffsets, DeleteGroups), or with `--checkpoint` from a stopped query's state (`admin.offline`, the
-core's own handlers over it); log offsets from the brokers (`admin.groups.LogOffsets`).
+core's own handlers over it); log offsets from the brokers (`admin.groups.LogOffsets`). A checkpoint also shows
+each share-partition's durable state batch by batch (`--describe --state-batches`), which no Kafka request asks
+for.
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offsets", action="store_true", help="with --describe: offsets and lag (the default)")
     p.add_argument("--members", action="store_true", help="with --describe: the members")
     p.add_argument("--verbose", action="store_true", help="with --describe: more columns")
+    p.add_argument("--state-batches", action="store_true", help="with --describe --checkpoint: each share-partition's "
+                   "durable state (state epoch, start offset, the gateway holding it) and its in-flight batches "
+                   "(delivery state and count), as the share coordinator's state holds them")
     p.add_argument("--state", nargs="?", const="", metavar="STATES", help="with --list: filter by states; with "
                    "--describe: the group's state")
     p.add_argument("--topic", action="append", default=[], help="topic or topic:0,1 (repeatable)")
@@ -169,6 +174,8 @@ def main(argv: Sequence[str] | None = None, transport: Transport | None = None,
             return _delete_offsets(admin, groups[0], args.topic, o)
         log_offsets = log_offsets or (UnknownLogOffsets() if args.bootstrap_server is None
                                       else LogOffsets(args.bootstrap_server, **settings))
+        if args.describe and args.state_batches:
+            return _state_batches(transport, groups, o)
         if args.describe:
             return _describe(args, admin, log_offsets, groups, o)
         return _reset(args, admin, log_offsets, groups[0], o)
@@ -188,6 +195,9 @@ def _check(args: argparse.Namespace) -> None:
         raise CommandError("Missing required argument \"[bootstrap-server]\"")
     if args.checkpoint is not None and not (args.list or args.describe):
         raise CommandError("Option --checkpoint reads a stopped query's state: it takes only --list or --describe")
+    if args.state_batches and not (args.describe and args.checkpoint is not None):
+        raise CommandError("Option [state-batches] reads a stopped query's state: it takes [describe] and "
+                           "[checkpoint]")
     if (args.describe or args.delete) and not (args.group or args.all_groups):
         raise CommandError("Option [describe] takes one of these options: [all-groups], [group]" if args.describe
                            else "Option [delete] takes one of these options: [all-groups], [group]")
@@ -287,6 +297,32 @@ def _describe(args: argparse.Namespace, admin: ShareAdmin, log_offsets: LogOffse
                                    lag(ends.get((topic, partition)), start, delivered)])
             o.table(columns, rows, {c: w for c, w in (("PARTITION", 10), ("LEADER-EPOCH", 13), ("START-OFFSET", 13))
                                     if c in columns})
+    return status
+
+
+def _state_batches(checkpoint: Any, groups: list[str], o: Output) -> int:
+    """Each share-partition's durable state, one row per in-flight batch (one row of `-` when it has none): what
+    Kafka's share coordinator keeps in `__share_group_state` and `kafka-dump-log.sh --share-group-state-decoder`
+    shows there."""
+    status = 0
+    columns = ["GROUP", "TOPIC", "PARTITION", "STATE-EPOCH", "START-OFFSET", "HOLDER", "FIRST-OFFSET", "LAST-OFFSET",
+               "DELIVERY-STATE", "DELIVERY-COUNT"]
+    for group_id in groups:
+        states = checkpoint.share_partition_states(group_id)
+        if states is None:
+            o.err.write(f"\nError: Share group '{group_id}' does not exist.\n")
+            status = 1
+            continue
+        if not states:
+            o.out.write(f"\nShare group '{group_id}' has no share-partition state.\n")
+            continue
+        rows: list[list[Any]] = []
+        for sp in states:
+            head = [group_id, sp.topic, sp.partition, sp.state_epoch, sp.start_offset if sp.start_offset >= 0 else None,
+                    sp.holder]
+            rows += [head + [b.first, b.last, b.state.name, b.delivery_count] for b in sp.batches] or [
+                head + [None] * 4]
+        o.table(columns, rows, {"PARTITION": 10, "START-OFFSET": 13})
     return status
 
 

@@ -112,3 +112,12 @@ class Assignor(Protocol):
     rebalance_protocols: tuple[Literal["EAGER", "COOPERATIVE"], ...]
 
     def assign(self, cluster: Cluster, members: Sequence[MemberSubscription]) -> Assignment: ...
+
+
+class ServerAssignor(Protocol):
+    """What a server-side assignor of `assignors.registry` offers the coordinator (Kafka's
+    ConsumerGroupPartitionAssignor): the target of every member of a KIP-848 group."""
+
+    name: str
+
+    def assign_group(self, cluster: Cluster, group: GroupSpec) -> dict[str, TopicPartitions]: ...

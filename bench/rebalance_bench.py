@@ -37,15 +37,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kafka.admin import KafkaAdminClient, NewTopic
-
+from bench.parts.rebalance_peers import PARTITIONS, OtherGateway, Ours, Tansu
 from common import config as job_config
-from common.topics import ensure_topics
-from gateway.front.process import start_gateway
-from streaming.kafka_io.embedded import start_broker
-from streaming.query import spark_session, start_query, stop_between_batches
+from streaming.query import spark_session
 
-PARTITIONS = 6
 STRATEGIES = ("range", "cooperative-sticky")
 TIMEOUT_S = 120.0
 
@@ -122,66 +117,6 @@ class Members:
             process.join(timeout=30)
             if process.is_alive():
                 process.kill()
-
-
-def create_topic(bootstrap: str, partitions: int = PARTITIONS) -> str:
-    topic = f"rebalance-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1)])
-    finally:
-        admin.close()
-    return topic
-
-
-class Ours:
-    """The coordinator query and a gateway, on their own broker."""
-
-    def __init__(self, spark, workdir: Path, overrides: dict[str, str], gateway_args: list[str]) -> None:
-        self.gateways = []
-        self.broker = start_broker()
-        self.props = job_config.load(overrides={"bootstrap.servers": self.broker.bootstrap_servers,
-                                                "checkpoint.location": str(workdir / "checkpoint"), **overrides})
-        ensure_topics({"bootstrap_servers": self.broker.bootstrap_servers}, self.props)
-        self.query = start_query(spark, self.props, query_name="bench-rebalance")
-        shared = {k: v for k, v in self.props.items() if k.startswith(("topic.", "group."))}
-        self.shared, self.workdir = shared, workdir
-        self.bootstrap = self.another_gateway(gateway_args)
-        self.topic = create_topic(self.broker.bootstrap_servers)
-
-    def another_gateway(self, args: list[str]) -> str:
-        """A gateway (with `args`) in front of this query's broker; its bootstrap address."""
-        gateway = start_gateway(self.broker.bootstrap_servers, self.shared, args=args,
-                                log_path=self.workdir / f"gateway-{len(self.gateways)}.log")
-        self.gateways.append(gateway)
-        return gateway.bootstrap_servers
-
-    def stop(self) -> None:
-        stop_between_batches(self.query)
-        for gateway in self.gateways:
-            gateway.stop()
-        self.broker.stop()
-
-
-class OtherGateway:
-    """The same query through a second gateway with other flags (an A/B of a gateway option in the same run)."""
-
-    def __init__(self, ours: Ours, args: list[str]) -> None:
-        self.bootstrap = ours.another_gateway(args)
-        self.topic = ours.topic
-
-    def stop(self) -> None:
-        pass
-
-
-class Tansu:
-    def __init__(self) -> None:
-        self.broker = start_broker()
-        self.bootstrap = self.broker.bootstrap_servers
-        self.topic = create_topic(self.bootstrap)
-
-    def stop(self) -> None:
-        self.broker.stop()
 
 
 def measure(peer: Any, strategy: str, session_timeout_ms: int) -> tuple[float, float]:

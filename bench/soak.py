@@ -3,7 +3,11 @@
 `coordinator run` (its own tansu broker, the query and a gateway) is started as a user starts it; then, through the
 gateway, with librdkafka (confluent-kafka) at client defaults:
 - 100 members in 10 groups (heartbeats every 3 s, a commit every 5 s: auto-commit),
-- 3 consumers committing every record synchronously (fed by a producer),
+- 3 consumers committing every record synchronously (fed by a producer that keeps `AHEAD` records ahead of each:
+  an unpaced producer put 1.1 M records a partition into tansu by minute 32, most of its memory, and measured the
+  broker rather than the coordinator), in groups whose ids land on different requests-topic partitions (the
+  gateway keys a group's requests by its id, murmur2 as Kafka's partitioner: three random ids all share one
+  partition once in four runs),
 - a group that rebalances every 2 minutes (a member joins, the oldest leaves).
 
 The peer is the run itself: its last 5 minutes against its first 5 (a stack that holds keeps the same pace).
@@ -41,6 +45,25 @@ from bench.parts.gateway_fast import cpu_seconds
 ROOT = Path(__file__).resolve().parent.parent
 GROUPS, MEMBERS, COMMITTERS = 10, 10, 3
 REBALANCE_S = 120.0
+AHEAD = 1000
+"""Records the producer keeps ready for each committer: its poll never waits on the producer, and the records topic
+grows only as fast as the committers commit."""
+REQUESTS_TOPIC = "group-coordinator-requests"  # conf/coordinator.properties topic.requests
+
+
+def spread_group_ids(prefix: str, count: int, partitions: int) -> list[str]:
+    """`count` group ids `prefix-i[-k]`, the i-th on requests partition i mod `partitions` (murmur2 of the id, as the
+    gateway's appender keys a group's requests): the first k that lands there."""
+    from kafka.partitioner.default import murmur2
+
+    ids = []
+    for i in range(count):
+        k = 0
+        while (murmur2((name := f"{prefix}-{i}" + (f"-{k}" if k else "")).encode()) & 0x7FFFFFFF) % partitions \
+                != i % partitions:
+            k += 1
+        ids.append(name)
+    return ids
 
 
 def start_stack(workdir: Path) -> tuple[subprocess.Popen, str, str, Path]:
@@ -112,6 +135,8 @@ class Load:
         self.empty_polls: list[float] = []
         """When a committer's poll (0.5 s) came back with no record: the committer waited on its fetch."""
         self.commit_errors: dict[str, int] = {}
+        self.consumed = [0] * COMMITTERS
+        """Per records-topic partition, the next offset a committer took (the producer keeps AHEAD beyond it)."""
         self.lost = 0
         self.lock = threading.Lock()
         tag = uuid.uuid4().hex[:6]
@@ -121,6 +146,9 @@ class Load:
                                            NewTopic(self.records_topic, COMMITTERS, 1)]).values():
             future.result()
         self.tag = tag
+        requests = AdminClient({"bootstrap.servers": broker}).list_topics(timeout=30).topics.get(REQUESTS_TOPIC)
+        self.committer_groups = spread_group_ids(f"soak-{tag}-committer", COMMITTERS,
+                                                 len(requests.partitions) if requests else 1)
         self.threads: list[threading.Thread] = []
 
     def consumer(self, group: str, **settings: object) -> Consumer:
@@ -153,19 +181,19 @@ class Load:
 
     def _producer(self) -> None:
         producer = Producer({"bootstrap.servers": self.broker, "linger.ms": 5})
-        i = 0
+        produced = [0] * COMMITTERS
         while not self.stop.is_set():
             for p in range(COMMITTERS):
-                producer.produce(self.records_topic, f"record-{i}".encode(), partition=p)
-            producer.poll(0)
-            i += 1
-            if i % 100 == 0:
-                producer.flush()
-                time.sleep(0.05)
+                more = self.consumed[p] + AHEAD - produced[p]
+                for _ in range(max(0, more)):
+                    producer.produce(self.records_topic, f"record-{produced[p]}".encode(), partition=p)
+                    produced[p] += 1
+            producer.flush()
+            time.sleep(0.05)
         producer.flush()
 
     def _committer(self, index: int) -> None:
-        c = self.consumer(f"soak-{self.tag}-committer-{index}", **{"enable.auto.commit": False})
+        c = self.consumer(self.committer_groups[index], **{"enable.auto.commit": False})
         c.subscribe([self.records_topic], on_lost=self._on_lost)
         while not self.stop.is_set():
             message = c.poll(0.5)
@@ -173,6 +201,7 @@ class Load:
                 with self.lock:
                     self.empty_polls.append(time.monotonic())
                 continue
+            self.consumed[message.partition()] = max(self.consumed[message.partition()], message.offset() + 1)
             try:
                 asked = time.monotonic()
                 c.commit(message, asynchronous=False)

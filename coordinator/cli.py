@@ -162,6 +162,13 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
                 log.info("the records topic could not be read yet (%r); the metrics read it once the query runs", exc)
         if lease is not None:
             halt = DriverHalt(spark, lease.settings.key)
+            if rebuilding and not lease.held_elsewhere():
+                # The loads are published before the lease is taken: publishing a million members' loads (~0.5 GB)
+                # kept the broker too busy to answer the lease's renewals, and the driver halted on its own lease
+                # before its query started (issue 35, load 15-22). No driver runs the query on this checkpoint now;
+                # should one take the lease meanwhile, it has its own loads, and a load of a group it holds is a no-op.
+                _rebuild(client, props, watch, ahead)
+                rebuilding = False
             lease.acquire(on_standby=lambda: _stand_by(spark, props), on_lost=halt, on_renewed=halt.arm)
         if rebuilding:
             _rebuild(client, props, watch, ahead)

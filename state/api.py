@@ -52,7 +52,7 @@ from state.share.partitions.partition import (
     share_partition_from_snapshot,
     validate_acknowledgement_batches,
 )
-from state.runtime.timers import earliest, is_due
+from state.handling.timers import earliest, is_due
 from state.views.txn_proof import TxnClaim, TxnEntry, request_entry, txn_claim, txn_settles
 from state.views.published import (MARK_KEY, PublishedGroup, PublishedShareGroup, PublishedView, decode_mark,
                                    decode_view, encode_mark)

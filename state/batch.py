@@ -35,7 +35,7 @@ CONTRACT (the streaming job depends on exactly these names):
           responses        JSON values for the response topic (key = group_id)
           records          (key, value | None) for the compacted records topic; None value = tombstone
           dead_letters     (index into requests, reason) for records that could not be handled
-          next_deadline_ms when to be called again with no requests (None: no timer); see state.runtime.timers.is_due
+          next_deadline_ms when to be called again with no requests (None: no timer); see state.handling.timers.is_due
         `GroupStep.stored(before)` is the StoredGroup to pass next time.
         Never raises for any input bytes. Deterministic: same arguments -> byte-identical GroupStep, whether the
         offsets come in `stored` or through `read_offsets`.
@@ -74,11 +74,15 @@ from state.consumer.stored import ConsumerGroupDoc
 from state.consumer.stored import from_doc as consumer_group_of
 from state.consumer.stored import to_doc as consumer_group_doc
 from state.topics.image import ImageRow, apply_topic_metadata, decode_image_row, image_doc
-from state.classic.group import CURRENT, ClassicGroup, GroupDoc, GroupState
+from state.classic.group import ClassicGroup, GroupState
+from state.classic.stored import CURRENT, GroupDoc
+from state.classic.stored import from_doc as classic_group_of
+from state.classic.stored import to_doc as classic_group_doc
 from state.offset_values import Offsets, StoredOffset, StoredPending
 from state.classic.member_id_round import PENDING_MEMBER, pending_member_id
 from state.classic.handlers import session
-from state.runtime.step import CoordinatorResult, Env, answer, applied
+from state.handling.step import CoordinatorResult, Env, answer
+from state.runtime.replay import applied
 from state.offsets.handlers import offsets_can_expire
 from state.offsets import retention, transactions
 from state.share import handlers as share
@@ -664,7 +668,7 @@ def encode_metadata(group: ClassicGroup | ConsumerGroup | ShareGroup | None, per
         return encode(_ConsumerMetadataDoc(STATE_SCHEMA_VERSION, consumer_group_doc(group), extra))
     if isinstance(group, ShareGroup):
         return encode(_ShareMetadataDoc(STATE_SCHEMA_VERSION, share_group_doc(group), extra))
-    doc = group.to_doc()
+    doc = classic_group_doc(group)
     if persisted_current or group.persisted == kafka_group_value(group):
         doc.persisted = CURRENT
     return encode(_MetadataDoc(STATE_SCHEMA_VERSION, doc, extra))
@@ -729,7 +733,7 @@ def _decode_stored(stored: StoredGroup | None, read_offsets: OffsetsReader | Non
         return share_group_of(doc.share), False, configs
     if doc.group is UNSET:
         return None, False, configs
-    group = ClassicGroup.from_doc(doc.group, offsets)  # type: ignore[arg-type]
+    group = classic_group_of(doc.group, offsets)  # type: ignore[arg-type]
     current = group.persisted == CURRENT
     if current:
         group.persisted = kafka_group_value(group)

@@ -8,17 +8,20 @@ holds it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable
 
 from state.runtime import coordinator
 from state.batch import StoredGroup, decode_state
 from state.config import CoordinatorConfig
-from state.consumer.group import ConsumerGroup, directory_record
-from state.runtime.step import Env
+from state.consumer.group import ConsumerGroup
+from state.consumer.records import directory_record
+from state.handling.step import Env
 from state.views.directory import GroupDirectory
 from state.classic.records import group_record
 from state.share import records as share_records
 from state.share.group import ShareGroup
+from state.share.partitions.partition import StateBatch
 from state.wire import BadRequest, decode_request, encode, error_response, readable_request_id
 
 READ_ONLY_APIS = ("DescribeGroups", "ConsumerGroupDescribe", "OffsetFetch", "ShareGroupDescribe",
@@ -57,3 +60,34 @@ def list_groups(groups: Iterable[tuple[str, StoredGroup]], raw_request: bytes) -
         elif group is not None:
             directory.apply(*group_record(group).encode())
     return directory.answer(raw_request)
+
+
+@dataclass(frozen=True)
+class SharePartitionState:
+    """One share-partition's durable state as the checkpoint holds it (Kafka's share coordinator's ShareSnapshot:
+    what ReadShareGroupState answers), with its grant: which gateway process held it, at which epoch."""
+
+    topic: str
+    """The topic's name as the group's initialised topics name it (its id when they do not)."""
+    partition: int
+    state_epoch: int
+    start_offset: int
+    batches: tuple[StateBatch, ...]
+    """The in-flight ranges past the start offset: delivery state (never ACQUIRED: acquisitions are not durable)
+    and delivery count."""
+    holder: str | None
+    grant_epoch: int
+
+
+def share_partition_states(stored: StoredGroup | None) -> list[SharePartitionState] | None:
+    """Every share-partition of a stored share group, by topic name and partition; None when it is no share
+    group."""
+    group = decode_state(stored)
+    if not isinstance(group, ShareGroup):
+        return None
+    names = {topic_id: t.name for topic_id, t in group.initialized.items()} | dict(group.deleting)
+    states = [SharePartitionState(names.get(topic_id, topic_id), partition, snapshot.persisted.state_epoch,
+                                  snapshot.persisted.start_offset, snapshot.persisted.batches, snapshot.grant.holder,
+                                  snapshot.grant.epoch)
+              for (topic_id, partition), snapshot in group.partitions.items()]
+    return sorted(states, key=lambda s: (s.topic, s.partition))

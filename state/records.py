@@ -2,7 +2,7 @@
 GroupCoordinatorRecordHelpers); each kind's own are in its package (`state.classic.records`,
 `state.consumer.records`, `state.share.records`).
 
-Two kinds, both applied by the one `state.runtime.replay.replay`:
+Two kinds, both applied by replay (`state.runtime.replay.replay`, which sends each to its kind's):
 
 - **Written records** (`Record`): what Kafka writes to `__consumer_offsets`, as JSON (classes:
   `schemas.messages`). Keys follow Kafka's: the key's `version` is the record type (1 = offset commit, keyed by
@@ -19,7 +19,7 @@ Two kinds, both applied by the one `state.runtime.replay.replay`:
   records, and a load rebuilds the membership from the last persisted group value (`GroupLoaded`), as Kafka does.
 
 Each in-memory record is a small frozen value (a msgspec Struct: cheap to build, as a join appends many) naming one change in Kafka's words; `replay` is the only code that
-reads them (`state.runtime.replay`), and the group module (`state.classic.group`) keeps the invariants they rely on.
+reads them (`state.classic.replay`; `heartbeat_owed` below), and the group module (`state.classic.group`) keeps the invariants they rely on.
 """
 
 from __future__ import annotations
@@ -160,3 +160,12 @@ class HeartbeatOwed(Struct, frozen=True, gc=False):
 
     member_id: str
     owed: bool
+
+
+def heartbeat_owed(group, record: HeartbeatOwed):
+    """The replay of `HeartbeatOwed`, of a consumer or a share group (both kinds' replays send it here)."""
+    if record.owed:
+        group.heartbeat_owed.add(record.member_id)
+    else:
+        group.heartbeat_owed.discard(record.member_id)
+    return group

@@ -14,9 +14,9 @@ part in that, and they agree because each asks this module rather than deciding 
 The rules:
 
 - **Due** (`is_due`): a deadline has come at `now` when `deadline <= now`, the instant the core fires a timer
-  (`state.runtime.timers.is_due`); no deadline is never due.
+  (`state.handling.timers.is_due`); no deadline is never due.
 - **Earliest** (`earliest`): a bucket's deadline is the earliest of its groups' (None: no group has one), as a
-  group's is the earliest of its timers (`state.runtime.timers.earliest`).
+  group's is the earliest of its timers (`state.handling.timers.earliest`).
 - **Published** (`publishes`): a call publishes its bucket's deadline when the call changed it, and in a resumed
   batch (the first new one after a restart) whatever it is, because a restarted driver's schedule starts empty.
 - **Called** (`buckets_to_call`): a query run's first new batch calls every bucket, since nothing published before

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import pkgutil
 import re
 from pathlib import Path
@@ -89,6 +90,70 @@ def test_the_job_and_the_gateway_do_not_import_each_other(shell, other):
 
 def test_common_imports_neither_shell():
     assert not set(imported_packages("common")) & {"streaming", "gateway", "coordinator"}, imported_packages("common")
+
+
+LAYERS = {
+    "state": (
+        ("state.config", "state.errors", "state.offset_values", "state.topics"),
+        ("state.rules", "state.wire"),
+        ("state.records",),
+        ("state.handling",),
+        ("state.classic",),
+        ("state.consumer", "state.share"),
+        ("state.views",),
+        ("state.offsets",),
+        ("state.runtime",),
+        ("state.batch",),
+        ("state.api", "state.offline", "state.replay"),
+    ),
+    "gateway": (
+        ("gateway.protocol",),
+        ("gateway.upstream",),
+        ("gateway.fast", "gateway.security"),
+        ("gateway.share",),
+        ("gateway.front",),
+        ("gateway.__main__",),
+    ),
+}
+"""Inside the core and the gateway, the parts from the bottom up: a part imports only itself and the parts of the
+layers below it (two parts of one layer, such as the consumer and the share groups, import neither the other).
+In `state/`, what every kind of group shares is below the kinds (the one handler shape and the timers in
+`state.handling`), the kinds above it, and what knows every kind above them; in `gateway/`, Kafka's bytes at the
+bottom, the front door at the top. A new module of either package takes its place here."""
+
+
+def _part(module: str, parts: list[str]) -> str | None:
+    found = [p for p in parts if module == p or module.startswith(p + ".")]
+    return max(found, key=len) if found else None
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_no_part_imports_a_part_above_it(package):
+    """Every import counts, in a function's body or under TYPE_CHECKING too: a part that names one above it, even
+    for a type, is a loop of the house."""
+    layer_of = {part: i for i, layer in enumerate(LAYERS[package]) for part in layer}
+    parts = list(layer_of)
+    wrong = []
+    root = importlib.import_module(package)
+    for info in pkgutil.walk_packages(root.__path__, package + "."):
+        module = info.name
+        part = _part(module, parts)
+        if part is None:
+            wrong.append(f"{module} is in no layer of LAYERS[{package!r}]")
+            continue
+        path = Path(importlib.util.find_spec(module).origin)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            targets = {_part(name, parts) for name in names} - {None, part}
+            for target in targets:
+                if layer_of[target] >= layer_of[part]:
+                    wrong.append(f"{module} imports {target}")
+    assert not wrong, "\n".join(sorted(set(wrong)))
 
 
 MAX_TOP = 10

@@ -52,6 +52,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.parts.rebalance_peers import Ours, create_topic
 from common import config as job_config
 
 PROTOCOLS = {
@@ -376,12 +377,10 @@ COMPARED = "consumer (compared)"
 
 
 class Coordinator:
-    """A broker, the coordinator query and a gateway (`bench.rebalance_bench.Ours`), a topic of P partitions and a
+    """A broker, the coordinator query and a gateway (`bench.parts.rebalance_peers.Ours`), a topic of P partitions and a
     producer process writing to it."""
 
     def __init__(self, spark, workdir: Path, props: dict[str, str], partitions: int, produce_interval_ms: int) -> None:
-        from bench.rebalance_bench import Ours, create_topic
-
         self.ours = Ours(spark, workdir, props, [])
         self.bootstrap = self.ours.bootstrap
         self.topic = create_topic(self.ours.broker.bootstrap_servers, partitions)

@@ -35,6 +35,8 @@ from gateway.fast.member_id_round import MemberIdRound
 from gateway.front.processes import Shared
 from gateway.front.profile import RequestProfile
 from gateway.security.topics import SecurityTopics
+from gateway.share.fetch import Shares
+from gateway.share.log import UpstreamReads
 from gateway.upstream.broker import Upstream, UpstreamSecurity
 from gateway.front.versions import Versions, advertised
 from state.api import CoordinatorConfig
@@ -132,9 +134,8 @@ class Gateway:
         self.servers: list[asyncio.AbstractServer] = []
         self._listener_lock = asyncio.Lock()
         self.bootstrap_port = 0
-        from gateway.share.fetch import Shares
-
-        self.share = Shares(self)
+        self.share = Shares(self, UpstreamReads(self.upstream_addresses, settings.upstream,
+                                                settings.connect_timeout_ms / 1000))
         if fast_path is not None and fast_path.coordinator is not None:
             from gateway.fast.requests_log import RequestsLog
 

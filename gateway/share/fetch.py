@@ -26,11 +26,13 @@ import asyncio
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Hashable
+from typing import Any, Hashable, Protocol
 
 from gateway.protocol import strict
-from gateway.security.acl import AclOperation, ResourceType
+from gateway.fast.fast_path import FastPath
+from gateway.security.acl import AclOperation, Authorizer, ResourceType
 from gateway.upstream.control import Json, from_json, kafka_topic_id
+from gateway.upstream.coordinator import CoordinatorClient
 from gateway.upstream.kafka_apis import ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, \
     ShareFetchResponse
 from gateway.share.holder import Holder, SPKey
@@ -38,8 +40,6 @@ from gateway.share.log import UpstreamReads
 from gateway.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionError, ShareSessions, TopicIdPartition
 from state.api import AcknowledgementBatch, Errors, validate_acknowledgement_batches
 
-if TYPE_CHECKING:
-    from gateway.front.server import Gateway
 
 MEMBER_ID_MAX = 36
 READ_COMMITTED = "read_committed"
@@ -56,14 +56,28 @@ class _Request:
     """Kafka's Uuid text -> the UUID as the wire has it."""
 
 
-class Shares:
-    """Everything of share groups a gateway process serves: its share sessions and the share-partitions it holds."""
+class Gateway(Protocol):
+    """What the share wing uses of the gateway process that holds it (`gateway.front.server.Gateway`): said here, so
+    that the wing stands below the front door that builds it and imports nothing of it."""
 
-    def __init__(self, gateway: "Gateway") -> None:
+    coordinator: CoordinatorClient
+    fast_path: FastPath | None
+    authorizing: bool
+
+    @property
+    def authorizer(self) -> Authorizer: ...
+
+    async def topic_names(self, ids: list[bytes]) -> dict[bytes, str]: ...
+
+
+class Shares:
+    """Everything of share groups a gateway process serves: its share sessions and the share-partitions it holds.
+    `reads`: the gateway's own connections to the brokers for share-partitions' logs."""
+
+    def __init__(self, gateway: Gateway, reads: UpstreamReads) -> None:
         self._gateway = gateway
-        s = gateway.settings
         self.sessions = ShareSessions()
-        self.reads = UpstreamReads(gateway.upstream_addresses, s.upstream, s.connect_timeout_ms / 1000)
+        self.reads = reads
         self._names: dict[str, str] = {}
         """Topic id (Kafka's Uuid text) -> name, for the ids seen in share requests."""
         self.holder = Holder(gateway.coordinator, self.reads, self._share_view, self._names.get)

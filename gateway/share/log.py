@@ -2,8 +2,8 @@
 
 A holder acquires offsets of the log batches it read (`state.api.acquire` takes each batch's base and last offset)
 and answers with those batches' bytes as they are in the log: the client drops the records outside its acquired
-ranges, as from Kafka's broker, which returns whole log batches too (`gateway.upstream.log_reads`: the batches are
-walked, never decoded).
+ranges, as from Kafka's broker, which returns whole log batches too. The batches are walked, never decoded
+(`gateway.protocol.batches`), and read by `gateway.upstream.log_reads`.
 
 Each share-partition keeps the batches it read, from its start offset on, so that a release or an expiry redelivers
 from memory and three members sharing a partition cost one read of the log between them. Reads go to the broker

@@ -2,19 +2,17 @@
 batches as bytes, walked, never decoded) and ListOffsets. One definition for every reader of the gateway: the
 share-partitions' holders (`gateway.share.log`, a connection per broker) and the transactional writes reading a
 producer's last sequence back (`gateway.upstream.transactions`, the client connection's own). What an error means
-is the caller's: a read answers it, and never raises for it.
-
-A batch's header says its base offset, its length and its last offset delta (Kafka's `DefaultRecordBatch`).
+is the caller's: a read answers it, and never raises for it. The batches are walked by `gateway.protocol.batches`.
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
+from gateway.protocol.batches import LogBatch, log_batches
 from gateway.upstream.broker import Upstream
 from gateway.upstream.control import from_json
 from state.api import Errors
@@ -23,41 +21,6 @@ FETCH_VERSION = 12
 """Topics by name (every broker since Kafka 3.1 and tansu take it); records as bytes."""
 LIST_OFFSETS_VERSION = 7
 EARLIEST, LATEST = -2, -1
-
-_BATCH_HEADER = 61
-"""A v2 record batch's header size: nothing shorter is a whole batch."""
-_OFFSET_AND_LENGTH = struct.Struct(">qi")
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-
-
-@dataclass(frozen=True, slots=True)
-class LogBatch:
-    base: int
-    last: int
-    data: bytes
-
-
-def log_batches(records: bytes) -> list[LogBatch]:
-    """The whole record batches of a fetched `Records` field (a last batch cut short by the size limit is left
-    out, as clients leave it). Message sets older than v2 (magic 0, 1) are one offset per entry."""
-    out = []
-    pos, size = 0, len(records)
-    view = memoryview(records)
-    while pos + 17 <= size:
-        base, length = _OFFSET_AND_LENGTH.unpack_from(records, pos)
-        end = pos + 12 + length
-        if length < 0 or end > size:
-            break
-        magic = records[pos + 16]
-        if magic >= 2:
-            if pos + _BATCH_HEADER > size:
-                break
-            last = base + _LAST_OFFSET_DELTA.unpack_from(records, pos + 23)[0]
-        else:
-            last = base
-        out.append(LogBatch(base, last, bytes(view[pos:end])))
-        pos = end
-    return out
 
 
 @dataclass(frozen=True, slots=True)

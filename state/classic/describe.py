@@ -5,7 +5,7 @@ from __future__ import annotations
 from schemas.messages import NO_AUTHORIZED_OPERATIONS, DescribedGroupMember, DescribeGroupsRequest
 from state.classic.group import ClassicGroup, GroupState
 from state.errors import NONE
-from state.runtime.step import CoordinatorResult, Env, answer
+from state.handling.step import CoordinatorResult, Env, answer
 from state.wire import simple_response
 
 

@@ -1,11 +1,11 @@
-"""The classic group's data: states, the legal transitions between them, members, and their serialization.
+"""The classic group's data: states, the legal transitions between them, members.
 
 Only data and the small invariants of `ClassicGroup`/`ClassicGroupMember` live here (membership bookkeeping,
 leader choice, protocol vote); the protocol decisions are in `state.classic.handlers` and `state.offsets.handlers`.
 The methods that change a group are called by `state.runtime.replay.replay` only (one per in-memory record of
 `state.records`); handlers read the group and append records.
 
-Both kinds of state sit in one object and one stored document: the durable part (what the records topic holds:
+Both kinds of state sit in one object (and one stored document, `state.classic.stored`): the durable part (what the records topic holds:
 generation, protocol, leader, members and assignments as last persisted, committed offsets) and the soft part
 Kafka keeps only in memory (parked JoinGroup/SyncGroup requests, pending members, timer deadlines).
 """
@@ -17,7 +17,6 @@ import binascii
 import enum
 import uuid
 from dataclasses import dataclass, field
-from typing import Literal
 
 from msgspec import Struct
 
@@ -117,7 +116,7 @@ class ClassicGroup:
     """Topics the members subscribe to, computed at each generation (None: unknown or not `consumer`)."""
     timers: dict[str, int] = field(default_factory=dict)
     offsets: Offsets = field(default_factory=Offsets)
-    """Stored apart from the rest (`to_doc` leaves them out): see `Offsets`."""
+    """Stored apart from the rest (`state.classic.stored.to_doc` leaves them out): see `Offsets`."""
     id_counter: int = 0
     clock_ms: int = -1
     """The latest time this group was processed at: request times are clamped to it so time never goes back."""
@@ -199,6 +198,14 @@ class ClassicGroup:
         member.protocols = protocols
         self._count(member, 1)
 
+    def restore(self, member: Member) -> None:
+        """A stored member back in the group as it was stored (`state.classic.stored`): counted and indexed; the
+        leader, protocol type and pending members are the stored group's own."""
+        self.members[member.member_id] = member
+        self._count(member, 1)
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+
     def _count(self, member: Member, delta: int) -> None:
         for name, _ in member.protocols:
             self.supported_protocols[name] = self.supported_protocols.get(name, 0) + delta
@@ -266,60 +273,3 @@ class ClassicGroup:
         counter so replays give the same ids; the handler that hands it out appends `MemberIdIssued`."""
         name = f"{self.group_id}\x00{request_id}\x00{now_ms}\x00{self.id_counter + 1}"
         return f"{prefix}-{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
-
-    # -- serialization -------------------------------------------------------------------------------------
-
-    def to_doc(self) -> GroupDoc:
-        return GroupDoc(
-            self.group_id, self.state, self.previous_state, self.state_timestamp, self.generation,
-            self.protocol_type, self.protocol_name, self.leader, list(self.members.values()),
-            list(self.pending_members), list(self.pending_sync), self.new_member_added, self.initial_delay,
-            self.subscribed_topics, sorted(self.timers.items()), self.id_counter, self.clock_ms, self.persisted,
-            self.directory,
-        )
-
-    @classmethod
-    def from_doc(cls, d: GroupDoc, offsets: Offsets) -> "ClassicGroup":
-        """The group `to_doc` wrote, with its offsets (read separately); a `persisted` of CURRENT is left for the
-        caller to rebuild (`state.batch.decode_state`)."""
-        g = cls(d.group_id, d.state, d.previous_state, d.state_timestamp, d.generation, d.protocol_type,
-                d.protocol_name, d.leader, pending_members=dict.fromkeys(d.pending_members),
-                pending_sync=dict.fromkeys(d.pending_sync), new_member_added=d.new_member_added,
-                initial_delay=d.initial_delay, subscribed_topics=d.subscribed_topics, timers=dict(d.timers),
-                offsets=offsets, id_counter=d.id_counter, clock_ms=d.clock_ms,
-                persisted=d.persisted, directory=d.directory)  # type: ignore[arg-type]
-        for m in d.members:
-            g.members[m.member_id] = m
-            g._count(m, 1)
-            if m.group_instance_id is not None:
-                g.static_members[m.group_instance_id] = m.member_id
-        return g
-
-
-CURRENT = "current"
-"""Stored in place of the persisted group value when it equals the group as it is now (a Stable group), which
-keeps the stored state about a third smaller; decoding rebuilds it."""
-
-
-class GroupDoc(Struct):
-    """A group as stored (`to_doc`): its fields in this order, the members as arrays (`Member`), offsets apart."""
-
-    group_id: str
-    state: GroupState
-    previous_state: GroupState | None
-    state_timestamp: int
-    generation: int
-    protocol_type: str | None
-    protocol_name: str | None
-    leader: str | None
-    members: list[Member]
-    pending_members: list[str]
-    pending_sync: list[str]
-    new_member_added: bool
-    initial_delay: tuple[int, int] | None
-    subscribed_topics: list[str] | None
-    timers: list[tuple[str, int]]
-    id_counter: int
-    clock_ms: int
-    persisted: GroupMetadataValue | Literal["current"] | None
-    directory: list[str] | None

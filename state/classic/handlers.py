@@ -5,7 +5,7 @@ Java behaviour is taken and marked "Java:". Requests Kafka parks (JoinGroup unti
 SyncGroup until the leader's assignment) are kept on the member (`Member.join`/`Member.sync`) and answered when
 the group gets there, from whichever request or timer gets it there.
 
-The handlers have the one shape (`state.runtime.step`): (group, request, env) -> `CoordinatorResult`. They
+The handlers have the one shape (`state.handling.step`): (group, request, env) -> `CoordinatorResult`. They
 decide and change nothing themselves: they read the group and return records (`state.records`), responses and
 timer operations. Where Kafka's classic code reads what it just changed (a JoinGroup adds a member, then asks
 whether everyone has joined), the sub-results are composed with `then`, which replays one onto the group before
@@ -29,7 +29,8 @@ from schemas.messages import (
 from state import rules
 from state.classic import server_assignment
 from state.config import NEW_MEMBER_JOIN_TIMEOUT_MS
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
+from state.classic.replay import then
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
 from state.errors import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
@@ -65,7 +66,7 @@ from state.classic.records import (
     SyncReceived,
     group_record,
 )
-from state.runtime.timers import JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, Schedule, heartbeat_key, next_retention_check
+from state.handling.timers import JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, Schedule, heartbeat_key, next_retention_check
 from state.wire import join_response, parked_join_response, simple_response, sync_response
 
 EMPTY = GroupState.EMPTY

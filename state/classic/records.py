@@ -14,9 +14,15 @@ from schemas.messages import (
     GroupMetadataRecord,
     GroupMetadataValue,
     MemberMetadata,
+    OffsetCommitKey,
+    TxnOffsetCommitKey,
 )
 from state.classic.group import ClassicGroup, GroupState, Member, Parked
 from state.records import Record
+
+
+CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey)
+"""The keys of Kafka's classic records: a classic group's metadata and the offsets every kind commits."""
 
 
 def kafka_group_value(group: ClassicGroup, assignments: dict[str, str] | None = None) -> GroupMetadataValue:

@@ -1,19 +1,26 @@
-"""How a classic group changes: the replay of its in-memory records (`state.records`), one function a record type.
+"""How a classic group changes: `replay(group, record)`, its in-memory records (`state.records`) by type and its
+written ones (its group metadata value, its offsets) by key.
 
 Kafka's classic coordinator changes a group in memory; here each of those changes is a record, replayed by these
-functions and by nothing else (`state.runtime.replay` sends each record here by its type). The written records of a
-classic group (its group metadata value, its offsets) are replayed by `state.runtime.replay` itself.
+functions and by nothing else. The classic handlers compose with this replay (`then`); the runtime's replay
+(`state.runtime.replay`) sends each record of a classic group here. A classic group metadata record also replaces
+a consumer group without members (`written`, `replaced`), and a group's tombstone leaves the simple group of its
+offsets (`offsets_only`): the replays of the other kinds use these.
 """
-
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from msgspec import UNSET
 
+from schemas.messages import GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey
 from state.classic.group import ClassicGroup, GroupState, Member
 from state.errors import ReplayError
+from state.handling import step
+from state.handling.step import CoordinatorResult
+from state.offset_values import PendingOffset
 from state.classic.records import (
+    CLASSIC_KEYS,
     AssignmentsSet,
     GenerationStarted,
     GroupCreated,
@@ -33,8 +40,9 @@ from state.classic.records import (
     SyncParked,
     SyncReceived,
     kafka_group_value,
+    persisted_of,
 )
-from state.records import GroupLoaded
+from state.records import GroupLoaded, Record, offset_value_of
 
 
 def group_created(group: None, record: GroupCreated) -> ClassicGroup:
@@ -192,3 +200,87 @@ REPLAY: dict[type, Callable] = {
     AssignmentsSet: assignments_set,
 }
 """The classic group's in-memory records by type."""
+
+
+def replay(group: ClassicGroup | None, record: Any) -> ClassicGroup | None:
+    """Apply one record of this classic group: the group after it (None: the group metadata tombstone removed it,
+    and no offset is left)."""
+    kind = type(record)
+    apply = _BY_TYPE.get(kind)
+    if apply is None:
+        raise ReplayError(f"no replay for a record of type {kind.__name__}")
+    if group is None and kind not in _CREATING:
+        raise ReplayError(f"{kind.__name__} for a group that does not exist")
+    return apply(group, record)
+
+
+def then(group: Any, done: CoordinatorResult, more: CoordinatorResult) -> tuple[Any, CoordinatorResult]:
+    """`state.handling.step.then` with the classic replay: how a classic handler reads its own writes."""
+    return step.then(group, done, more, replay)
+
+
+def written(group: Any, record: Record) -> Any:
+    """A classic group's written record: its group metadata value (a consumer group without members is replaced by
+    the classic group it names: `replaced`; a tombstone leaves the group's offsets only: `offsets_only`), or an
+    offset, committed or pending in a transaction (every kind's offsets are Kafka's classic offset records)."""
+    key, value = record.key, record.value
+    if isinstance(key, GroupMetadataKey):
+        if group is None:
+            raise ReplayError("a group metadata record for a group that does not exist")
+        if not isinstance(group, ClassicGroup):
+            group = replaced(group, ClassicGroup(group.group_id), "a classic group metadata record")
+        if value is None:
+            return offsets_only(group)
+        group.persisted = persisted_of(value)  # type: ignore[arg-type]
+        group.directory = [value.directory.group_state, value.directory.protocol_type]  # type: ignore[union-attr]
+        return group
+    if isinstance(key, OffsetCommitKey):
+        if group is None:
+            raise ReplayError("an offset record for a group that does not exist")
+        tp = (key.topic, key.partition)
+        offsets = group.offsets
+        if value is None:  # Kafka's: the partition's committed offset and every pending one go
+            offsets.pop(tp, None)
+            for pending in [k for k in offsets.pending if k[1:] == tp]:
+                offsets.drop_pending(pending)
+        else:
+            offsets[tp] = offset_value_of(value)  # type: ignore[arg-type]
+            for pending in [v for k, v in offsets.pending.items() if k[1:] == tp and not v.superseded]:
+                pending.superseded = True  # Kafka: the later record offset stays committed
+                offsets.changed = True
+        return group
+    if isinstance(key, TxnOffsetCommitKey):
+        if group is None:
+            raise ReplayError("a transactional offset record for a group that does not exist")
+        pending_key = (key.producer_id, key.topic, key.partition)
+        if value is None:
+            group.offsets.drop_pending(pending_key)
+        else:
+            group.offsets.set_pending(pending_key, PendingOffset(offset_value_of(value)))  # type: ignore[arg-type]
+        return group
+    raise ReplayError(f"a {type(key).__name__} record is not a classic group's")
+
+
+def replaced(old: Any, new: Any, what: str) -> Any:
+    """`new` (empty) in place of `old`, a group without members, with its offsets and the runtime's timers and
+    clock; a group with members cannot be replaced by a record (a corrupt log, or a handler's bug)."""
+    if old.members or (isinstance(old, ClassicGroup) and (old.protocol_type or old.pending_members)):
+        raise ReplayError(f"{what} for group {old.group_id}, which has members of the other protocol")
+    new.offsets, new.timers, new.clock_ms = old.offsets, old.timers, old.clock_ms
+    if isinstance(new, ClassicGroup):
+        new.persisted = kafka_group_value(new)
+    return new
+
+
+def offsets_only(group: Any) -> ClassicGroup | None:
+    """What a group's tombstone leaves: nothing, or the simple group of its remaining offsets (pending ones too)."""
+    if not group.offsets and not group.offsets.pending:
+        return None
+    simple = ClassicGroup(group.group_id, offsets=group.offsets, timers=group.timers, clock_ms=group.clock_ms)
+    simple.persisted = kafka_group_value(simple)
+    return simple
+
+
+_BY_TYPE: dict[type, Callable] = {Record: written, **REPLAY}
+_CREATING: frozenset[type] = frozenset({GroupCreated, Record})
+"""The records that may apply to no group: they create one (a written record checks its own key)."""

@@ -2,9 +2,10 @@
 
 What is where (each module says why in its own docstring):
 
-- `group`: the group as its records leave it, and the rules read from it (Kafka's ConsumerGroup);
-- `member`: a member, its epochs and reconciliation state (Kafka's ConsumerGroupMember, MemberState);
-- `replay`: the only way a group changes, live and when loading (Kafka's GroupMetadataManager.replay);
+- `group`: the group and its members as their records leave them, and the rules read from them (Kafka's
+  ConsumerGroup; a member, its epochs and reconciliation state: ConsumerGroupMember, MemberState);
+- `replay`: the only way a group changes, live and when loading (Kafka's GroupMetadataManager.replay), and
+  `then`, how its handlers compose;
 - `records`: the records it writes (Kafka's record types 3-8 and 16) and their constructors;
 - `stored`: the group as the shell stores it (its records as compaction leaves them);
 - `handlers`: the consumer group's requests, timers and load in the core's runtime;
@@ -18,9 +19,9 @@ What is where (each module says why in its own docstring):
 
 The cluster's topics and regular-expression subscriptions are shared (`state.topics`).
 
-Handlers validate and return a `state.runtime.step.CoordinatorResult` (records, a response, timer operations); they never
+Handlers validate and return a `state.handling.step.CoordinatorResult` (records, a response, timer operations); they never
 change a group. Replaying the records is what changes it, as in Kafka's group coordinator. Nothing here reads a
 clock. What the consumer group shares with the classic one is the core's: its records' constructors and the one
 `RecordKey` union (`state.records`, `schemas.messages`), its settings (`state.config.CoordinatorConfig`, Kafka's
-`group.consumer.*`), its timer keys and operations (`state.runtime.timers`).
+`group.consumer.*`), its timer keys and operations (`state.handling.timers`).
 """

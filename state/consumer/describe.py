@@ -15,8 +15,7 @@ from schemas.consumer_group import (
     Member,
     TopicPartitions,
 )
-from state.consumer.group import ConsumerGroup
-from state.consumer.member import ConsumerGroupMember, Partitions
+from state.consumer.group import ConsumerGroup, ConsumerGroupMember, Partitions
 from state.topics.image import MetadataImage
 from state.errors import Errors
 

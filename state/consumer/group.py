@@ -1,4 +1,5 @@
-"""A consumer group as its records leave it, and the rules that read it: Kafka's ConsumerGroup (and ModernGroup).
+"""A consumer group and its members as their records leave them, and the rules that read them: Kafka's
+ConsumerGroup (and ModernGroup) and ConsumerGroupMember.
 
 The fields below the docstring's line change only in `state.consumer.replay` (the runtime's timers and offsets
 through `state.runtime.replay`, as a classic group's). The indexes after them (who holds
@@ -7,22 +8,104 @@ so handlers answer "is this partition free?" or "is the subscription homogeneous
 
 The group state is derived, as Kafka's `maybeUpdateGroupState`: Empty (no members), Assigning (the group epoch is
 ahead of the target assignment's), Reconciling (some member is not STABLE at the assignment epoch), Stable.
+
+A member (`ConsumerGroupMember`, `MemberState`) is immutable: a handler builds the next one with
+`dataclasses.replace`, and only replaying its records puts it into the group. Its partitions are kept per topic id,
+each with the epoch it was assigned at (KIP-1251, Kafka 4.3+): a commit from a member one epoch behind is still
+accepted for the partitions it held at that epoch (`state.consumer.offsets`).
 """
 
 from __future__ import annotations
 
 import enum
 from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from assignors.api import SubscriptionType
-from schemas.consumer_group import ConsumerGroupDirectoryEntry
-from state.consumer import records
-from state.consumer.member import ConsumerGroupMember, Partitions
+from schemas.consumer_group import ClassicMemberMetadata
 from state.topics.image import ResolvedRegularExpression
 from state.errors import CoordinatorError, Errors
 from state.offset_values import Offsets
-from state.records import Record
+
+PartitionEpochs = Mapping[str, Mapping[int, int]]
+"""topic id -> partition -> the epoch it was assigned to the member at."""
+Partitions = Mapping[str, frozenset[int]]
+"""topic id -> partitions (a target assignment, an ownership claim)."""
+
+
+class MemberState(enum.IntEnum):
+    """Kafka's MemberState, by the byte the current-assignment record stores."""
+
+    STABLE = 0
+    """Reconciled to its epoch; owns exactly its assigned partitions."""
+    UNREVOKED_PARTITIONS = 1
+    """Must revoke `partitions_pending_revocation` (acknowledged by leaving them out of a heartbeat) first."""
+    UNRELEASED_PARTITIONS = 2
+    """At the target epoch, but waits for partitions that other members have not released yet."""
+    UNKNOWN = 127
+    """A state a newer coordinator wrote: the member is fenced unless it comes back owning nothing."""
+
+    @classmethod
+    def of(cls, value: int) -> MemberState:
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    rebalance_timeout_ms: int = -1
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    """Sorted, as Kafka writes them."""
+    subscribed_topic_regex: str | None = None
+    server_assignor_name: str | None = None
+    assigned_partitions: PartitionEpochs = field(default_factory=dict)
+    partitions_pending_revocation: PartitionEpochs = field(default_factory=dict)
+    classic_member_metadata: ClassicMemberMetadata | None = None
+    """Set for a member of the classic protocol (JoinGroup/SyncGroup/Heartbeat) served inside a consumer group:
+    its session timeout and the protocols its JoinGroup offered (`state.consumer.migration`)."""
+    principal: str | None = None
+    """The authenticated principal that joined this member (None: joined through the control topic directly); our
+    extension, as a classic member's (`state.rules.authorize`)."""
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
+
+    @property
+    def regex(self) -> str | None:
+        """The member's regular expression, or None (Kafka treats "" as none)."""
+        return self.subscribed_topic_regex or None
+
+    def is_reconciled_to(self, target_epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == target_epoch
+
+    def assigned(self) -> Partitions:
+        return partitions_of(self.assigned_partitions)
+
+    def with_member_epoch(self, epoch: int, **changes: object) -> ConsumerGroupMember:
+        """Kafka's Builder.updateMemberEpoch: the current epoch becomes the previous one."""
+        return replace(self, previous_member_epoch=self.member_epoch, member_epoch=epoch, **changes)
+
+
+def partitions_of(epochs: PartitionEpochs) -> Partitions:
+    return {topic: frozenset(parts) for topic, parts in epochs.items() if parts}
+
+
+def same_partitions(a: PartitionEpochs, b: PartitionEpochs) -> bool:
+    """Kafka's hasAssignedPartitionsChanged, negated: the same partitions, whatever their assignment epochs."""
+    return partitions_of(a) == partitions_of(b)
+
 
 
 class ConsumerGroupState(enum.Enum):
@@ -62,7 +145,7 @@ class ConsumerGroup:
         self.server_assignors: Counter[str] = Counter()
         # -- what the runtime keeps with the group, beside the records (as `ClassicGroup` keeps the same) -------------
         self.timers: dict[str, int] = {}
-        """Timer key -> deadline (`state.runtime.timers`); not records, as in Kafka."""
+        """Timer key -> deadline (`state.handling.timers`); not records, as in Kafka."""
         self.offsets = Offsets()
         """The committed offsets: offset records, replayed as for a classic group, stored apart (`Offsets`)."""
         self.clock_ms = -1
@@ -140,26 +223,3 @@ def validate_delete(group: ConsumerGroup) -> None:
     """DeleteGroups deletes an Empty consumer group only (Kafka's ConsumerGroup.validateDeleteGroup)."""
     if group.state is not ConsumerGroupState.EMPTY:
         raise CoordinatorError(Errors.NON_EMPTY_GROUP, "The group is not empty.")
-
-
-def directory_record(group: ConsumerGroup) -> Record:
-    """The group-epoch record as it is, with the group's state now: what ListGroups is answered from."""
-    return records.group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
-                               ConsumerGroupDirectoryEntry(group.state.value, len(group.members)))
-
-
-def delete_records(group: ConsumerGroup) -> list[Record]:
-    """The tombstones that delete the group, in Kafka's order (ConsumerGroup.createGroupTombstoneRecords): current
-    and target assignments, the assignment epoch, subscriptions, resolved regular expressions, the subscription
-    metadata, the group epoch. Replaying them leaves no group."""
-    group_id = group.group_id
-    members = sorted(group.members)
-    return [
-        *(records.current_assignment_tombstone(group_id, m) for m in members),
-        *(records.target_assignment_tombstone(group_id, m) for m in sorted(group.target_assignment)),
-        records.target_assignment_epoch_tombstone(group_id),
-        *(records.member_subscription_tombstone(group_id, m) for m in members),
-        *(records.regular_expression_tombstone(group_id, r) for r in sorted(group.resolved_regexes)),
-        records.subscription_metadata_tombstone(group_id),
-        records.group_epoch_tombstone(group_id),
-    ]

@@ -1,4 +1,4 @@
-"""The consumer group's handlers as the runtime dispatches them, in the one shape (`state.runtime.step`).
+"""The consumer group's handlers as the runtime dispatches them, in the one shape (`state.handling.step`).
 
 `state.consumer.heartbeat` and `state.consumer.migration.classic_members` decide a request on the consumer group
 alone, as Kafka's GroupMetadataManager methods do; this module is what the runtime (`state.runtime.coordinator`)
@@ -23,8 +23,9 @@ from state.consumer.migration.conversion import upgrade_records, validate_online
 from state.classic.group import ClassicGroup
 from state.errors import CoordinatorError, Errors
 from state.records import GroupLoaded, HeartbeatOwed, Record, group_tombstone
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
-from state.runtime.timers import (
+from state.consumer.replay import then
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
+from state.handling.timers import (
     CONSUMER_SESSION_TIMEOUT_PREFIX,
     OFFSETS_EXPIRATION,
     Cancel,

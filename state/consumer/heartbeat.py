@@ -46,8 +46,15 @@ from schemas.messages import API_VERSIONS
 from state.consumer import records
 from state.config import CoordinatorConfig
 from state.consumer.migration.conversion import downgrade_record, validate_online_downgrade
-from state.consumer.group import ConsumerGroup, delete_records, subscription_type
-from state.consumer.member import ConsumerGroupMember, MemberState, Partitions, partitions_of, same_partitions
+from state.consumer.group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    Partitions,
+    partitions_of,
+    same_partitions,
+    subscription_type,
+)
 from state.consumer.assignment.reconciliation import is_subscription_consistent, reconcile, subscribed_topic_ids
 from state.topics.regex import InvalidRegularExpression, compile_regex, matching_topics
 from state.consumer.assignment.target import build_target_assignment
@@ -56,11 +63,11 @@ from state.topics.image import (
     kafka_uuid,
     metadata_hash,
 )
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
-from state.runtime.timers import (
+from state.handling.timers import (
     CONSUMER_JOIN_TIMEOUT_PREFIX,
     CONSUMER_REBALANCE_TIMEOUT_PREFIX,
     CONSUMER_REGEX_REFRESH,
@@ -198,8 +205,8 @@ def fence_members(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], 
         timers: list[TimerOperation] = []
         for member_id in sorted(group.members):
             timers += _cancel_member_timers(member_id, env)
-        return _result((*delete_records(group), downgrade_record(group, leaving[0].member_id, env.image, env.now_ms)),
-                       response, timers)
+        return _result((*records.delete_records(group),
+                        downgrade_record(group, leaving[0].member_id, env.image, env.now_ms)), response, timers)
     out: list[Record] = []
     for member in leaving:
         out += _remove_member(group.group_id, member.member_id)

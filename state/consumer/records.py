@@ -24,7 +24,7 @@ from schemas.consumer_group import (
     MemberTopicPartitions,
     TargetTopicPartitions,
 )
-from state.consumer.member import ConsumerGroupMember, PartitionEpochs, Partitions
+from state.consumer.group import ConsumerGroup, ConsumerGroupMember, PartitionEpochs, Partitions
 from state.records import Record
 from state.topics.image import ResolvedRegularExpression
 
@@ -127,3 +127,26 @@ def regular_expression(group_id: str, regex: str, resolved: ResolvedRegularExpre
 
 def regular_expression_tombstone(group_id: str, regex: str) -> Record:
     return Record(ConsumerGroupRegularExpressionKey(group_id, regex), None)
+
+
+def directory_record(group: ConsumerGroup) -> Record:
+    """The group-epoch record as it is, with the group's state now: what ListGroups is answered from."""
+    return group_epoch(group.group_id, group.group_epoch, group.metadata_hash,
+                       ConsumerGroupDirectoryEntry(group.state.value, len(group.members)))
+
+
+def delete_records(group: ConsumerGroup) -> list[Record]:
+    """The tombstones that delete the group, in Kafka's order (ConsumerGroup.createGroupTombstoneRecords): current
+    and target assignments, the assignment epoch, subscriptions, resolved regular expressions, the subscription
+    metadata, the group epoch. Replaying them leaves no group."""
+    group_id = group.group_id
+    members = sorted(group.members)
+    return [
+        *(current_assignment_tombstone(group_id, m) for m in members),
+        *(target_assignment_tombstone(group_id, m) for m in sorted(group.target_assignment)),
+        target_assignment_epoch_tombstone(group_id),
+        *(member_subscription_tombstone(group_id, m) for m in members),
+        *(regular_expression_tombstone(group_id, r) for r in sorted(group.resolved_regexes)),
+        subscription_metadata_tombstone(group_id),
+        group_epoch_tombstone(group_id),
+    ]

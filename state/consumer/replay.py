@@ -7,11 +7,16 @@
   once its target is gone (a log in any other order is not one this coordinator wrote: IllegalStateError).
 - The group-epoch tombstone (3) removes the group, which must have no member, no target and no assignment epoch.
 - A partition held by two members at once is a corrupt log too (Kafka's IllegalStateException).
+
+A consumer group and a classic group convert into each other (`state.consumer.migration`): `written` is a consumer
+group's record on a group of either protocol, and the consumer handlers compose (`then`) with a replay that sends a
+classic group's records to the classic replay (`state.classic.replay`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from msgspec import UNSET
 
@@ -26,10 +31,15 @@ from schemas.consumer_group import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
 )
-from state.consumer.group import ConsumerGroup
-from state.consumer.member import ConsumerGroupMember, MemberState
+from state.classic import replay as classic_replay
+from state.classic.group import ClassicGroup
+from state.classic.records import CLASSIC_KEYS
+from state.consumer.group import ConsumerGroup, ConsumerGroupMember, MemberState
+from state.errors import ReplayError
+from state.handling import step
+from state.handling.step import CoordinatorResult
 from state.topics.image import ResolvedRegularExpression
-from state.records import Record
+from state.records import HeartbeatOwed, Record, heartbeat_owed
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
@@ -79,6 +89,35 @@ def replay(group: ConsumerGroup | None, record: Record) -> ConsumerGroup | None:
             group.last_regex_refresh_ms = value.timestamp  # type: ignore[union-attr]
             group.last_regex_version = value.version  # type: ignore[union-attr]
     return group
+
+
+def written(group: ClassicGroup | ConsumerGroup | None, record: Record) -> ClassicGroup | ConsumerGroup | None:
+    """A consumer group's record on a group of either protocol: a classic group without members is replaced by
+    the consumer group (a consumer-group tombstone leaves a classic group as it is); the group's tombstone leaves
+    its offsets only (`state.classic.replay.offsets_only`)."""
+    if isinstance(group, ClassicGroup):
+        if record.value is None:
+            return group  # a consumer-group tombstone for a classic group: nothing of a consumer group is there
+        group = classic_replay.replaced(group, ConsumerGroup(group.group_id), "a consumer group record")
+    after = replay(group, record)
+    return classic_replay.offsets_only(group) if after is None and group is not None else after
+
+
+def then(group: Any, done: CoordinatorResult, more: CoordinatorResult) -> tuple[Any, CoordinatorResult]:
+    """`state.handling.step.then` with the replay the consumer handlers' records need: a consumer group's own,
+    a classic group's (the group they convert from or into: `state.classic.replay`), `HeartbeatOwed`."""
+    return step.then(group, done, more, _either_protocol)
+
+
+def _either_protocol(group: Any, record: Any) -> Any:
+    kind = type(record)
+    if kind is Record and not isinstance(record.key, CLASSIC_KEYS):
+        return written(group, record)
+    if kind is HeartbeatOwed:
+        if group is None:
+            raise ReplayError(f"{kind.__name__} for a group that does not exist")
+        return heartbeat_owed(group, record)
+    return classic_replay.replay(group, record)
 
 
 def _replay_subscription(group: ConsumerGroup, member_id: str, value: object) -> None:

@@ -1,6 +1,6 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset retention (KIP-211), after Kafka's OffsetMetadataManager.
 
-Handlers have the one shape (`state.runtime.step`): they validate, then return one offset record (or tombstone) per
+Handlers have the one shape (`state.handling.step`): they validate, then return one offset record (or tombstone) per
 partition; the offsets map changes only when those records are replayed (`state.runtime.replay.replay`).
 """
 
@@ -22,9 +22,11 @@ from schemas.messages import (
 )
 from state import rules
 from state.views import fast_answers
-from state.consumer.group import ConsumerGroup, delete_records
+from state.consumer.group import ConsumerGroup
+from state.consumer.records import delete_records
 from state.consumer.offsets import fetch_member_error, validate_offset_commit, validate_offset_fetch
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
+from state.consumer.replay import then
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
 from state.errors import (GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP, NONE,
                           UNSTABLE_OFFSET_COMMIT, CoordinatorError)
 from state.classic.group import ClassicGroup, GroupState
@@ -33,7 +35,7 @@ from state.offset_values import OffsetValue
 from state.classic.handlers import create_group, session
 from state.records import group_tombstone, offset_record, offset_tombstone
 from state.offsets import retention
-from state.runtime.timers import OFFSETS_EXPIRATION, Cancel, Schedule
+from state.handling.timers import OFFSETS_EXPIRATION, Cancel, Schedule
 from state.views.published import PublishedConsumerGroup, PublishedView
 from state.wire import simple_response
 

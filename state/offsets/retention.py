@@ -2,7 +2,7 @@
 
 Kafka's coordinator runs the retention check (KIP-211, `cleanupGroupMetadata`) over every group every
 `offsets.retention.check.interval.ms`. Here the check is a timer of the group (`OFFSETS_EXPIRATION`, at multiples of
-the interval: `state.runtime.timers.next_retention_check`), and a due timer is a call of the group through the query.
+the interval: `state.handling.timers.next_retention_check`), and a due timer is a call of the group through the query.
 Armed at every instant for every group, it called every group at each of them, whether or not it had anything to
 remove: about 60 s of state calls per 50,000 groups every ten minutes. It is armed instead at the first instant of
 that schedule at which the check would remove something of the group as it is (`next_check`): an offset past its
@@ -37,7 +37,7 @@ from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.offset_values import OffsetValue
 from state.records import HeartbeatOwed, Record
-from state.runtime.timers import OFFSETS_EXPIRATION, Cancel, Schedule, TimerOperation, next_retention_check
+from state.handling.timers import OFFSETS_EXPIRATION, Cancel, Schedule, TimerOperation, next_retention_check
 
 
 def retention_base(group: ClassicGroup | ConsumerGroup) -> Callable[[str, OffsetValue], int | None] | None:

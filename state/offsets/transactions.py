@@ -1,7 +1,7 @@
 """Transactional offset commits (KIP-98, KIP-447), after Kafka's OffsetMetadataManager: TxnOffsetCommit writes the
 offsets as pending, by producer id; the transaction's end marker commits them (COMMIT) or drops them (ABORT).
 
-Both have the one handler shape (`state.runtime.step`): records, replayed (`state.runtime.replay`), are the only
+Both have the one handler shape (`state.handling.step`): records, replayed (`state.runtime.replay`), are the only
 change. A pending offset is a record under its own key (`schemas.messages.TxnOffsetCommitKey`); the marker writes
 the committed offset record of each (COMMIT) and each one's tombstone, so a rebuild from the records topic comes
 back with the same committed and pending offsets.
@@ -34,7 +34,8 @@ from state.consumer.offsets import validate_offset_commit
 from state.errors import COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, CoordinatorError, Errors
 from state.offset_values import OffsetValue
 from state.records import offset_record, pending_offset_record, pending_offset_tombstone
-from state.runtime.step import NOTHING, CoordinatorResult, Env, then
+from state.consumer.replay import then
+from state.handling.step import NOTHING, CoordinatorResult, Env
 from state.views import fast_answers
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedView
 from state.wire import encode, simple_response

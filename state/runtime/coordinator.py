@@ -1,6 +1,6 @@
 """One group's coordinator: fire the due timers, then handle requests, each producing a `CoordinatorResult`.
 
-The handlers of every kind of group by API (`_HANDLERS`), each of the one shape (`state.runtime.step`), and what
+The handlers of every kind of group by API (`_HANDLERS`), each of the one shape (`state.handling.step`), and what
 the step loop (`state.batch.step_group`) calls: `fire_timers` and `handle`, pure functions of (group, timers or
 request, environment). It never reads a clock; the caller passes the time in `Env` and gets back the next deadline.
 The checks every group request shares (Kafka's API-level ones, and the group id) are made here, once, before a
@@ -19,7 +19,8 @@ from state.offsets import transactions
 from state.consumer import handlers as consumer
 from state.consumer.group import ConsumerGroup, validate_delete
 from state.runtime.directory import sync_directory
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, applied, then
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
+from state.runtime.replay import applied, then
 from state.errors import (
     GROUP_ID_NOT_FOUND,
     INCONSISTENT_GROUP_PROTOCOL,
@@ -29,7 +30,7 @@ from state.errors import (
     CoordinatorError,
 )
 from state.classic.group import ClassicGroup, GroupState
-from state.runtime.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, earliest, is_due
+from state.handling.timers import HEARTBEAT_PREFIX, JOIN, OFFSETS_EXPIRATION, SYNC, Cancel, earliest, is_due
 from state.share import admin as share_admin
 from state.share import handlers as share
 from state.share.group import ShareGroup

@@ -9,9 +9,10 @@ record, with the state as our extension; a share group: its group-epoch record w
 from __future__ import annotations
 
 from state.classic.group import ClassicGroup
-from state.consumer.group import ConsumerGroup, directory_record
+from state.consumer.group import ConsumerGroup
+from state.consumer.records import directory_record
 from state.classic.records import directory_changed, group_record
-from state.runtime.step import NOTHING, CoordinatorResult
+from state.handling.step import NOTHING, CoordinatorResult
 from state.share import records as share_records
 from state.share.group import ShareGroup
 
@@ -24,9 +25,8 @@ def sync_directory(group: ClassicGroup | ConsumerGroup | ShareGroup | None) -> C
         if directory_changed(group):
             return CoordinatorResult([group_record(group)])
     elif isinstance(group, ShareGroup):
-        if group.directory != [group.state.value, len(group.members)]:
-            return CoordinatorResult([share_records.group_epoch(group.group_id, group.group_epoch,
-                                                                group.metadata_hash, members=len(group.members))])
+        if share_records.directory_changed(group):
+            return CoordinatorResult([share_records.directory_record(group)])
     elif group is not None:
         state = group.state.value
         if group.directory is None or group.directory[0] != state:

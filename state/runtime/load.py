@@ -21,19 +21,19 @@ from typing import Iterable, Sequence
 
 import msgspec
 
-from schemas.messages import GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey
 from state.config import CoordinatorConfig
 from state.consumer import handlers as consumer
 from state.consumer.group import ConsumerGroup
-from state.runtime.replay import replay
 from state.classic.group import ClassicGroup
 from state.classic.handlers import create_group, prepare_rebalance, session
-from state.runtime.step import NOTHING, CoordinatorResult, Env, applied, then
+from state.classic.records import CLASSIC_KEYS
+from state.handling.step import NOTHING, CoordinatorResult, Env
+from state.runtime.replay import applied, replay, then
 from schemas.share_group import GroupConfigKey
 from state.share import handlers as share
 from state.share.group import ShareGroup
 from state.records import GroupLoaded, decode_record
-from state.runtime.timers import OFFSETS_EXPIRATION, Schedule, next_retention_check
+from state.handling.timers import OFFSETS_EXPIRATION, Schedule, next_retention_check
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,6 @@ def load(group_id: str, records: Iterable[tuple[bytes, bytes | None]], now_ms: i
     return Loaded(group, unreadable, configs)
 
 
-CLASSIC_KEYS = (GroupMetadataKey, OffsetCommitKey, TxnOffsetCommitKey)
-
-
 def _where(position: int, read_at: Sequence[tuple[int, int]]) -> str:
     if position < len(read_at) and read_at[position][1] >= 0:
         partition, offset = read_at[position]
@@ -91,7 +88,7 @@ def _where(position: int, read_at: Sequence[tuple[int, int]]) -> str:
 
 
 def on_loaded(group: ClassicGroup | ConsumerGroup | ShareGroup, env: Env) -> CoordinatorResult:
-    """Kafka's onLoaded, in the one handler shape (`state.runtime.step`)."""
+    """Kafka's onLoaded, in the one handler shape (`state.handling.step`)."""
     if isinstance(group, ConsumerGroup):
         return consumer.loaded(group, env)
     if isinstance(group, ShareGroup):

@@ -2,7 +2,7 @@
 `state.classic` and `state.consumer`.
 
 - `group`: the group and its share-partitions as their records leave them;
-- `replay`: the only way a group changes, live and when loading;
+- `replay`: the only way a group changes, live and when loading, and `then`, how its handlers compose;
 - `records`: the records it writes (Kafka's share-group record types) and their constructors;
 - `stored`: the group as the shell stores it (its records as compaction leaves them);
 - `handlers`: the share group's requests, internal requests and timers in the core's runtime;

@@ -24,8 +24,8 @@ from schemas.share_group import (
     DescribeShareGroupOffsetsResponseTopic,
 )
 from state.topics.image import MetadataImage
-from state.runtime.step import CoordinatorResult
-from state.runtime.timers import Cancel
+from state.handling.step import CoordinatorResult
+from state.handling.timers import Cancel
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.share.partitions import grant as grants

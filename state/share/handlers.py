@@ -1,4 +1,4 @@
-"""The share group's handlers as the runtime dispatches them, in the one shape (`state.runtime.step`), as
+"""The share group's handlers as the runtime dispatches them, in the one shape (`state.handling.step`), as
 `state.consumer.handlers` is the consumer group's.
 
 The handlers of `state.share` decide on the share group alone: (group, request, environment) ->
@@ -28,14 +28,14 @@ from schemas.share_group import (
 from schemas.messages import Request
 from state.errors import CoordinatorError, Errors
 from state.records import HeartbeatOwed
-from state.runtime.directory import sync_directory
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
+from state.share.replay import then
 from state.share import admin, configs, heartbeat
 from state.share.describe import share_group_describe
 from state.share import records as share_records
 from state.share.group import ShareGroup
 from state.share.partitions import holding
-from state.runtime.timers import Schedule
+from state.handling.timers import Schedule
 from state.wire import BadRequest, simple_response
 
 SHARE_APIS = frozenset({"ShareGroupHeartbeat", "ShareGroupDescribe", "DescribeShareGroupOffsets",
@@ -49,7 +49,9 @@ def _synced(group: object, result: CoordinatorResult, view_neutral: bool = False
     if result.records and not view_neutral:
         result = result + CoordinatorResult(view_changed=True)
     group, done = then(group, NOTHING, result)
-    return then(group, done, sync_directory(group))[1]
+    if isinstance(group, ShareGroup) and share_records.directory_changed(group):
+        group, done = then(group, done, CoordinatorResult([share_records.directory_record(group)]))
+    return done
 
 
 def _not_a_share_group(group: object) -> bool:

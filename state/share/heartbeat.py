@@ -32,15 +32,15 @@ from schemas.share_group import (
 )
 from state.config import CoordinatorConfig
 from state.topics.image import MetadataImage, metadata_hash, topic_ids
-from state.runtime import step
-from state.runtime.step import CoordinatorResult
+from state.handling import step
+from state.handling.step import CoordinatorResult
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
 from state.share import records
 from state.share.configs import ShareSettings
 from state.share.group import InitializedTopic, Partitions, ShareGroup, ShareGroupMember
-from state.runtime.timers import Cancel, Schedule, TimerOperation
+from state.handling.timers import Cancel, Schedule, TimerOperation
 
 SHARE_SESSION_TIMEOUT_PREFIX = "share-session-timeout:"
 """+ member id: a share member's session; it is fenced when it expires."""

@@ -30,7 +30,7 @@ from schemas.share_group import (
     TopicPartitionsInfo,
 )
 from state.records import Record
-from state.share.group import InitializedTopic, Partitions, ShareGroupMember, ShareSnapshot
+from state.share.group import InitializedTopic, Partitions, ShareGroup, ShareGroupMember, ShareSnapshot
 from state.share.partitions.partition import StateBatch
 
 
@@ -43,6 +43,17 @@ def group_epoch(group_id: str, epoch: int, metadata_hash: int, members: int | No
     directory = UNSET if members is None else ShareGroupDirectoryEntry("Stable" if members else "Empty", members)
     return Record(ShareGroupMetadataKey(group_id), ShareGroupMetadataValue(
         epoch=epoch, metadata_hash=metadata_hash, directory=directory))
+
+
+def directory_changed(group: ShareGroup) -> bool:
+    """Whether the group's state or member count changed since its last group-epoch record that said them
+    (the directory sync, `state.runtime.directory`)."""
+    return group.directory != [group.state.value, len(group.members)]
+
+
+def directory_record(group: ShareGroup) -> Record:
+    """Its group-epoch record again, with its state and member count (ListGroups' directory)."""
+    return group_epoch(group.group_id, group.group_epoch, group.metadata_hash, members=len(group.members))
 
 
 def group_epoch_tombstone(group_id: str) -> Record:

@@ -7,11 +7,15 @@ coordinator's for a share-partition's snapshot.
   removes it, once its current assignment is gone.
 - The group-epoch tombstone (11) removes the group, which must have no member and no target.
 - A snapshot (100) replaces its share-partition whole; its tombstone removes it.
+
+A group id is of one kind at a time: `written` is a share group's record on a group of any kind (a classic group
+with nothing in it gives way; no other does). The share handlers compose (`then`) with this replay.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from msgspec import UNSET
 
@@ -26,7 +30,11 @@ from schemas.share_group import (
     SharePartitionSnapshotKey,
     ShareTopicPartitions,
 )
-from state.records import Record
+from state.classic.group import ClassicGroup
+from state.errors import ReplayError
+from state.handling import step
+from state.handling.step import CoordinatorResult
+from state.records import HeartbeatOwed, Record, heartbeat_owed
 from state.share.partitions.grant import Grant
 from state.share.group import InitializedTopic, Partitions, ShareGroup, ShareGroupMember, ShareSnapshot
 from state.share.records import SharePartitionWanted
@@ -100,6 +108,37 @@ def replay(group: ShareGroup | None, record: Record | SharePartitionWanted) -> S
     else:
         raise IllegalStateError(f"not a share group's record: {type(key).__name__}")
     return group
+
+
+def written(group: Any, record: Record) -> ShareGroup | Any:
+    """A share group's record: a group id has one kind at a time, and no share group replaces another kind (Kafka
+    refuses the share APIs on a classic or consumer group); a classic group with nothing in it (no members, no
+    offsets) is the only one that gives way."""
+    if group is not None and not isinstance(group, ShareGroup):
+        if record.value is None:
+            return group
+        if group.members or group.offsets or (isinstance(group, ClassicGroup) and (group.protocol_type or
+                                                                                  group.pending_members)):
+            raise ReplayError(f"a share group record for group {group.group_id}, which is of another kind")
+        group = None
+    return replay(group, record)
+
+
+def then(group: Any, done: CoordinatorResult, more: CoordinatorResult) -> tuple[Any, CoordinatorResult]:
+    """`state.handling.step.then` with the replay the share handlers' records need: a share group's own records,
+    `SharePartitionWanted`, `HeartbeatOwed`."""
+    return step.then(group, done, more, _share_handlers)
+
+
+def _share_handlers(group: Any, record: Any) -> Any:
+    kind = type(record)
+    if kind is Record:
+        return group if type(record.key) is GroupConfigKey else written(group, record)
+    if kind is not HeartbeatOwed and kind is not SharePartitionWanted:
+        raise ReplayError(f"no replay for a record of type {kind.__name__}")
+    if group is None:
+        raise ReplayError(f"{kind.__name__} for a group that does not exist")
+    return heartbeat_owed(group, record) if kind is HeartbeatOwed else replay(group, record)
 
 
 def _replay_subscription(group: ShareGroup, member_id: str, value) -> None:

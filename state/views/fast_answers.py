@@ -33,14 +33,16 @@ from state.classic.group import ClassicGroup
 from state.consumer.group import ConsumerGroup
 from state.consumer.offsets import commit_member
 from state.records import HeartbeatOwed
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer, then
-from state.runtime.timers import consumer_session_timeout_key
+from state.consumer import replay as consumer_replay
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
+from state.handling.timers import consumer_session_timeout_key
 from state.share.heartbeat import share_session_timeout_key
 from state.errors import NONE, CoordinatorError
 from state.classic.handlers import heartbeat
 from state.views.published import PublishedConsumerGroup, PublishedGroup, PublishedShareGroup, PublishedView
 from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from state.share import handlers as share
+from state.share import replay as share_replay
 from state.share.group import ShareGroup
 from state.wire import simple_response
 
@@ -210,7 +212,7 @@ def _errors(given: CommitAnswer) -> str:
 def liveness(group: ClassicGroup | ConsumerGroup | ShareGroup | None, request: Liveness,
              env: Env) -> CoordinatorResult:
     """Each member heard, as its Heartbeat at the time it was heard (never later than now), in the one handler shape
-    (`state.runtime.step`): its session restarted from then where the coordinator accepts it, no answer sent (the
+    (`state.handling.step`): its session restarted from then where the coordinator accepts it, no answer sent (the
     gateway answered), and what the gateway answered beside what the coordinator decided (`FastAnswer`)."""
     done = NOTHING
     for heard in request.members:
@@ -232,7 +234,8 @@ def liveness(group: ClassicGroup | ConsumerGroup | ShareGroup | None, request: L
                 decided = result.response.error_code  # type: ignore[union-attr]
             checked = kept + CoordinatorResult(fast_answers=[FastAnswer("Heartbeat", heard.member_id,
                                                                         heard.answered, decided)])
-        group, done = then(group, done, checked)
+        compose = share_replay.then if isinstance(group, ShareGroup) else consumer_replay.then  # its kind's replay
+        group, done = compose(group, done, checked)
     return done
 
 

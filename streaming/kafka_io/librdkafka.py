@@ -13,13 +13,17 @@ tansu specifics handled here: a consumer's fetch is held at the broker for its f
 and a new assignment waits for the fetch in flight, so the reader's wait is short and it unassigns when its range
 is read (no fetch runs between tasks). But tansu's memory storage lists every record batch of the partition on each
 fetch and stops listing when the fetch's wait is spent, so a wait shorter than that list returns nothing: the wait
-grows with the log (`fetch_wait_ms`; docs/operations-streaming.md "The second cliff").
+grows with the log (`fetch_wait_ms`; docs/operations-streaming.md "The second cliff"). And a tansu fetch that has
+read what was there and still has bytes left lists the partition again for records that arrived meanwhile, as long
+as its bytes last: under a steady flow of requests a read asked for 50 MB held tansu for its whole wait. So a read
+asks for about the bytes of its range (`fetch_bytes`), learnt from the reads before it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from typing import Iterator, Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -50,15 +54,63 @@ def fetch_wait_ms(end: int) -> int:
     return wait
 
 
-def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 10) -> Consumer:
-    """One consumer per purpose, configuration and fetch wait in this process; assignment is manual, nothing is
-    committed."""
-    key = _key(purpose, {**config, "fetch.wait.max.ms": wait_ms})
+RECORD_OVERHEAD = 10
+"""Bytes a record adds to its key and value as tansu counts a fetch's bytes: its record data, not the batches'
+61-byte headers (one-record batches of a 42-byte value counted 51 bytes each, measured; on the wire they are 112).
+Kafka counts whole batches, so there a sized fetch is smaller than the range and the read fetches again, which
+costs Kafka nothing more than a fetch."""
+FETCH_BYTES_MIN, FETCH_BYTES_MAX = 4 * 1024, 16 * 1024 * 1024
+"""Above 5 MiB tansu gives 5 MiB (a rebuild's read of the records topic); Kafka gives up to the asked."""
+_bytes_per_offset: dict[tuple[str, int], float] = {}
+"""(topic, partition) -> bytes an offset took in the last read of it in this process."""
+
+
+def fetch_bytes(topic: str, partition: int, start: int, end: int) -> int:
+    """The fetch size (librdkafka's `fetch.max.bytes`) for reading offsets `[start, end)`: the bytes an offset took in
+    the last read of the partition (as tansu counts them, `RECORD_OVERHEAD`; 512 before the first read), times the range's offsets, rounded
+    up to the next of steps an eighth apart (a consumer per step and purpose), between `FETCH_BYTES_MIN` and
+    `FETCH_BYTES_MAX`. Rounded up: a fetch that asks for less than the range needs a second one, which starts at the
+    log's end with bytes left and lists the partition for new records until they are spent; a little more than the
+    range is most often taken by records already past its end (they arrive while the batch is planned), at no extra
+    list."""
+    wanted = (end - start) * _bytes_per_offset.get((topic, partition), 512.0)
+    size = FETCH_BYTES_MIN
+    while size < wanted and size < FETCH_BYTES_MAX:
+        size = size * 9 // 8
+    return min(size, FETCH_BYTES_MAX)
+
+
+SIZED_KEPT = 8
+"""Consumers of a sized fetch kept in a process (the most recently used): a run's ranges take a few sizes at a time."""
+_sized: OrderedDict[tuple, None] = OrderedDict()
+
+
+def _learn(topic: str, partition: int, offsets: int, size: int) -> None:
+    if offsets > 0:
+        _bytes_per_offset[(topic, partition)] = size / offsets
+
+
+def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 10,
+                    max_bytes: int | None = None) -> Consumer:
+    """One consumer per purpose, configuration, fetch wait and fetch size (`max_bytes`; librdkafka's default when
+    None) in this process; assignment is manual, nothing is committed."""
+    sized: dict[str, object] = {} if max_bytes is None else {
+        "fetch.max.bytes": max_bytes, "max.partition.fetch.bytes": max_bytes,
+        "message.max.bytes": max(1000, min(max_bytes, 1_000_000))}
+    key = _key(purpose, {**config, "fetch.wait.max.ms": wait_ms, **sized})
     with _lock:
         consumer = _consumers.get(key)
+        if sized:
+            _sized[key] = None
+            _sized.move_to_end(key)
+            while len(_sized) > SIZED_KEPT:  # the least recently used size goes; closed aside (a fetch in flight)
+                old = _consumers.pop(_sized.popitem(last=False)[0], None)
+                if old is not None:
+                    threading.Thread(target=old.close, daemon=True).start()
         if consumer is None:
             consumer = _consumers[key] = Consumer({
-                **confluent_config(config), "logger": log, "group.id": f"spark-group-coordinator-{purpose}",
+                **confluent_config(config), **sized, "logger": log,
+                "group.id": f"spark-group-coordinator-{purpose}",
                 "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error",
                 # tansu holds a fetch for its full wait when there is no data, and a new assignment waits for it
                 "fetch.wait.max.ms": wait_ms, "enable.partition.eof": True,
@@ -93,17 +145,21 @@ def read_range(config: Mapping[str, object], topic: str, partition: int, start: 
     """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see
     `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange` and says why the read never gives up),
     with the consumer cached for `purpose`."""
-    consumer = cached_consumer(purpose, config, fetch_wait_ms(end))
+    consumer = cached_consumer(purpose, config, fetch_wait_ms(end), fetch_bytes(topic, partition, start, end))
     consumer.assign([TopicPartition(topic, partition, start)])
+    size = [0]
     try:
-        yield from _consume(consumer, topic, partition, start, end, wait_log_s)
+        yield from _consume(consumer, topic, partition, start, end, wait_log_s, size)
+        _learn(topic, partition, end - start, size[0])
     finally:
         consumer.unassign()
 
 
 def _consume(consumer: Consumer, topic: str, partition: int, start: int, end: int,
-             wait_log_s: float) -> Iterator[tuple]:
+             wait_log_s: float, size: list[int] | None = None) -> Iterator[tuple]:
+    """The records of `[start, end)`; `size[0]` adds up their bytes as tansu counts a fetch's (`RECORD_OVERHEAD`)."""
     waiting = ReadWait(f"{topic}-{partition}", end, wait_log_s)
+    size = size if size is not None else [0]
     position = -1
     while position + 1 < end:
         # `consume` returns when it has as many messages as asked for, or at its timeout: ask for no more than the
@@ -124,7 +180,11 @@ def _consume(consumer: Consumer, topic: str, partition: int, start: int, end: in
             position = message.offset()
             if position >= end:
                 return
-            yield (partition, position, message.timestamp()[1], message.key(), message.value())
+            key, value = message.key(), message.value()
+            headers = message.headers()
+            size[0] += RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0) + (
+                sum(len(k) + len(v or b"") + 2 for k, v in headers) if headers else 0)
+            yield (partition, position, message.timestamp()[1], key, value)
         waiting.check(max(position + 1, start))
 
 

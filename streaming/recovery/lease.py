@@ -396,6 +396,14 @@ class Lease:
             else f", from {previous.holder}: no renewal read for {quiet_s:.2f} s")
         log.info("took the lease on %s (epoch %d, holder %s%s)", self.settings.key, self._epoch, self.holder, after)
 
+    @_requires(LeaseStatus.WATCHING)
+    def held_elsewhere(self) -> bool:
+        """Whether another driver holds the lease, once this driver can tell: as soon as a live holder's renewal is
+        read (True), or once the lease is free as `acquire` judges it (False), which for a checkpoint never leased is
+        a timeout after watching began. A driver asks before work that must not be done while another driver runs the
+        query on its checkpoint, but must not be done under the lease either (a rebuild's loads)."""
+        return self._wait_free(report_held=True) is None
+
     def _wait_free(self, report_held: bool) -> float | None:
         """The moment the lease was found free; with `report_held`, None as soon as another driver holds it."""
         with self._changed:

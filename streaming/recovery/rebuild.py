@@ -63,8 +63,9 @@ def latest_records(client: Mapping[str, object], topic: str, reader: str = "kafk
 
 
 def read_ahead(client: Mapping[str, object], topic: str, reader: str) -> tuple[dict[bytes, Latest], dict[int, int]]:
-    """The records topic read before the driver holds the lease (reading changes nothing; only publishing the loads
-    must wait for the lease): `rebuild(ahead=...)` then reads only what was written since."""
+    """The records topic read while the driver's Spark session starts and it watches the lease (reading changes
+    nothing): `rebuild(ahead=...)` then reads only what was written since. `coordinator run` publishes the loads
+    before it takes the lease too, once it has seen that no other driver holds it."""
     started = time.monotonic()
     positions: dict[int, int] = {}
     latest = latest_records(client, topic, reader, positions)

@@ -126,3 +126,45 @@ def test_a_stopped_querys_share_groups_read_from_its_state(coordinator):
     out = io.StringIO()
     assert main(["--checkpoint", "/nowhere", "--list"], transport=offline, out=out, err=err) == 0
     assert out.getvalue() == "s\n"
+
+
+def test_a_stopped_querys_share_partition_state_batch_by_batch(coordinator):
+    """`--describe --state-batches` with `--checkpoint`: each share-partition's durable state (state epoch, start
+    offset, the gateway holding it) and its in-flight batches with their delivery state and count, as the share
+    coordinator's state holds them; a share-partition without batches is one row."""
+    from admin.offline import CheckpointTransport
+
+    heartbeat(coordinator, "m1", 0, subscribed_topic_names=["foo"])
+    t = coordinator.transport()
+    taken = t.request("s", {"api": "ShareGrant", "request_id": "g", "group_id": "s", "holder": "gw-1", "partitions": [
+        {"topic_id": FOO, "partition": p, "operation": "take", "epoch": -1} for p in (0, 1)]}, 5)["partitions"]
+    epochs = {p["partition"]: p["epoch"] for p in taken}
+    # partition 0: 45-53 delivered once, 45-49 accepted, the rest released; then 50-53 again: 53 rejected
+    updates = [(0, 40, [(45, 49, 2, 1), (50, 53, 0, 1)]), (0, 40, [(50, 52, 0, 2), (53, 53, 4, 2)]), (1, 7, [])]
+    for p, start, batches in updates:
+        coordinator.handle("s", json.dumps({
+            "api": "ShareUpdate", "request_id": f"u{p}-{start}-{len(batches)}", "group_id": "s", "holder": "gw-1",
+            "partitions": [{"topic_id": FOO, "partition": p, "grant_epoch": epochs[p], "state_epoch": 1,
+                            "start_offset": start, "state_batches": [
+                                {"first_offset": f, "last_offset": last, "delivery_state": state,
+                                 "delivery_count": count} for f, last, state, count in batches]}]}).encode())
+    t.request("s", {"api": "ShareGrant", "request_id": "r", "group_id": "s", "holder": "gw-1", "partitions": [
+        {"topic_id": FOO, "partition": 1, "operation": "release", "epoch": epochs[1]}]}, 5)
+    offline = CheckpointTransport({g: s for g, s in coordinator._states.items() if s is not None})
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--checkpoint", "/nowhere", "--describe", "--group", "s", "--state-batches"], transport=offline,
+                out=out, err=err) == 0, err.getvalue()
+    rows = [line.split() for line in out.getvalue().strip().split("\n")]
+    assert rows == [
+        ["GROUP", "TOPIC", "PARTITION", "STATE-EPOCH", "START-OFFSET", "HOLDER", "FIRST-OFFSET", "LAST-OFFSET",
+         "DELIVERY-STATE", "DELIVERY-COUNT"],
+        ["s", "foo", "0", "1", "40", "gw-1", "45", "49", "ACKNOWLEDGED", "1"],
+        ["s", "foo", "0", "1", "40", "gw-1", "50", "52", "AVAILABLE", "2"],
+        ["s", "foo", "0", "1", "40", "gw-1", "53", "53", "ARCHIVED", "2"],
+        ["s", "foo", "1", "1", "7", "-", "-", "-", "-", "-"]]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--checkpoint", "/nowhere", "--describe", "--group", "nope", "--state-batches"], transport=offline,
+                out=out, err=err) == 1
+    assert "Share group 'nope' does not exist." in err.getvalue()
+    code, _, err_text = cli(coordinator, "--describe", "--group", "s", "--state-batches")
+    assert code == 1 and "[state-batches] reads a stopped query's state" in err_text

@@ -29,11 +29,12 @@ from state.config import CoordinatorConfig
 from state.consumer.group import ConsumerGroup
 from state.consumer.stored import snapshot
 from state.runtime.replay import replay
-from state.runtime.step import CoordinatorResult, Env, applied
+from state.handling.step import CoordinatorResult, Env
+from state.runtime.replay import applied
 from state.errors import Errors
 from state.classic.group import ClassicGroup
 from state.runtime.load import load
-from state.runtime.timers import Cancel
+from state.handling.timers import Cancel
 from state.views.published import encode_view, view_of
 from state.wire import BadRequest, decode_request
 from tests.state.schemas import validate_record, validate_request, validate_response, validator

@@ -14,14 +14,15 @@ from state.runtime import coordinator
 from state.batch import step_group
 from state.errors import ReplayError
 from state.runtime.replay import replay
-from state.runtime.step import Env, applied
+from state.handling.step import Env
+from state.runtime.replay import applied
 from state.errors import Errors
 from state.classic.group import GroupState, IllegalTransition, Member
 from state.offset_values import OffsetValue
 from state.runtime.load import load
 from state.classic.records import MemberAdded, StateChanged
 from state.records import GroupLoaded, Record, group_tombstone, offset_record
-from state.runtime.timers import JOIN, SYNC, Schedule, heartbeat_key
+from state.handling.timers import JOIN, SYNC, Schedule, heartbeat_key
 from state.wire import decode_request
 from tests.state.context import GroupContext
 

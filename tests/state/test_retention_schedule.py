@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from state.config import CoordinatorConfig
 from state.classic.group import GroupState
-from state.runtime.timers import OFFSETS_EXPIRATION
+from state.handling.timers import OFFSETS_EXPIRATION
 from tests.state.context import GroupContext, subscription
 
 INTERVAL = 600_000

@@ -13,7 +13,7 @@ import pytest
 import streaming
 
 from state.api import StoredGroup
-from state.runtime.timers import is_due as core_is_due
+from state.handling.timers import is_due as core_is_due
 from streaming.bucket_deadlines import (
     BucketSchedule,
     buckets_to_call,
@@ -209,7 +209,7 @@ def test_a_resumed_call_publishes_an_unchanged_deadline_and_a_plain_one_does_not
 
 def test_no_other_part_of_the_job_asks_the_core_about_deadlines():
     """The stores, the index, the state call, the timers topic and the source ask `streaming.bucket_deadlines`,
-    which alone asks the core (`state.runtime.timers`' `is_due` and `earliest`)."""
+    which alone asks the core (`state.handling.timers`' `is_due` and `earliest`)."""
     root = Path(streaming.__file__).parent
     asking = [str(path.relative_to(root)) for path in sorted(root.rglob("*.py"))
               if path.name != "bucket_deadlines.py"

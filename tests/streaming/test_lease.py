@@ -319,3 +319,90 @@ def test_a_stopped_active_driver_halts_before_the_standby_takes_over_and_never_w
             if job.proc is not None and job.proc.poll() is None:
                 os.killpg(job.proc.pid, signal.SIGCONT)
             job.stop()
+
+
+def _loads_and_lease_times(broker: str, props: dict[str, str], holder_pid: int) -> tuple[list[int], list[int]]:
+    """The LoadGroup records' timestamps in the control topic (the driver's clock, CreateTime), and the `time_ms` of
+    every lease record the driver with process id `holder_pid` wrote, in log order."""
+    from tests.support.kafka import read_topic
+
+    loads = [r.timestamp for r in read_topic(broker, props["topic.requests"])
+             if r.value.startswith(b'{"api":"LoadGroup"')]
+    leased = [json.loads(r.value)["time_ms"] for r in read_topic(broker, props["topic.lease"])
+              if r.key == checkpoint_key(props["checkpoint.location"]).encode()
+              and LeaseRecord.decode(r.value).holder.split("/")[1] == str(holder_pid)]
+    return loads, leased
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1200)
+@pytest.mark.xdist_group("driver-jvm")  # tests/conftest.py
+def test_a_rebuild_publishes_its_loads_before_it_takes_a_free_lease_and_a_standby_only_after_taking_over(
+        broker, tmp_path, drivers):
+    """Issue 35: a million-member rebuild publishes ~0.5 GB of loads to the broker its lease renewals go to, and on a
+    loaded host two of two halted on their own lease while publishing. `coordinator run --rebuild-from-records` now
+    publishes while it still watches the lease, once it has seen that no other driver holds it: every load is older
+    than its first lease record. A driver that finds the lease held stands by without publishing (the holder may be
+    running the query on the checkpoint), and publishes only once it has taken over a checkpoint without progress."""
+    from client import protocol
+    from deploy.drills.fleet import Wire
+    from deploy.drills.harness import JobProcess, job_properties
+    from tests.state.context import GroupContext
+    from tests.support.kafka import producer
+
+    group = GroupContext(group_id="rebuilt")
+    leader = group.stable_group(3)[0]
+    group.commit({("orders", 0): 41}, leader, group.group.generation)
+
+    def population(props: dict[str, str]) -> None:
+        ensure_topics({"bootstrap_servers": broker}, props)
+        out = producer(broker)
+        for key, value in group.records:
+            out.send(props["topic.records"], key=key, value=value)
+        out.flush()
+
+    def offsets(props: dict[str, str]) -> dict:
+        wire = Wire(broker, props["topic.requests"], props["topic.responses"])
+        try:
+            request_id = wire.send(protocol.offset_fetch("rebuilt", [("orders", 0)]))
+            wire.flush()
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                for raw in wire.poll(100):
+                    if (body := json.loads(raw)).get("request_id") == request_id:
+                        return protocol.fetched_offsets(body)
+            raise TimeoutError(f"no answer to {request_id}")
+        finally:
+            wire.close()
+
+    # The lease free: loads first, then the lease.
+    free = job_properties(broker, tmp_path / "free")
+    population(free)
+    job = JobProcess(free, tmp_path / "job-free", extra_args=["--rebuild-from-records"])
+    try:
+        job.start().wait_running()
+        assert offsets(free) == {("orders", 0): (41, "")}
+        loads, leased = _loads_and_lease_times(broker, free, job.proc.pid)
+    finally:
+        job.stop()
+    assert len(loads) == 1 and leased, (loads, leased)
+    assert max(loads) <= min(leased), "the rebuild published its loads after it took the lease"
+    assert "lost the lease" not in job.log_text()
+
+    # The lease held by another driver: no load while standing by; after the takeover, the lease, then the loads.
+    held = job_properties(broker, tmp_path / "held")
+    population(held)
+    holder = drivers(held, "holding")
+    job = JobProcess(held, tmp_path / "job-held", extra_args=["--rebuild-from-records"])
+    try:
+        job.start().wait_standby()
+        assert _loads_and_lease_times(broker, held, job.proc.pid) == ([], [])
+        holder.proc.stdin.close()
+        assert holder.line() == "released"
+        job.wait_running()
+        assert offsets(held) == {("orders", 0): (41, "")}
+        loads, leased = _loads_and_lease_times(broker, held, job.proc.pid)
+    finally:
+        job.stop()
+    assert len(loads) == 1 and leased, (loads, leased)
+    assert min(loads) >= min(leased), "the standby published its loads before it held the lease"

@@ -24,11 +24,11 @@ GROUPS = 2_000
 MEMBERS = 10
 
 
-def population() -> dict[str, list[tuple[bytes, bytes]]]:
+def population(**join: int) -> dict[str, list[tuple[bytes, bytes]]]:
     """group_id -> its records (a Stable group of MEMBERS with one committed offset per member), as the job writes
-    them: the same group under GROUPS ids."""
+    them: the same group under GROUPS ids. `join`: the members' JoinGroup settings (`session=`)."""
     template = GroupContext(group_id="template")
-    leader = template.stable_group(MEMBERS)[0]
+    leader = template.stable_group(MEMBERS, **join)[0]
     template.commit({("orders", i): 100 + i for i in range(MEMBERS)}, leader, template.group.generation)
     group = template.group
     out = {}
@@ -108,3 +108,68 @@ def test_loads_published_before_a_retention_check_leave_nothing_due(coordinator,
     assert sorted(loaded) == sorted(groups)
     due = [g for g, group in loaded.items() if min(group.timers.values()) <= group.clock_ms]
     assert due == []
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.xdist_group("driver-jvm")  # tests/conftest.py
+def test_a_takeover_after_kill_9_brings_back_a_population_byte_for_byte(spark, broker, tmp_path):
+    """Issue 35's takeover with a preloaded population: 2,000 groups of 10 members rebuilt by `coordinator run
+    --rebuild-from-records`, a standby on its checkpoint, the active driver killed -9. Once the standby answers, every
+    group in the checkpoint is byte for byte what it was before the kill, and what the core makes of its load from
+    the records topic at the time the query loaded it (members, generation, offsets, every deadline): the
+    takeover lost nothing and changed nothing (no group was due; the members' sessions are 10 minutes, so none
+    expires while the test runs)."""
+    from client import protocol
+    from deploy.drills.fleet import Wire
+    from deploy.drills.harness import JobProcess, create_topics, job_properties
+
+    groups = population(session=600_000)
+    props = job_properties(broker, tmp_path / "checkpoint", overrides={"max.requests.per.trigger": "50000"})
+    create_topics(props)
+    out = producer(broker)
+    for records in groups.values():
+        for key, value in records:
+            out.send(props["topic.records"], key=key, value=value)
+    out.flush()
+    active = JobProcess(props, tmp_path / "active", extra_args=["--rebuild-from-records"])
+    standby = JobProcess(props, tmp_path / "standby")
+    wire = None
+    try:
+        active.start().wait_running()
+        standby.start().wait_standby()
+        deadline = time.monotonic() + 600
+        while sum(m.get("requests_in") or 0 for m in active.metrics()) < GROUPS:
+            assert time.monotonic() < deadline and active.alive(), active.log_text()[-3000:]
+            time.sleep(0.5)
+        before = stored_groups(spark, props["checkpoint.location"], groups)
+        assert sorted(before) == sorted(groups)
+        active.kill()
+        wire = Wire(broker, props["topic.requests"], props["topic.responses"])
+        request_id = wire.send(protocol.describe_group("not-in-the-population"))
+        wire.flush()
+        deadline = time.monotonic() + 600
+        while not any(json.loads(raw).get("request_id") == request_id for raw in wire.poll(100)):
+            assert time.monotonic() < deadline and standby.alive(), standby.log_text()[-3000:]
+        assert "took the lease" in standby.log_text()
+    finally:
+        if wire is not None:
+            wire.close()
+        active.kill()
+        standby.stop()
+    after = stored_groups(spark, props["checkpoint.location"], groups)
+    assert [g for g in groups if after.get(g) != before[g]] == []
+
+    config = CoordinatorConfig.from_properties(props)
+    loads = {r.key.decode(): r for r in read_topic(broker, props["topic.requests"])
+             if r.value.startswith(b'{"api":"LoadGroup"')}
+    assert sorted(loads) == sorted(groups)
+
+    def offline(group_id: str, clock_ms: int):
+        load = loads[group_id]
+        return step_group(group_id, None, [load.value], clock_ms, config, request_times_ms=[load.timestamp]).stored(
+            None)
+
+    assert [g for g, stored in after.items() if stored != offline(g, decode_state(stored).clock_ms)] == []
+    first = decode_state(after["g0"])
+    assert first.state.value == "Stable" and len(first.members) == MEMBERS
+    assert {tp: o.offset for tp, o in first.offsets.items()} == {("orders", i): 100 + i for i in range(MEMBERS)}

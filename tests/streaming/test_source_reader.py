@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 import time
 import uuid
@@ -129,6 +130,36 @@ def test_the_newest_records_of_a_partition_of_many_batches_are_read(broker):
     read.start()
     read.join(300)  # not a timing: a read that never ends fails here rather than hanging the suite
     assert [row["value"] for row in rows] == [f"r-{i}".encode() for i in range(29_995, 30_000)]
+
+
+def test_a_read_asks_the_broker_for_about_its_range_not_the_log_after_it(broker):
+    """tansu answers a fetch with every batch it holds from the fetch's offset on until the fetch's bytes are spent,
+    and while bytes are left it lists the partition again for records that arrived meanwhile: a read asking for
+    librdkafka's default (50 MB) held tansu for its whole wait under a steady flow of requests. The read asks for
+    the bytes its range took in the read before (rounded up an eighth at most), so the broker's answer ends at the
+    range's end and not at the log's, although the log goes on well past it."""
+    from confluent_kafka import Producer
+
+    from common.markers import _last_offset, fetch_raw
+    from streaming.kafka_io import librdkafka
+
+    topic = new_topic(broker, "sized", 1)
+    producer = Producer({"bootstrap.servers": broker, "linger.ms": 0, "batch.num.messages": 1})
+    for i in range(1000):  # one record a batch, as the gateway appends requests
+        producer.produce(topic, json.dumps({"api": "Heartbeat", "request_id": f"r-{i:04d}"}).encode(), partition=0)
+    producer.flush()
+    r = reader(broker, topic, "confluent")
+    assert [row["offset"] for row in rows_of(r.read(KafkaRange(topic, 0, 0, 200)))] == list(range(200))
+    asked = librdkafka.fetch_bytes(topic, 0, 200, 400)
+    host, _, port = broker.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sized = _last_offset(fetch_raw(sock, topic, 0, 200, 1, max_bytes=asked))
+        unsized = _last_offset(fetch_raw(sock, topic, 0, 200, 2, max_bytes=50 * 1024 * 1024))
+    assert unsized == 999  # the whole log after the offset
+    # about the range: the size is rounded up an eighth at most, and the read counts a record a few bytes larger
+    # than tansu does (the unsized fetch went 600 offsets past the range)
+    assert sized is not None and 399 <= sized < 400 + 200 // 4, (sized, asked)
+    assert [row["offset"] for row in rows_of(r.read(KafkaRange(topic, 0, 200, 400)))] == list(range(200, 400))
 
 
 def test_max_offsets_per_trigger_caps_each_batch_across_partitions(broker, topic):

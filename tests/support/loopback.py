@@ -22,7 +22,7 @@ from client.transport import PendingRequests, send_and_wait
 from state.batch import TOPIC_METADATA_GROUP, StoredGroup, route, step_group
 from state.config import CoordinatorConfig
 from state.views.directory import GroupDirectory
-from state.runtime.timers import is_due
+from state.handling.timers import is_due
 
 
 class LoopbackCoordinator:

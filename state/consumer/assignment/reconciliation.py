@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from state.consumer.member import ConsumerGroupMember, MemberState, PartitionEpochs, Partitions
+from state.consumer.group import ConsumerGroupMember, MemberState, PartitionEpochs, Partitions
 from state.topics.image import MetadataImage, topic_ids
 from state.errors import CoordinatorError, Errors
 

@@ -14,22 +14,13 @@ records are written in the same order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import Mapping
 
-from assignors.api import Cluster, GroupSpec, MemberSubscription, SubscriptionType
-from assignors.consumer_protocol import TopicPartitions
+from assignors.api import Cluster, GroupSpec, MemberSubscription, ServerAssignor, SubscriptionType
 from state.consumer import records
-from state.consumer.member import ConsumerGroupMember, Partitions
+from state.consumer.group import ConsumerGroupMember, Partitions
 from state.topics.image import MetadataImage
 from state.records import Record
-
-
-class ServerAssignor(Protocol):
-    """What a server-side assignor of `assignors.registry` offers (Kafka's ConsumerGroupPartitionAssignor)."""
-
-    name: str
-
-    def assign_group(self, cluster: Cluster, group: GroupSpec) -> dict[str, TopicPartitions]: ...
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ the same steps (`heartbeat.update_and_reconcile`: subscription, group epoch, tar
 answered at once with its member epoch as the generation; its SyncGroup gets its assigned partitions; its Heartbeat
 says REBALANCE_IN_PROGRESS when it must rejoin (the group epoch moved on, it must revoke, or the partitions it
 waited for are free). Its session is its own session timeout; it must rejoin within its rebalance timeout once told
-to, and sync within it after a join, or it is fenced (`state.runtime.timers`' consumer join and sync timeouts).
+to, and sync within it after a join, or it is fenced (`state.handling.timers`' consumer join and sync timeouts).
 
 Pure, as the heartbeat: (group, request, env) -> `CoordinatorResult`; the runtime applies it.
 """
@@ -34,7 +34,8 @@ from state.consumer.migration.conversion import (
     downgrade_record,
     validate_online_downgrade_with_replaced_member,
 )
-from state.consumer.group import ConsumerGroup, delete_records
+from state.consumer.group import ConsumerGroup, ConsumerGroupMember, MemberState, Partitions
+from state.consumer.records import delete_records
 from state.consumer.heartbeat import (
     _cancel_member_timers,
     _result,
@@ -43,14 +44,13 @@ from state.consumer.heartbeat import (
     fence_members,
     update_and_reconcile,
 )
-from state.consumer.member import ConsumerGroupMember, MemberState, Partitions
 from state.consumer.replay import replay
 from state.consumer.stored import snapshot
 from state.topics.image import kafka_uuid
 from state.errors import CoordinatorError, Errors
 from state.records import Record
 from state.rules import authorize_member
-from state.runtime.timers import (
+from state.handling.timers import (
     Cancel,
     Schedule,
     TimerOperation,
@@ -58,7 +58,7 @@ from state.runtime.timers import (
     consumer_session_timeout_key,
     consumer_sync_timeout_key,
 )
-from state.runtime.step import NOTHING, CoordinatorResult, Env, answer
+from state.handling.step import NOTHING, CoordinatorResult, Env, answer
 from state.wire import join_response, simple_response, sync_response
 
 MEMBER_ID_REQUIRED_VERSION = 4

@@ -33,8 +33,7 @@ from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, GroupMetadat
     MemberMetadata
 from state.consumer import records
 from state.config import CoordinatorConfig
-from state.consumer.group import ConsumerGroup
-from state.consumer.member import ConsumerGroupMember, MemberState, Partitions
+from state.consumer.group import ConsumerGroup, ConsumerGroupMember, MemberState, Partitions
 from state.topics.image import MetadataImage
 from state.errors import CoordinatorError, Errors
 from state.classic.group import ClassicGroup

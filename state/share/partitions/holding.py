@@ -22,7 +22,7 @@ from schemas.share_group import (
     ShareGrantResponse,
     ShareUpdateRequest,
 )
-from state.runtime.step import CoordinatorResult
+from state.handling.step import CoordinatorResult
 from state.errors import Errors
 from state.records import Record
 from state.share.partitions import grant as grants
@@ -31,7 +31,7 @@ from state.share.group import ShareGroup, SharePartitionKey, ShareSnapshot
 from state.share.heartbeat import Env
 from state.share.view import holder_config
 from state.share.partitions.partition import UNRESOLVED, PersistedState, RecordState, StateBatch, UpdateRefused, apply_update
-from state.runtime.timers import Cancel, Schedule, TimerOperation
+from state.handling.timers import Cancel, Schedule, TimerOperation
 
 SHARE_LEASE_PREFIX = "share-lease:"
 """+ topic id:partition: a share-partition's lease; it is freed when it fires."""

@@ -10,8 +10,8 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from gateway.protocol.batches import log_batches
 from gateway.share.log import EARLIEST, LATEST, PartitionLog, UpstreamReads
-from gateway.upstream.log_reads import log_batches
 from gateway.upstream.broker import UpstreamSecurity
 
 

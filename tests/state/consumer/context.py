@@ -23,9 +23,9 @@ from state.consumer.group import ConsumerGroup
 from state.consumer.heartbeat import Env, consumer_group_heartbeat, on_timer
 from state.consumer.replay import replay
 from state.topics.image import EMPTY_IMAGE, MetadataImage
-from state.runtime.step import CoordinatorResult as Result
+from state.handling.step import CoordinatorResult as Result
 from state.records import Record
-from state.runtime.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
+from state.handling.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
 from state.wire import encode
 from tests.state.consumer.support import MockAssignor, assignment
 from tests.state.schemas import validate_record, validator
@@ -171,7 +171,7 @@ def build_group(ctx: ConsumerContext, epoch: int, members: Iterable, targets: di
     target defaults to its assigned partitions), replayed into the context. The metadata hash is the one of the
     members' subscribed topics in the context's image, so the group is up to date with it."""
     from state.consumer import records
-    from state.consumer.member import partitions_of
+    from state.consumer.group import partitions_of
     from state.topics.image import metadata_hash
 
     members = list(members)

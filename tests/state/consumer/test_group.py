@@ -14,8 +14,8 @@ from assignors.api import SubscriptionType
 from schemas.consumer_group import ConsumerGroupDescribeRequest
 from state.consumer import records
 from state.consumer.describe import consumer_group_describe
-from state.consumer.group import ConsumerGroupState, delete_records, subscription_type, validate_delete
-from state.consumer.member import MemberState
+from state.consumer.group import ConsumerGroupState, MemberState, subscription_type, validate_delete
+from state.consumer.records import delete_records
 from state.consumer.offsets import validate_offset_commit, validate_offset_fetch
 from state.consumer.replay import IllegalStateError, replay
 from state.errors import CoordinatorError, Errors

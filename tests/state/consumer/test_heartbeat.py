@@ -11,8 +11,7 @@ import pytest
 
 from state.consumer import records
 from state.config import CoordinatorConfig
-from state.consumer.group import ConsumerGroupState
-from state.consumer.member import ConsumerGroupMember, MemberState
+from state.consumer.group import ConsumerGroupMember, ConsumerGroupState, MemberState
 from state.topics.image import kafka_uuid, metadata_hash
 from state.errors import Errors
 from tests.state.consumer.context import CLIENT_HOST, CLIENT_ID, ConsumerContext, build_group, error, fields, ok

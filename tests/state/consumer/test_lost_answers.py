@@ -10,7 +10,7 @@ answers, so what a member without a full request is left with is the client's to
 
 from __future__ import annotations
 
-from state.consumer.member import ConsumerGroupMember, MemberState
+from state.consumer.group import ConsumerGroupMember, MemberState
 from tests.state.consumer.context import CLIENT_HOST, CLIENT_ID, ConsumerContext, build_group, fields, ok
 from tests.state.consumer.support import assignment, epochs, image
 

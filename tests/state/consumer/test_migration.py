@@ -20,11 +20,10 @@ from assignors.consumer_protocol import (
     encode_subscription,
 )
 from state.config import CoordinatorConfig
-from state.consumer.group import ConsumerGroup
-from state.consumer.member import MemberState
+from state.consumer.group import ConsumerGroup, MemberState
 from state.errors import Errors
 from state.classic.group import ClassicGroup, GroupState
-from state.runtime.timers import (
+from state.handling.timers import (
     HEARTBEAT_PREFIX,
     JOIN,
     consumer_join_timeout_key,

@@ -21,7 +21,7 @@ from state.errors import Errors
 from state.views.fast_answers import consumer_heartbeat_from_view
 from state.classic.group import ClassicGroup
 from state.runtime.load import load
-from state.runtime.timers import consumer_session_timeout_key
+from state.handling.timers import consumer_session_timeout_key
 from state.views.published import decode_view, encode_view, view_of
 from tests.state.consumer.support import topic_id
 from tests.state.context import GroupContext

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from state.consumer.member import ConsumerGroupMember, MemberState, partitions_of
+from state.consumer.group import ConsumerGroupMember, MemberState, partitions_of
 from state.consumer.assignment.reconciliation import reconcile, subscribed_topic_ids
 from state.errors import CoordinatorError, Errors
 from tests.state.consumer.support import assignment, epochs, image, topic_id

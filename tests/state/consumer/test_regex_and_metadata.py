@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from schemas.consumer_group import TopicMetadata, TopicMetadataTopic
 from state.consumer import records
-from state.consumer.member import MemberState
+from state.consumer.group import MemberState
 from state.topics.image import ResolvedRegularExpression, apply_topic_metadata, metadata_hash
-from state.runtime.timers import CONSUMER_REGEX_REFRESH
+from state.handling.timers import CONSUMER_REGEX_REFRESH
 from tests.state.consumer.context import ConsumerContext, build_group, fields, ok
 from tests.state.consumer.support import assignment, image, topic_id
 from tests.state.consumer.test_heartbeat import G, IMAGE, M1, M2, member

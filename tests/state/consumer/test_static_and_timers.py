@@ -10,10 +10,10 @@ import pytest
 
 from state.consumer import records
 from state.consumer.heartbeat import Env, on_loaded
-from state.consumer.member import MemberState
+from state.consumer.group import MemberState
 from state.topics.image import metadata_hash
 from state.errors import Errors
-from state.runtime.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
+from state.handling.timers import Schedule, consumer_rebalance_timeout_key, consumer_session_timeout_key
 from tests.state.consumer.context import ConsumerContext, build_group, error, fields, ok
 from tests.state.consumer.support import assignment, epochs, image
 from tests.state.consumer.test_heartbeat import G, IMAGE, M1, M2, M3, member, two_members

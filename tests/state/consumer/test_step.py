@@ -16,7 +16,7 @@ from state.classic.group import ClassicGroup
 from state.views.directory import GroupDirectory
 from state.views.fast_answers import consumer_heartbeat_from_view
 from state.offline import answer, list_groups
-from state.runtime.timers import OFFSETS_EXPIRATION, consumer_rebalance_timeout_key, consumer_session_timeout_key
+from state.handling.timers import OFFSETS_EXPIRATION, consumer_rebalance_timeout_key, consumer_session_timeout_key
 from state.views.published import decode_view, encode_view, view_of
 from tests.state.consumer.support import topic_id
 from tests.state.context import GroupContext

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from assignors.api import SubscriptionType
 from state.consumer import records
-from state.consumer.member import ConsumerGroupMember
+from state.consumer.group import ConsumerGroupMember
 from state.consumer.assignment.target import build_target_assignment
 from tests.state.consumer.support import MockAssignor, assignment, image, topic_id
 

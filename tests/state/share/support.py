@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from schemas.share_group import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from state.config import CoordinatorConfig
 from state.topics.image import MetadataImage, TopicImage
-from state.runtime.step import CoordinatorResult
+from state.handling.step import CoordinatorResult
 from state.share import heartbeat
 from state.share.group import ShareGroup
 from state.share.replay import replay
-from state.runtime.timers import Schedule
+from state.handling.timers import Schedule
 
 T = 1_700_000_000_000
 FOO, BAR = "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"

@@ -1,6 +1,6 @@
 """Timer keys, deadlines and operations, as Kafka's CoordinatorTimer: one deadline per key, re-arming replaces it.
 
-A handler asks for timers with `Schedule(key, deadline_ms)` and `Cancel(key)` in its result (`state.runtime.step`);
+A handler asks for timers with `Schedule(key, deadline_ms)` and `Cancel(key)` in its result (`state.handling.step`);
 keys come from the names and functions below. All timers of a group
 live in `ClassicGroup.timers` (key -> deadline in ms); the shell is called back at the earliest one (`earliest`). A
 timer fires when now >= deadline (`is_due`, Java's MockCoordinatorTimer boundary). These two rules are the core's; the

@@ -3,9 +3,9 @@
 A handler reads the group and the request, decides, and returns what it decided: the records to write (replayed,
 they are the change), the responses, and the timer operations. It assigns nothing to the group, fills nothing it was
 given, and writes to no context; the step loop (`state.runtime.coordinator`) applies the result with `applied`:
-each record is replayed onto the group (`state.runtime.replay.replay`, the only code that changes a group), each
-timer operation is applied to the group's timers, the responses are sent. As Kafka's GroupMetadataManager methods
-return a `CoordinatorResult` that its runtime replays.
+each record is replayed onto the group (`state.runtime.replay.replay`, which sends it to its kind's replay, the
+only code that changes a group), each timer operation is applied to the group's timers, the responses are sent. As
+Kafka's GroupMetadataManager methods return a `CoordinatorResult` that its runtime replays.
 
     def offset_delete(group, request: OffsetDeleteRequest, env: Env) -> CoordinatorResult:
         if group is None:
@@ -17,7 +17,10 @@ Where a handler must read its own writes mid-way (Kafka's runtime replays each r
 next one runs; a classic JoinGroup that adds a member and then asks whether everyone has joined), it composes
 sub-results explicitly: `group, done = then(group, done, sub)` replays `sub` onto the group and passes it on, with
 the two results as one; what was replayed so is not replayed again by the step loop. A group is a value the call
-passes on: after `then`, the group to read is the one it returned.
+passes on: after `then`, the group to read is the one it returned. Each kind's handlers compose with their own
+kind's replay (`state.classic.replay.then`, `state.consumer.replay.then`, `state.share.replay.then`), which knows
+every record they write, a change of kind included; `applied` and `then` here take the replay to use, so this
+shape, which every kind is written in, knows none of them.
 
 `Env` is what a handler reads besides the group and the request: the time, the configuration, the cluster's topics
 (`image`, decoded on first use), the group's scheduled timers (Kafka's `timer.isScheduled`), the server-side
@@ -27,18 +30,19 @@ assignors, how long the request waited for its batch, the group id's configs and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Callable, Mapping
 
+from assignors.api import ServerAssignor
 from schemas.messages import Response
 from state.config import CoordinatorConfig
 from state.errors import CoordinatorError, Errors
-from state.runtime.replay import replay
-from state.runtime.timers import Cancel, Schedule, TimerOperation
+from state.handling.timers import Cancel, Schedule, TimerOperation
+from state.records import Record
 from state.topics.image import EMPTY_IMAGE, MetadataImage, decode_image_row
 
-if TYPE_CHECKING:
-    from state.consumer.assignment.target import ServerAssignor
-    from state.runtime.replay import AnyRecord
+Replay = Callable[[Any, Any], Any]
+"""`replay(group, record) -> group`: a kind's (`state.classic.replay.replay`, ...) or the runtime's, which sends a
+record of any group to its kind's (`state.runtime.replay.replay`)."""
 
 
 @dataclass(slots=True)
@@ -49,7 +53,8 @@ class CoordinatorResult:
     job counts: members whose session ran out, and requests a gateway answered from a view, as the coordinator
     checked them (`state.views.fast_answers.FastAnswer`)."""
 
-    records: list[AnyRecord] = field(default_factory=list)
+    records: list = field(default_factory=list)
+    """Written records (`state.records.Record`) and in-memory ones (`state.records`, `state.classic.records`)."""
     responses: list[Response] = field(default_factory=list)
     timers: list[TimerOperation] = field(default_factory=list)
     members_expired: int = 0
@@ -72,8 +77,6 @@ class CoordinatorResult:
     @property
     def written(self) -> list:
         """The records for the records topic (the in-memory ones left out)."""
-        from state.records import Record
-
         return [r for r in self.records if isinstance(r, Record)]
 
     def __add__(self, other: CoordinatorResult) -> CoordinatorResult:
@@ -109,10 +112,10 @@ def answer(response: Response, *timers: TimerOperation) -> CoordinatorResult:
     return CoordinatorResult([], [response], list(timers), 0, [])
 
 
-def applied(group: Any, result: CoordinatorResult) -> Any:
-    """The group after `result`: its records replayed, its timer operations applied (a timer of a group the records
-    removed goes with it), from where `then` left it when part of it was replayed on the way. The step loop's one
-    way to take a result."""
+def applied(group: Any, result: CoordinatorResult, replay: Replay) -> Any:
+    """The group after `result`: its records replayed with `replay`, its timer operations applied (a timer of a
+    group the records removed goes with it), from where `then` left it when part of it was replayed on the way. The
+    step loop's one way to take a result (with the runtime's replay: `state.runtime.replay.applied`)."""
     records, timers = result.replayed
     if records or timers:
         group = result.after
@@ -129,9 +132,11 @@ def applied(group: Any, result: CoordinatorResult) -> Any:
     return group
 
 
-def then(group: Any, done: CoordinatorResult, more: CoordinatorResult) -> tuple[Any, CoordinatorResult]:
-    """`done` and `more` as one result, replayed onto `group` (which holds `done` so far): the group to read next,
-    and the result, which the step loop will not replay again."""
+def then(group: Any, done: CoordinatorResult, more: CoordinatorResult,
+         replay: Replay) -> tuple[Any, CoordinatorResult]:
+    """`done` and `more` as one result, replayed onto `group` (which holds `done` so far) with `replay`: the group
+    to read next, and the result, which the step loop will not replay again. A kind's handlers call their kind's
+    (`state.classic.replay.then`, ...), which passes its replay."""
     if done is NOTHING:
         result = more
     elif more is NOTHING:
@@ -140,7 +145,7 @@ def then(group: Any, done: CoordinatorResult, more: CoordinatorResult) -> tuple[
         result = done + more
     if result.is_replayed():
         return (result.after if result.replayed != (0, 0) else group), result
-    group = applied(group, result)
+    group = applied(group, result, replay)
     return group, CoordinatorResult(result.records, result.responses, result.timers, result.members_expired,
                                     result.fast_answers, (len(result.records), len(result.timers)), group,
                                     result.view_changed)
