@@ -130,9 +130,10 @@ class PartitionLog:
             await self._read_upstream(self.cached_end, max(max_bytes, READ_BYTES), isolation_level)
         return self.cached_from(offset, max_bytes)
 
-    async def poll(self, isolation_level: int = 0) -> bool:
-        """Read what was appended after what is held (a long poll's wake-up); True when there was something."""
-        end = self.cached_end
+    async def poll(self, offset: int, isolation_level: int = 0) -> bool:
+        """Read what was appended after what is held, or from `offset` when nothing is held (the log had nothing
+        from there yet): a long poll's wake-up; True when there was something."""
+        end = self.cached_end if self._batches else offset
         if end < 0:
             return False
         await self._read_upstream(end, READ_BYTES, isolation_level)
