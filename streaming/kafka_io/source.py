@@ -63,7 +63,8 @@ from common.markers import gaps, read_markers
 from state.api import TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, marker_request, route
 from streaming.bucket_deadlines import RETENTION_RECHECK, buckets_to_call
 from streaming.buckets import bucket_of
-from streaming.kafka_io.kafka_clients import ReadWait, cached_consumer, chosen_client, high_watermarks
+from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
+from streaming.kafka_io.read_wait import ReadWait
 from streaming.kafka_io.timer_schedule import TimerSchedule
 from streaming.kafka_io.topic_watch import TopicWatch
 from streaming.kafka_io.view_marks import ViewMarks
@@ -326,7 +327,7 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
     (`streaming.kafka_io.kafka_clients.chosen_client`).
 
     The read never gives up on records the broker said are there: it waits, with a line every `wait_log_ms`
-    (`streaming.kafka_io.kafka_clients.ReadWait`). A read that failed after a timeout stopped the query under
+    (`streaming.kafka_io.read_wait.ReadWait`). A read that failed after a timeout stopped the query under
     sustained load, and the restarted query would have planned the same range again.
 
     Offsets can have holes (transaction markers, compaction); only records deleted by retention count as data loss:
