@@ -53,6 +53,7 @@ from state.share.partitions.partition import (
     validate_acknowledgement_batches,
 )
 from state.handling.timers import earliest, is_due
+from state.views.txn_proof import TxnClaim, TxnEntry, request_entry, txn_claim, txn_settles
 from state.views.published import (MARK_KEY, PublishedGroup, PublishedShareGroup, PublishedView, decode_mark,
                                    decode_view, encode_mark)
 from state.wire import BadRequest, decode_request, encode, error_response
@@ -80,6 +81,8 @@ __all__ = [
     "StoredGroup",
     "TOPIC_METADATA_GROUP",
     "TRANSACTIONS_GROUP",
+    "TxnClaim",
+    "TxnEntry",
     "acknowledge",
     "acquire",
     "append_error",
@@ -112,6 +115,7 @@ __all__ = [
     "next_lock_deadline",
     "pending_member_id",
     "read_properties",
+    "request_entry",
     "release_member",
     "resolve_start_offset",
     "route",
@@ -119,5 +123,7 @@ __all__ = [
     "step_group",
     "upgrade_state",
     "validate_acknowledgement_batches",
+    "txn_claim",
     "txn_commit_from_view",
+    "txn_settles",
 ]

@@ -234,7 +234,7 @@ def step_group(
     group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int, config: CoordinatorConfig,
     request_times_ms: Sequence[int] | None = None, resumed: bool = False, read_offsets: OffsetsReader | None = None,
     topics: bytes | None = None,
-    position: tuple[int, int] | None = None,
+    position: tuple[int, int] | None = None, recheck_retention: bool = False,
 ) -> GroupStep:
     """Never raises. A request whose handling fails unexpectedly is dead-lettered and the whole step is re-run
     from `stored` without it, so a failure cannot leave half a change behind.
@@ -252,14 +252,19 @@ def step_group(
     every session when a coordinator loads a group after a failover; so does a resumed call.
 
     `position`: the requests-topic (partition, offset) of the last of `requests`; a view published by this call
-    carries it with the group's offsets where they can answer an OffsetFetch (`_fetch_position`)."""
+    carries it with the group's offsets where they can answer an OffsetFetch (`_fetch_position`).
+
+    `recheck_retention`: the retention configuration may be shorter than the one the group's retention check was
+    armed under (a query started with a shorter `offsets.retention.minutes`): the check is armed again under
+    `config`, at the first check instant after `now_ms` at which it would remove something, as Kafka applies its
+    configuration at every check (`state.offsets.retention`)."""
     if group_id == TOPIC_METADATA_GROUP:
         return _step_topics(stored, requests)
     failed: dict[int, str] = {}
     while True:
         try:
             return _step(group_id, stored, requests, now_ms, config, failed, request_times_ms, resumed,
-                         read_offsets, topics, position)
+                         read_offsets, topics, position, recheck_retention)
         except _RequestFailed as exc:
             failed[exc.index] = exc.reason
         except Exception as exc:  # noqa: BLE001 - the state itself cannot be processed: keep it untouched
@@ -278,7 +283,7 @@ class _RequestFailed(Exception):
 def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], now_ms: int,
           config: CoordinatorConfig, failed: dict[int, str], request_times_ms: Sequence[int] | None, resumed: bool,
           read_offsets: OffsetsReader | None, topics: bytes | None,
-          position: tuple[int, int] | None) -> GroupStep:
+          position: tuple[int, int] | None, recheck_retention: bool = False) -> GroupStep:
     group, persisted_current, configs = _decode_stored(stored, read_offsets)
     offsets_before = None if group is None else group.offsets
     clock = group.clock_ms if group is not None else -1
@@ -289,7 +294,8 @@ def _step(group_id: str, stored: StoredGroup | None, requests: Sequence[bytes], 
     members_expired = 0
     view_changed = False
 
-    retention_moved = False  # a record of this step may have moved the group's next retention check earlier
+    # a record of this step may have moved the group's next retention check earlier, or the configuration did
+    retention_moved = recheck_retention
     changed_at = now_ms  # when the group last changed by a record: every check after it sees the group as it ends
     at_ms, waited_ms = now_ms, 0
 

@@ -57,6 +57,14 @@ def buckets_to_call(due: Iterable[int], buckets: int, first_of_run: bool) -> lis
     return list(range(buckets)) if first_of_run else sorted(due)
 
 
+RETENTION_RECHECK = b"offsets.retention shortened"
+"""The key of the timer rows of a query run's first new batch when the run's `offsets.retention.minutes` is shorter
+than the one the checkpoint's last batch ran with (the source compares them, `kafka_io.source`): such a call steps
+every group of its bucket once, so that each group's retention check is armed again under the shorter retention,
+as Kafka applies its configuration at every check. A longer retention needs nothing: a check armed early removes
+nothing and is armed again."""
+
+
 def deadline_record(bucket: int, deadline_ms: int | None) -> tuple[bytes, bytes | None]:
     """The timers topic's (key, value) for a bucket's deadline; a None value is a tombstone (no deadline)."""
     return str(bucket).encode(), None if deadline_ms is None else str(deadline_ms).encode()

@@ -168,6 +168,7 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                 .option("failOnDataLoss", props["fail.on.data.loss"])
                 .option("timersTopic", topics.timers)
                 .option("buckets", str(buckets))
+                .option("offsetsRetentionMs", str(CoordinatorConfig.from_properties(props).offsets_retention_ms))
                 .options(**({} if rehearsal else {"viewsTopic": topics.views}))
                 # a standby's rehearsal reads, but does not write, the active driver's control topic
                 .option("topicMetadataRefreshMs", "0" if rehearsal else topic_metadata_refresh_ms(props))

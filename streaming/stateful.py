@@ -35,7 +35,7 @@ from state.api import (
     deliver_markers,
     step_group,
 )
-from streaming.bucket_deadlines import deadline_record, is_due, publishes
+from streaming.bucket_deadlines import RETENTION_RECHECK, deadline_record, is_due, publishes
 from streaming.kafka_io.sink import FAST_APIS, FAST_COUNTED_AS, GROUP_STATES, SUMMARY_COLUMNS, OutputRow
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
@@ -87,6 +87,9 @@ class GroupStore(Protocol):
 
     def due(self, now_ms: int) -> Iterable[str]:
         """Groups that may have a deadline due (the caller checks each against `Held.deadline`)."""
+
+    def group_ids(self) -> Iterable[str]:
+        """Every group the bucket holds (a retention recheck's, `bucket_deadlines.RETENTION_RECHECK`)."""
 
     def prefetch(self, group_ids: Sequence[str]) -> None:
         """The groups `read` is about to be asked for, in that order (a store may read them all at once)."""
@@ -177,30 +180,38 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
                 stats: CallStats) -> list[OutputRow]:
     """Step every group of the bucket that has requests (`rows`, in (partition, offset) order) or a due deadline."""
     by_group: dict[str, list[Input]] = {}
+    recheck = False
     for row in rows:
         if row.group_id is not None:
             by_group.setdefault(row.group_id, []).append(row)
         else:  # a timer row only makes Spark call the bucket
             stats.timer_rows += 1
+            recheck = recheck or row.key == RETENTION_RECHECK
     out: list[OutputRow] = []
     topic_rows = by_group.pop(TOPIC_METADATA_GROUP, [])
     marker_rows = by_group.pop(TRANSACTIONS_GROUP, [])
-    group_ids = sorted(by_group.keys() | set(store.due(now_ms)))
+    called = by_group.keys() | set(store.due(now_ms))
+    if recheck:  # every group once, its retention check armed again under this run's retention
+        called |= set(store.group_ids()) - {TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP}
+    group_ids = sorted(called)
     store.prefetch([TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, *group_ids])
     topics = _bucket_topics(store, topic_rows, now_ms, config, out)
     group_ids = _deliver_markers(store, by_group, marker_rows, group_ids, now_ms)
     for group_id in group_ids:
         group_rows = by_group.get(group_id, [])
         held = store.read(group_id)
-        if not group_rows and not is_due(None if held is None else held.deadline, now_ms):
+        if not group_rows and not recheck and not is_due(None if held is None else held.deadline, now_ms):
             store.keep(group_id, held, now_ms)
             continue
+        if held is None and not group_rows:
+            continue  # named by `due` or the recheck, and gone since
         # Each request counts at its record's timestamp, so a late batch does not expire members whose heartbeats
         # arrived in time (the core clamps the times between the group's last call and now).
         step = step_group(group_id, None if held is None else held.stored, [bytes(r.value) for r in group_rows],
                           now_ms, config, [int(r.timestamp) for r in group_rows], resumed,
                           read_offsets=None if held is None else held.read_offsets, topics=topics,
-                          position=(group_rows[-1].partition, group_rows[-1].offset) if group_rows else None)
+                          position=(group_rows[-1].partition, group_rows[-1].offset) if group_rows else None,
+                          recheck_retention=recheck)
         out += _step_rows(group_id, group_rows, step)
         stats.groups += 1
         stats.groups_with_timer += step.next_deadline_ms is not None

@@ -6,14 +6,16 @@ and for each batch begins a transaction, produces one record to `sink` per input
 offset, key: this process's id and the transaction's number in it), sends the offsets to the transaction and
 commits it; a transaction that fails abortably is aborted and its batch read again from the committed offset.
 It prints `{"event": "ready"}` once its producer is initialized, `{"event": "aborted", "error": ...}` before each
-abort, and `{"event": "committed", "next": N}` after each commit (what the test saw commit is judged from the sink's markers, not from these lines: a kill may fall between
-the commit and its line).
+abort, and `{"event": "committed", "next": N}` after each commit (what the test saw commit is judged from the sink's
+markers, not from these lines: a kill may fall between the commit and its line).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -25,12 +27,19 @@ def _emit(**fields: Any) -> None:
 
 
 def main(spec: dict[str, Any]) -> None:
-    consumer = Consumer({"bootstrap.servers": spec["bootstrap"], "group.id": spec["group"],
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # where it waits, when the drill sees it stalled
+    # librdkafka 2.16 re-bootstraps when every broker it knows is down (the one gateway killed) and drops those
+    # brokers; a group coordinator cached on a dropped broker is never looked up again, so a
+    # send_offsets_to_transaction then waits for ever, past its timeout (librdkafka issues 5456 and 5511; seen
+    # in this drill 2 runs in 3). Without re-bootstrapping, the client reconnects to the same address.
+    recovery = {"metadata.recovery.strategy": spec.get("metadata_recovery", "none")}
+    consumer = Consumer({**recovery, "bootstrap.servers": spec["bootstrap"], "group.id": spec["group"],
                          "group.instance.id": spec["instance_id"], "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                          "session.timeout.ms": 45000})
-    producer = Producer({"bootstrap.servers": spec["bootstrap"], "transactional.id": spec["transactional_id"],
-                         "linger.ms": 0})
+    producer = Producer({**recovery, "bootstrap.servers": spec["bootstrap"],
+                         "transactional.id": spec["transactional_id"], "linger.ms": 0,
+                         **({"debug": spec["debug"]} if spec.get("debug") else {})})
     producer.init_transactions(60)
     _emit(event="ready")
     consumer.subscribe([spec["source"]])

@@ -2,17 +2,20 @@
 the gateway (started again at the same address), then a rebuild from the records topic.
 
 An exactly-once application (`deploy/drills/eos_app.py`: confluent-kafka, a static member, one transactional id)
-reads `--records` input records, written at `--rate` a second while the drill runs, through a gateway and writes one output per input, each transaction committing its
-input offsets (TxnOffsetCommit). While it runs, the driver is killed with -9 (the standby takes over, or the job is
-started again) and then the gateway (started again on the same port: the application reconnects); the application
-itself is started again whenever it exits. At the end:
+reads `--records` input records, written at `--rate` a second while the drill runs, through a gateway and writes
+one output per input, each transaction committing its input offsets (TxnOffsetCommit). While it runs, the driver
+is killed with -9 (the standby takes over, or the job is started again) and then the gateway, `--gateway-kills`
+times, each after five more transactions committed (started again on the same port: the application reconnects;
+it does not re-bootstrap, see eos_app.py); the application itself is started again whenever it exits. A wait of
+60 s without a commit makes the application print its threads' stacks into its log. At the end:
 
 - every input offset is in exactly one committed transaction's output (judged from the output's markers, read raw:
   tansu's read_committed also returns aborted records);
 - the group's committed offset (a require_stable fetch) is the input's end, and nothing stays pending;
 - after the job is stopped and started on a new checkpoint with `--rebuild-from-records`, the same.
 
-    python -m deploy.drills.transactions [--records 2000] [--rate 20] [--no-standby] [--workdir DIR]
+    python -m deploy.drills.transactions [--records 2000] [--rate 20] [--no-standby] [--gateway-kills 1]
+        [--workdir DIR] [--debug CONTEXTS]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -31,6 +35,10 @@ from typing import Any
 
 from deploy.drills.harness import ROOT, Environment, JobProcess, log
 from deploy.drills.verdict import Verdict
+
+STALL_S = 60.0
+"""A wait for commits this long without one asks the application where it waits (its threads' stacks)."""
+
 
 class App:
     """The exactly-once application as a child process, started again (same spec) whenever it exits."""
@@ -73,9 +81,17 @@ class App:
     def wait_commits(self, more: int, timeout_s: float) -> bool:
         target = self.commits + more
         deadline = time.monotonic() + timeout_s
+        progress, seen = time.monotonic(), self.commits
         while self.commits < target:
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 return False
+            if self.commits != seen:
+                progress, seen = now, self.commits
+            elif now - progress > STALL_S and self.proc is not None and self.proc.poll() is None:
+                log(f"no commit for {STALL_S:.0f} s: the application's threads are in app-{self.starts}.log")
+                self.proc.send_signal(signal.SIGUSR1)
+                progress = now
             self.keep_running()
             time.sleep(0.1)
         return True
@@ -185,7 +201,7 @@ def _feed(bootstrap: str, topic: str, records: int, rate: float, done: threading
 
 
 def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str | None = None,
-        start_timeout_s: float = 300.0, rate: float = 20.0) -> Verdict:
+        start_timeout_s: float = 300.0, rate: float = 20.0, debug: str = "", gateway_kills: int = 1) -> Verdict:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from gateway.front.process import start_gateway
@@ -215,7 +231,8 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
         threading.Thread(target=_feed, args=(env.bootstrap, source, records, rate, fed), daemon=True).start()
         group = f"eos-{time.monotonic_ns()}"
         app = App({"bootstrap": address, "source": source, "sink": sink, "group": group,
-                   "transactional_id": f"tx-{group}", "instance_id": "eos-1", "records": 10}, env.workdir)
+                   "transactional_id": f"tx-{group}", "instance_id": "eos-1", "records": 10, "debug": debug},
+                  env.workdir)
         app.start()
         if not app.wait_commits(5, start_timeout_s):
             verdict.notes.append("the application committed fewer than 5 transactions before the first kill")
@@ -229,14 +246,15 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
         recovered = app.wait_commits(5, start_timeout_s)
         verdict.time_to_recover_s.append(time.monotonic() - killed if recovered else float("nan"))
         log(f"transactions commit again {verdict.time_to_recover_s[-1]:.1f} s after the driver's kill")
-        killed = time.monotonic()
-        gateway.process.kill()
-        gateway.process.wait(30)
-        log(f"gateway killed -9 at input {app.next}; starting it again at {address}")
-        gateway = start_gateway(env.bootstrap, topics, listen=address, log_path=env.workdir / "gateway.log")
-        recovered = app.wait_commits(5, start_timeout_s)
-        verdict.time_to_recover_s.append(time.monotonic() - killed if recovered else float("nan"))
-        log(f"transactions commit again {verdict.time_to_recover_s[-1]:.1f} s after the gateway's kill")
+        for _ in range(gateway_kills):
+            killed = time.monotonic()
+            gateway.process.kill()
+            gateway.process.wait(30)
+            log(f"gateway killed -9 at input {app.next}; starting it again at {address}")
+            gateway = start_gateway(env.bootstrap, topics, listen=address, log_path=env.workdir / "gateway.log")
+            recovered = app.wait_commits(5, start_timeout_s)
+            verdict.time_to_recover_s.append(time.monotonic() - killed if recovered else float("nan"))
+            log(f"transactions commit again {verdict.time_to_recover_s[-1]:.1f} s after the gateway's kill")
         if not fed.wait(start_timeout_s):
             verdict.notes.append("the input was not all written")
         deadline = time.monotonic() + start_timeout_s
@@ -273,9 +291,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=20.0, help="input records written per second")
     parser.add_argument("--no-standby", action="store_true")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--gateway-kills", type=int, default=1, help="times the gateway is killed -9 (each after "
+                        "5 transactions committed since the last)")
+    parser.add_argument("--debug", default="", help="librdkafka debug contexts of the application's producer "
+                        "(e.g. eos,protocol), into its log app-N.log")
     args = parser.parse_args(argv)
     verdict = run(args.workdir or Path(tempfile.mkdtemp(prefix="drill-transactions-")), args.records,
-                  standby=not args.no_standby, rate=args.rate)
+                  standby=not args.no_standby, rate=args.rate, debug=args.debug,
+                  gateway_kills=args.gateway_kills)
     print(verdict.table())
     return 0 if verdict.passed else 1
 

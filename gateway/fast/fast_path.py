@@ -60,12 +60,13 @@ from gateway.upstream.control import Json
 from gateway.upstream.coordinator import CoordinatorClient, not_written
 from gateway.upstream.transactions import NotWritten
 from gateway.fast.holds import Holds
-from gateway.fast.txn_proof import Claim, RequestsLog
+from gateway.fast.requests_log import RequestsLog
 from gateway.upstream.transactions import Written
 from gateway.fast.views import ViewFollower
 from state.api import (BadRequest, PublishedGroup, PublishedView, commit_from_view, commit_response,
                        consumer_heartbeat_from_view, declares_nothing_new, decode_request, encode, fetch_from_view,
-                       share_heartbeat_from_view, heartbeat_from_view, txn_commit_from_view)
+                       share_heartbeat_from_view, heartbeat_from_view, TxnClaim, txn_claim,
+                       txn_commit_from_view)
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,7 @@ class FastPath:
         decision its EndTxn(COMMIT) waits for unless shown settled: request id, the decision's future, the answer
         given, and the reading of the requests topic that may show it settled (None: none begun)."""
         self.requests_log: RequestsLog | None = None
-        """Where the requests topic is read to show a TxnOffsetCommit settled (`gateway.fast.txn_proof`; None: the
+        """Where the requests topic is read to show a TxnOffsetCommit settled (`state.api.txn_settles`; None: the
         EndTxn always waits for the decisions). Set by the gateway, whose upstream connections it reads on."""
         self.txn_proven = 0
         """TxnOffsetCommits whose EndTxn went on without their decision (shown settled)."""
@@ -432,16 +433,18 @@ class FastPath:
                                  asyncio.wrap_future(decision), _provable(view, req, covered, request_id))
 
     async def _txn_written(self, written: asyncio.Future, given: Json, body: Json, request_id: str,
-                           decision: asyncio.Future, provable: Callable[[Any], Claim] | None = None) -> Json:
+                           decision: asyncio.Future, provable: Callable[[Any], TxnClaim | None] | None = None) -> Json:
         """The answer given once the write is acknowledged; from then on the transaction's EndTxn(COMMIT) waits
         for the coordinator's decision on it (`txn_settled`), unless the requests topic shows the decision is the
-        answer given (`gateway.fast.txn_proof`, begun now). A write that failed is answered with its error and
+        answer given (`state.api.txn_settles`, begun now). A write that failed is answered with its error and
         awaited by nothing (the client aborts or retries it)."""
         answer = await self._after(written, given, body)
         if answer is given:
             proof = None
             if provable is not None and self.requests_log is not None and isinstance(written.result(), Written):
-                proof = asyncio.ensure_future(self.requests_log.settles(provable(written.result())))
+                claim = provable(written.result())
+                if claim is not None:
+                    proof = asyncio.ensure_future(self.requests_log.settles(claim))
             transaction = (body["transactional_id"], body["producer_id"], body["producer_epoch"])
             self._unsettled.setdefault(transaction, []).append((request_id, decision, given, proof))
         else:
@@ -452,7 +455,7 @@ class FastPath:
                           committed: bool) -> int:
         """The error an EndTxn must be answered with instead of reaching the upstream (0: forward it). A COMMIT
         waits, at most SETTLE_TIMEOUT_S, for the coordinator's decision on each TxnOffsetCommit of the transaction
-        answered here that the requests topic does not show settled (`gateway.fast.txn_proof`); one that differs
+        answered here that the requests topic does not show settled (`state.api.txn_settles`); one that differs
         from the answer given (the view was stale) makes it TRANSACTION_ABORTABLE, as does a decision that did not
         come. An ABORT forgets them: the marker drops whatever was accepted."""
         unsettled = self._unsettled.pop((transactional_id, producer_id, producer_epoch), [])
@@ -546,25 +549,16 @@ async def _proven(proof: asyncio.Future | None) -> bool:
 
 
 def _provable(view: Any, req: Any, covered: dict[int, int] | None,
-              request_id: str) -> Callable[[Written], Claim] | None:
+              request_id: str) -> Callable[[Written], TxnClaim | None] | None:
     """How to claim, once written, that the coordinator accepts this TxnOffsetCommit as the view did
-    (`gateway.fast.txn_proof`): where the view is a Stable classic group's with the member committing at its
-    generation, and the marks are known. None: its EndTxn waits for the decision."""
-    if (covered is None or not isinstance(view, PublishedGroup) or view.state != "Stable"
-            or req.generation_id != view.generation):
-        return None
-    member = view.members.get(req.member_id)
-    if member is None:
+    (`state.api.txn_claim`: the claim is None where the view cannot show it). None: the marks are not known, and
+    its EndTxn waits for the decision."""
+    if covered is None:
         return None
 
-    def claim(written: Written) -> Claim:
-        mark = covered.get(written.partition)
-        return Claim(group_id=req.group_id, partition=written.partition, mark=-1 if mark is None else mark,
-                     offset=written.offset, member_id=req.member_id, generation=req.generation_id,
-                     instance_id=member.group_instance_id, principal=member.principal,
-                     session_timeout_ms=member.session_timeout_ms, timestamp_ms=written.timestamp_ms,
-                     acknowledged_ms=int(time.time() * 1000), others=len(view.members) > 1,
-                     rebalance_timeout_ms=member.rebalance_timeout_ms, request_id=request_id)
+    def claim(written: Written) -> TxnClaim | None:
+        return txn_claim(view, req, request_id, written.partition, covered.get(written.partition), written.offset,
+                         written.timestamp_ms, int(time.time() * 1000))
 
     return claim
 

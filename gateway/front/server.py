@@ -137,7 +137,7 @@ class Gateway:
         self.share = Shares(self, UpstreamReads(self.upstream_addresses, settings.upstream,
                                                 settings.connect_timeout_ms / 1000))
         if fast_path is not None and fast_path.coordinator is not None:
-            from gateway.fast.txn_proof import RequestsLog
+            from gateway.fast.requests_log import RequestsLog
 
             fast_path.requests_log = RequestsLog(self.share.reads, settings.requests_topic)
         self.profile = RequestProfile(settings.profile_interval_s) if settings.profile_interval_s > 0 else None

@@ -1,6 +1,6 @@
 """Kafka's record batches in a fetched `Records` field, walked and never decoded: a batch's header says its base
 offset, its length and its last offset delta (Kafka's `DefaultRecordBatch`). What the share wing answers with
-(`gateway.share.log`) and what a transaction's proof reads (`gateway.upstream.transactions`)."""
+(`gateway.share.log`) and what the gateway's own reads of a log return (`gateway.upstream.log_reads`)."""
 
 from __future__ import annotations
 

@@ -10,9 +10,15 @@ AcknowledgeErrorCode.
   cluster does not know is UNKNOWN_TOPIC_ID on its partitions.
 - MaxRecords is one budget over the session's partitions, taken in turn from a first partition that rotates with
   the epoch; MaxBytes is split evenly between them (at least one batch each).
-- A fetch that acquires nothing waits, up to MaxWaitMs, for any of its share-partitions to change or its log to
-  grow (`Holder.waiter`); with no partition, MaxRecords 0 or MaxBytes 0 it answers at once. A share-partition
-  this process does not hold yet is taken on the way (a micro-batch): the wait covers it.
+- A long poll as Kafka's DelayedShareFetch: the fetch acquires once MinBytes are there to acquire, the bytes of
+  the logs from each share-partition's next fetch offset on (each at most its share of MaxBytes;
+  `Holder.fetchable_bytes`), or a log read failed; else it waits, up to MaxWaitMs, for any of its share-partitions
+  to change or its log to grow (`Holder.waiter`), and at MaxWaitMs acquires what there is. With MinBytes 1, the
+  clients' default, any record acquired is enough, so the fetch acquires at once rather than count first (one read
+  of each log, not two). MinBytes 0 is met at once by any share-partition this process serves that is not at its
+  cap. Records are acquired when the answer is made, so their locks count from then. With no partition, MaxRecords
+  0 or MaxBytes 0 it answers at once. A share-partition this process does not hold yet is taken on the way (a
+  micro-batch): the wait covers it.
 - Records are never null: a partition with none answers empty bytes. The records are the log batches holding the
   acquired ranges, as they are in the log.
 - A new session's answer names every partition; later answers those with records, errors or acknowledgements.
@@ -255,34 +261,68 @@ class Shares:
         isolation = 1 if (config or {}).get("isolation_level") == READ_COMMITTED else 0
         deadline = started + max(request.max_wait_ms, 0) / 1000
         while True:
-            budget = request.max_records
-            got = False
-            for tp in order:
-                if budget <= 0:
-                    break
-                held = self.holder.serving(keys[tp])
-                if held is None:
-                    continue
-                try:
-                    acquired, batches, code = await self.holder.acquire(
-                        held, member_id, budget, request.batch_size or request.max_records, per_bytes,
-                        record_limit, isolation)
-                except (ConnectionError, OSError, asyncio.TimeoutError):
-                    acquired, batches, code = [], [], Errors.NOT_LEADER_OR_FOLLOWER
-                if acquired or code:
-                    out[tp] = (acquired, [b.data for b in batches], code)
-                    got = True
-                    budget -= sum(r.last - r.first + 1 for r in acquired)
-            remaining = deadline - time.monotonic()
-            if got or remaining <= 0:
-                return out
+            # waited on before anything is looked at: a change while the look awaits wakes the wait that follows
             waiter = self.holder.waiter(list(keys.values()))
             try:
-                await asyncio.wait_for(asyncio.shield(waiter), remaining)
-            except asyncio.TimeoutError:
-                pass
+                # MinBytes 1 (the clients' default): acquiring is the count, each log read once
+                if request.min_bytes > 1 and deadline > time.monotonic() and not await self._enough(
+                        keys, order, request.min_bytes, per_bytes, isolation):
+                    await self._wait(waiter, keys, deadline)
+                    continue
+                budget = request.max_records
+                got = False
+                for tp in order:
+                    if budget <= 0:
+                        break
+                    held = self.holder.serving(keys[tp])
+                    if held is None:
+                        continue
+                    try:
+                        acquired, batches, code = await self.holder.acquire(
+                            held, member_id, budget, request.batch_size or request.max_records, per_bytes,
+                            record_limit, isolation)
+                    except (ConnectionError, OSError, asyncio.TimeoutError):
+                        acquired, batches, code = [], [], Errors.NOT_LEADER_OR_FOLLOWER
+                    if acquired or code:
+                        out[tp] = (acquired, [b.data for b in batches], code)
+                        got = True
+                        budget -= sum(r.last - r.first + 1 for r in acquired)
+                if got or deadline <= time.monotonic() or (request.min_bytes <= 0 and any(
+                        held is not None and self.holder.acquirable(held)
+                        for held in map(self.holder.serving, keys.values()))):
+                    return out
+                # nothing to acquire (or what was counted went to another fetch in between): wait
+                await self._wait(waiter, keys, deadline)
             finally:
                 waiter.cancel()
+
+    async def _enough(self, keys: dict[TopicIdPartition, SPKey], order: list[TopicIdPartition], min_bytes: int,
+                      per_bytes: int, isolation: int) -> bool:
+        """Kafka's `tryComplete` for a MinBytes above 1: MinBytes are there to acquire from the share-partitions
+        served here that can be acquired from (or a log read failed)."""
+        total = 0
+        for tp in order:
+            held = self.holder.serving(keys[tp])
+            if held is None or not self.holder.acquirable(held):
+                continue
+            try:
+                size = await self.holder.fetchable_bytes(held, per_bytes, isolation)
+            except (ConnectionError, OSError, asyncio.TimeoutError):
+                return True
+            if size is None:
+                return True
+            total += size
+            if total >= min_bytes:
+                return True
+        return False
+
+    async def _wait(self, waiter: asyncio.Future, keys: dict[TopicIdPartition, SPKey], deadline: float) -> None:
+        """Until `waiter` (any of the share-partitions changed or its log grew), at most until `deadline`."""
+        self.holder.watch_logs(list(keys.values()))
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), max(deadline - time.monotonic(), 0))
+        except asyncio.TimeoutError:
+            pass
 
     async def _close(self, key: tuple) -> None:
         session = self.sessions.close(key)

@@ -168,6 +168,28 @@ class Holder:
         partition_log.trim(held.partition.start_offset)
         return list(acquired.records), used, 0
 
+    @staticmethod
+    def acquirable(held: Held) -> bool:
+        """Whether a fetch could acquire anything from the share-partition now (Kafka's `canAcquireRecords`):
+        served, its start offset resolved, and below `partition_max_record_locks` in flight or with records
+        released (or expired) to acquire again."""
+        partition = held.partition
+        if not held.serving or not partition.resolved:
+            return False
+        return (next_fetch_offset(partition) < partition.end_offset
+                or partition.in_flight() < held.limits.max_record_locks)
+
+    async def fetchable_bytes(self, held: Held, max_bytes: int, isolation_level: int) -> int | None:
+        """The bytes a fetch could acquire from an acquirable share-partition, as Kafka's DelayedShareFetch counts
+        them for MinBytes (`isMinBytesSatisfied`): the log's from the next fetch offset on, at most `max_bytes`,
+        as if every record there were acquirable; None when the log could not be read (an error answers the
+        fetch, as in Kafka)."""
+        offset = next_fetch_offset(held.partition)
+        batches = await held.log.read(offset, max_bytes, isolation_level)
+        if held.log.error:
+            return None
+        return min(sum(len(b.data) for b in batches if b.last >= offset), max_bytes)
+
     async def acknowledge(self, key: SPKey, member_id: str, batches: list[AcknowledgementBatch]) -> int:
         """A member's acknowledgements of one share-partition: Kafka's per-partition error, answered once the
         transitions are durable."""
@@ -224,14 +246,20 @@ class Holder:
         return bool(self._waiters)
 
     def waiter(self, keys: list[SPKey]) -> asyncio.Future:
-        """A future completed at the next change of any of these share-partitions (or new records in their log)."""
+        """A future completed at the next change of any of these share-partitions, from now on (an
+        acknowledgement, a release, an expiry, a take), or at new records in their logs once `watch_logs` reads
+        them."""
         done = asyncio.get_running_loop().create_future()
         for key in keys:
             self._waiters.setdefault(key, set()).add(done)
-            if key in self._held and key not in self._pollers:
-                self._pollers[key] = asyncio.get_running_loop().create_task(self._poll(key))
         done.add_done_callback(lambda _: self._forget_waiter(keys, done))
         return done
+
+    def watch_logs(self, keys: list[SPKey]) -> None:
+        """Read the logs of these share-partitions for new records while someone waits on them."""
+        for key in keys:
+            if key in self._held and key in self._waiters and key not in self._pollers:
+                self._pollers[key] = asyncio.get_running_loop().create_task(self._poll(key))
 
     def _forget_waiter(self, keys: list[SPKey], done: asyncio.Future) -> None:
         for key in keys:
@@ -261,7 +289,7 @@ class Holder:
                 if held is None or held.dropped:
                     return
                 try:
-                    grew = await held.log.poll()
+                    grew = await held.log.poll(next_fetch_offset(held.partition) if held.partition.resolved else -1)
                 except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
                     log.info("reading %s: %s", key, exc)
                     grew = False

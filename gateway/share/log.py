@@ -3,7 +3,7 @@
 A holder acquires offsets of the log batches it read (`state.api.acquire` takes each batch's base and last offset)
 and answers with those batches' bytes as they are in the log: the client drops the records outside its acquired
 ranges, as from Kafka's broker, which returns whole log batches too. The batches are walked, never decoded
-(`gateway.protocol.batches`).
+(`gateway.protocol.batches`), and read by `gateway.upstream.log_reads`.
 
 Each share-partition keeps the batches it read, from its start offset on, so that a release or an expiry redelivers
 from memory and three members sharing a partition cost one read of the log between them. Reads go to the broker
@@ -16,34 +16,19 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
-from dataclasses import dataclass
 from typing import Callable
 
-from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
-
-from gateway.protocol.batches import LogBatch, log_batches
-from gateway.upstream.control import from_json
+from gateway.upstream import log_reads
 from gateway.upstream.broker import Upstream, UpstreamSecurity
+from gateway.upstream.log_reads import EARLIEST, LATEST, LogBatch, LogRead
 from state.api import Errors
 
 log = logging.getLogger(__name__)
 
-FETCH_VERSION = 12
-"""Topics by name (every broker since Kafka 3.1 and tansu take it); records as bytes."""
-LIST_OFFSETS_VERSION = 7
-EARLIEST, LATEST = -2, -1
 READ_BYTES = 1 << 20
 """A read asks for at least this much, so that one read serves several ShareFetches."""
 CACHE_BYTES = 16 << 20
 """Batches kept per share-partition beyond what is in flight; older ones are read again if needed."""
-
-@dataclass(frozen=True, slots=True)
-class LogRead:
-    batches: list[LogBatch]
-    high_watermark: int
-    log_start_offset: int
-    error: int = 0
 
 
 class UpstreamReads:
@@ -80,38 +65,12 @@ class UpstreamReads:
 
     async def fetch(self, node_id: int | None, topic: str, partition: int, offset: int, max_bytes: int,
                     isolation_level: int = 0) -> LogRead:
-        upstream = await self._connection(node_id)
-        request = from_json(FetchRequest, FETCH_VERSION, {
-            # tansu 0.6 answers a fetch with MaxWaitMs 0 with no topics at all: 1 ms, nothing to wait for
-            "replica_id": -1, "max_wait_ms": 1, "min_bytes": 0, "max_bytes": max_bytes,
-            "isolation_level": isolation_level, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [{
-                "partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
-                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": max_bytes}]}],
-            "forgotten_topics_data": [], "rack_id": ""})
-        response = await upstream.request(request, FETCH_VERSION, FetchResponse)
-        if response.error_code:
-            return LogRead([], -1, -1, response.error_code)
-        for t in response.responses:
-            for p in t.partitions:
-                if p.partition_index == partition:
-                    return LogRead(log_batches(bytes(p.records or b"")), p.high_watermark, p.log_start_offset,
-                                   p.error_code)
-        return LogRead([], -1, -1, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        return await log_reads.fetch(await self._connection(node_id), topic, partition, offset, max_bytes,
+                                     isolation_level)
 
     async def list_offset(self, node_id: int | None, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
         """(error, offset) of ListOffsets: EARLIEST, LATEST, or the first offset at or after a timestamp (ms)."""
-        upstream = await self._connection(node_id)
-        request = from_json(ListOffsetsRequest, LIST_OFFSETS_VERSION, {
-            "replica_id": -1, "isolation_level": 0,
-            "topics": [{"name": topic, "partitions": [{
-                "partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp}]}]})
-        response = await upstream.request(request, LIST_OFFSETS_VERSION, ListOffsetsResponse)
-        for t in response.topics:
-            for p in t.partitions:
-                if p.partition_index == partition:
-                    return p.error_code, p.offset
-        return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
+        return await log_reads.list_offset(await self._connection(node_id), topic, partition, timestamp)
 
     def close(self) -> None:
         for upstream in self._connections.values():
@@ -171,9 +130,10 @@ class PartitionLog:
             await self._read_upstream(self.cached_end, max(max_bytes, READ_BYTES), isolation_level)
         return self.cached_from(offset, max_bytes)
 
-    async def poll(self, isolation_level: int = 0) -> bool:
-        """Read what was appended after what is held (a long poll's wake-up); True when there was something."""
-        end = self.cached_end
+    async def poll(self, offset: int, isolation_level: int = 0) -> bool:
+        """Read what was appended after what is held, or from `offset` when nothing is held (the log had nothing
+        from there yet): a long poll's wake-up; True when there was something."""
+        end = self.cached_end if self._batches else offset
         if end < 0:
             return False
         await self._read_upstream(end, READ_BYTES, isolation_level)

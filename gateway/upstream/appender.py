@@ -15,6 +15,8 @@ librdkafka's broker thread woke 340,000-550,000 times a second and used a third 
 `wakeups` statistic; 100 concurrent appends at load 12-19, issue 36). With one, the records that arrive meanwhile
 go in the next request: 28,474 appends/s against 10,517, p50 2.2 against 4.7 ms, 80,617 wakeups/s, a tenth of a
 core; a lone append as fast (0.17 ms p50 both). docs/gateway.md, "Many committers".
+The delivery reports one poll serves (a Produce request's records) go to the event loop in one hand-over: each
+`call_soon_threadsafe` writes to the loop's wake-up socket, a system call and a wake of the loop per report.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class Appender:
             "socket.nagle.disable": True,
             "partitioner": "murmur2_random",
             "message.timeout.ms": timeout_ms, "client.id": "groupcoord-gateway"})
+        self._reports: list[tuple[asyncio.Future, Any]] = []
+        """Delivery reports served by the poll in progress, handed to the event loop together once it returns; only
+        the thread that polls (or flushes) touches it."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="control-appender", daemon=True)
         self._thread.start()
@@ -63,7 +68,7 @@ class Appender:
         done.add_done_callback(_retrieved)
 
         def delivered(error: Any, message: Any) -> None:
-            self._loop.call_soon_threadsafe(_settle, done, error)
+            self._reports.append((done, error))
 
         try:
             self._producer.produce(self.topic, value, key.encode("utf-8"), on_delivery=delivered)
@@ -76,11 +81,21 @@ class Appender:
     def _poll(self) -> None:
         while not self._stop.is_set():
             self._producer.poll(0.1)
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        if self._reports:
+            reports, self._reports = self._reports, []
+            try:
+                self._loop.call_soon_threadsafe(_settle_all, reports)
+            except RuntimeError:  # the loop is closed: nobody waits for them any more
+                pass
 
     def close(self, timeout_s: float = 5.0) -> None:
         self._stop.set()
         self._thread.join(timeout=timeout_s)
         self._producer.flush(timeout_s)
+        self._hand_over()
 
 
 def _retrieved(done: asyncio.Future) -> None:
@@ -89,10 +104,11 @@ def _retrieved(done: asyncio.Future) -> None:
         done.exception()
 
 
-def _settle(done: asyncio.Future, error: Any) -> None:
-    if done.done():
-        return
-    if error is None:
-        done.set_result(None)
-    else:
-        done.set_exception(AppendFailed(error))
+def _settle_all(reports: list[tuple[asyncio.Future, Any]]) -> None:
+    for done, error in reports:
+        if done.done():
+            continue
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(AppendFailed(error))

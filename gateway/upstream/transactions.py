@@ -21,15 +21,12 @@ from typing import Any
 
 from kafka.partitioner.default import murmur2
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
-from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from gateway.protocol.batches import log_batches
+from gateway.upstream import log_reads
 from gateway.upstream.broker import Upstream
-from gateway.upstream.control import from_json
 from state.api import Errors, append_error
 
 MAX_RECORD_BYTES = 1_000_000 - 1_024
@@ -44,8 +41,6 @@ _SEQUENCE_ERRORS = frozenset({45, 46})
 """OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER (tansu answers this for a sequence it has seen)."""
 _BATCH_PRODUCER = struct.Struct(">qhi")
 """A v2 batch header's producer id, epoch and base sequence, at byte 43."""
-FETCH_VERSION = 12
-LIST_OFFSETS_VERSION = 7
 ADD_PARTITIONS_VERSION = 3
 METADATA_VERSION = 8
 PRODUCE_VERSION = 8
@@ -147,30 +142,18 @@ class ControlPartitions:
 
     async def _log_range(self, upstream: Upstream, partition: int) -> tuple[int, int]:
         found = []
-        for timestamp in (-2, -1):  # earliest, latest
-            answer = await upstream.request(from_json(ListOffsetsRequest, LIST_OFFSETS_VERSION, {
-                "replica_id": -1, "isolation_level": 0, "topics": [{"name": self.requests_topic, "partitions": [
-                    {"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp}]}]}),
-                LIST_OFFSETS_VERSION, ListOffsetsResponse)
-            (p,) = [p for t in answer.topics for p in t.partitions]
-            if p.error_code:
-                raise ConnectionError(f"ListOffsets of {self.requests_topic}-{partition}: error {p.error_code}")
-            found.append(p.offset)
+        for timestamp in (log_reads.EARLIEST, log_reads.LATEST):
+            error, offset = await log_reads.list_offset(upstream, self.requests_topic, partition, timestamp)
+            if error:
+                raise ConnectionError(f"ListOffsets of {self.requests_topic}-{partition}: error {error}")
+            found.append(offset)
         return found[0], found[1]
 
-    async def _fetch(self, upstream: Upstream, partition: int, offset: int) -> list:
-        answer = await upstream.request(from_json(FetchRequest, FETCH_VERSION, {
-            "replica_id": -1, "max_wait_ms": 1, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
-            "session_id": 0, "session_epoch": -1, "topics": [{"topic": self.requests_topic, "partitions": [{
-                "partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
-                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
-            "forgotten_topics_data": [], "rack_id": ""}), FETCH_VERSION, FetchResponse)
-        for t in answer.responses:
-            for p in t.partitions:
-                if p.error_code:
-                    raise ConnectionError(f"Fetch of {self.requests_topic}-{partition}: error {p.error_code}")
-                return log_batches(bytes(p.records or b""))
-        return []
+    async def _fetch(self, upstream: Upstream, partition: int, offset: int) -> list[log_reads.LogBatch]:
+        read = await log_reads.fetch(upstream, self.requests_topic, partition, offset, 1 << 20)
+        if read.error:
+            raise ConnectionError(f"Fetch of {self.requests_topic}-{partition}: error {read.error}")
+        return read.batches
 
     async def add(self, upstream: Upstream, group_id: str, doc: dict[str, Any]) -> int:
         """The upstream's error for adding the group's partition to the transaction the TxnOffsetCommit `doc`

@@ -21,10 +21,11 @@ after each record the step loop re-arms the timer no later than the first check 
   the exact one. That reads the group's offsets, as a commit does; a step of heartbeats and commits only (a big
   group's common one) does not pay it.
 
-A later timer is a call saved; an earlier one is a call that removes nothing and re-arms. One difference from
-Kafka, which applies its configuration at every check: a group's timer keeps the instant computed with the
-`offsets.retention.minutes` it was armed under, so a shorter retention applies to a group from its next change or
-check (docs/wire-format.md, where we knowingly differ from Kafka).
+A later timer is a call saved; an earlier one is a call that removes nothing and re-arms. Kafka applies its
+configuration at every check, and a group's timer keeps the instant computed with the `offsets.retention.minutes` it
+was armed under: so a query started with a shorter retention calls every group once (`state.batch.step_group`'s
+`recheck_retention`, from the source's first new batch: `streaming.kafka_io.source`), which arms each check again
+under the new retention (docs/wire-format.md).
 """
 
 from __future__ import annotations

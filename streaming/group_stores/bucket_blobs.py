@@ -64,6 +64,9 @@ class BlobStore:
     def due(self, now_ms: int) -> list[str]:
         return [g for g, (_, deadline) in self._groups.items() if is_due(deadline, now_ms)]
 
+    def group_ids(self) -> list[str]:
+        return list(self._groups)
+
     def prefetch(self, group_ids) -> None:
         pass  # the whole bucket is one row, read already
 

@@ -134,6 +134,9 @@ class RowStore:
     def due(self, now_ms: int) -> list[str]:
         return list(dict.fromkeys(group_id for group_id, _ in self._index.pop_due(now_ms)))
 
+    def group_ids(self) -> list[str]:
+        return [key[0] for key in self._groups.keys()]
+
     def read(self, group_id: str) -> Held | None:
         row = self._read.pop(group_id) if group_id in self._read else self._groups.getValue((group_id,))
         if row is None:

@@ -25,7 +25,7 @@ then uses the `MapState` as it is.
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from pyspark.serializers import write_int
 
@@ -102,7 +102,7 @@ class PipelinedMap:
 
     def __init__(self, state: Any, pipe: StatePipe) -> None:
         client = state._mapStateClient
-        self._name, self._pipe = state._stateName, pipe
+        self._state, self._name, self._pipe = state, state._stateName, pipe
         self._key_schema, self._value_schema = client.user_key_schema, client.value_schema
 
     def getValue(self, key: tuple) -> tuple | None:
@@ -114,6 +114,12 @@ class PipelinedMap:
         requests = [self._call(getValue=m.GetValue(userKey=self._pipe.serialize(self._key_schema, key)))
                     for key in keys]
         return [self._pipe.value(raw) for raw in self._pipe.ask(requests)]
+
+    def keys(self) -> Iterator[tuple]:
+        """Every key, through PySpark's own iterator (a rare call: a retention recheck's), once the writes sent
+        before it are answered."""
+        self._pipe.drain()
+        return self._state.keys()
 
     def updateValue(self, key: tuple, value: tuple) -> None:
         from pyspark.sql.streaming.proto import StateMessage_pb2 as m

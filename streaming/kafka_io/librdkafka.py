@@ -29,7 +29,7 @@ from typing import Iterator, Mapping, Sequence
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from common.librdkafka_config import confluent_config
-from streaming.kafka_io.kafka_clients import ReadWait
+from streaming.kafka_io.read_wait import ReadWait
 
 log = logging.getLogger(__name__)
 """librdkafka's own log lines (a broker gone, a connection refused) come here rather than to stderr."""

@@ -31,7 +31,11 @@ of a query run among them (every bucket), is `streaming.bucket_deadlines`'.
 plans a batch: the batch that ended at its start offsets has committed.
 
 The offset also records `"buckets"` (`state.buckets`): a group's bucket depends on it, so a checkpoint refuses
-another value.
+another value. And `"retentionMs"` (`offsetsRetentionMs`, the run's `offsets.retention.minutes`): a group's retention
+check is armed under the retention of the call that armed it, so when a run's is shorter than the one its checkpoint's
+last batch recorded, the run's first new batch carries `"recheck": true` and its timer rows call every group of every
+bucket once (`streaming.bucket_deadlines.RETENTION_RECHECK`). A checkpoint that recorded none (an earlier release)
+is taken to have run with this run's retention.
 
 A restarted query first replays its unfinished batch (same offsets, same batch time); the first new batch after
 that carries `"resumed": true` in its offset, and every routed row of it `resumed = true`, which tells the core that
@@ -57,9 +61,10 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from common.config import client_config
 from common.markers import gaps, read_markers
 from state.api import TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, marker_request, route
-from streaming.bucket_deadlines import buckets_to_call
+from streaming.bucket_deadlines import RETENTION_RECHECK, buckets_to_call
 from streaming.buckets import bucket_of
-from streaming.kafka_io.kafka_clients import ReadWait, cached_consumer, chosen_client, high_watermarks
+from streaming.kafka_io.kafka_clients import cached_consumer, chosen_client, high_watermarks
+from streaming.kafka_io.read_wait import ReadWait
 from streaming.kafka_io.timer_schedule import TimerSchedule
 from streaming.kafka_io.topic_watch import TopicWatch
 from streaming.kafka_io.view_marks import ViewMarks
@@ -102,6 +107,7 @@ class KafkaRange(InputPartition):
     end: int
     due: tuple[int, ...] = ()
     resumed: bool = False
+    recheck: bool = False
 
 
 class KafkaSource(DataSource):
@@ -137,6 +143,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.fail_on_data_loss = _flag(options, "failondataloss", True)
         self.route = _flag(options, "route", False)
         self.buckets = int(options.get("buckets", "1"))
+        retention = options.get("offsetsretentionms")
+        self.retention_ms = int(retention) if retention else None
         timers = options.get("timerstopic")
         self.timers = TimerSchedule(self.client_config, timers) if timers else None
         refresh_ms = int(options.get("topicmetadatarefreshms") or 0)
@@ -184,8 +192,16 @@ class KafkaStreamReader(DataSourceStreamReader):
         return {self.topic: {str(p): o for p, o in start.items()}, "tick": 0, **self._layout()}
 
     def _layout(self) -> dict:
-        """What the offsets record of the state's layout (routed readers only)."""
-        return {"buckets": self.buckets} if self.route else {}
+        """What the offsets record of the state's layout (routed readers only), and the retention its groups'
+        checks are armed under."""
+        if not self.route:
+            return {}
+        return {"buckets": self.buckets, **({} if self.retention_ms is None else {"retentionMs": self.retention_ms})}
+
+    def _shortened(self, start: dict) -> bool:
+        """Whether this run's retention is shorter than the one the checkpoint's last batch recorded."""
+        before = start.get("retentionMs")
+        return self.retention_ms is not None and before is not None and self.retention_ms < int(before)
 
     def _beginnings(self, partitions: list[int]) -> dict[int, int]:
         tps = [TopicPartition(self.topic, p) for p in partitions]
@@ -220,6 +236,10 @@ class KafkaStreamReader(DataSourceStreamReader):
             offset["due"] = due
         if self.resuming:
             offset["resumed"] = True
+            if due and self._shortened(start):
+                offset["recheck"] = True
+                log.info("offsets.retention.minutes is shorter than the checkpoint's (%s ms, now %d ms): this batch "
+                         "calls every group once", start.get("retentionMs"), self.retention_ms)
             self.resuming = False
         return offset
 
@@ -253,7 +273,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                   for p, e in end[self.topic].items() if e > begin.get(p, 0)]
         due = tuple(end.get("due", ()))  # only a batch that calls buckets for their deadlines has it
         if due:
-            ranges[:1] = [replace(ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0, resumed=resumed), due=due)]
+            ranges[:1] = [replace(ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0, resumed=resumed), due=due,
+                                  recheck=bool(end.get("recheck")))]
         return ranges
 
     def commit(self, end: dict) -> None:
@@ -270,7 +291,8 @@ class KafkaStreamReader(DataSourceStreamReader):
             routed_rows = (out for row in rows if not delivered.append(row[1:3])
                            for out in routed(row, self.buckets, resumed))
             markers = marker_rows(self.client_config, partition, delivered, self.buckets, resumed)
-            return record_batches(chain(timer_rows(partition.due, resumed), routed_rows, markers), ROUTED_ARROW)
+            return record_batches(chain(timer_rows(partition.due, resumed, partition.recheck), routed_rows, markers),
+                                  ROUTED_ARROW)
         return record_batches(rows, RAW_ARROW)
 
 
@@ -305,7 +327,7 @@ def read_range(config: Mapping[str, object], part: KafkaRange, fail_on_data_loss
     (`streaming.kafka_io.kafka_clients.chosen_client`).
 
     The read never gives up on records the broker said are there: it waits, with a line every `wait_log_ms`
-    (`streaming.kafka_io.kafka_clients.ReadWait`). A read that failed after a timeout stopped the query under
+    (`streaming.kafka_io.read_wait.ReadWait`). A read that failed after a timeout stopped the query under
     sustained load, and the restarted query would have planned the same range again.
 
     Offsets can have holes (transaction markers, compaction); only records deleted by retention count as data loss:
@@ -391,8 +413,10 @@ def marker_rows(config: Mapping[str, object], part: KafkaRange, delivered: list[
                     for bucket in range(buckets))
 
 
-def timer_rows(buckets: Iterable[int], resumed: bool) -> Iterator[tuple]:
+def timer_rows(buckets: Iterable[int], resumed: bool, recheck: bool = False) -> Iterator[tuple]:
     """One row per due bucket (`ROUTED_ARROW`): a `group` row with a null group_id, which makes Spark call the
-    bucket so that the core can fire its due timers."""
+    bucket so that the core can fire its due timers; with `recheck`, keyed `RETENTION_RECHECK`: the call steps every
+    group of the bucket."""
+    key = RETENTION_RECHECK if recheck else None
     for bucket in buckets:
-        yield (-1, -1, 0, None, None, "group", None, None, None, None, bucket, resumed)
+        yield (-1, -1, 0, key, None, "group", None, None, None, None, bucket, resumed)

@@ -214,7 +214,7 @@ def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_w
     committed offset is the one the last committed transaction sent, and nothing stays pending. With a 6 s session
     every EndTxn waits for the coordinator's decisions (the session may end within the gateway's margin); with 45 s
     the gateway lets EndTxns through once it reads the member's heartbeat in the requests topic
-    (`gateway.fast.txn_proof`), and the replacement's JoinGroup between a view and a commit makes it wait again."""
+    (`state.api.txn_settles`), and the replacement's JoinGroup between a view and a commit makes it wait again."""
     env = gateway_env
     source = env.topic(1)
     group = f"zombie-{uuid.uuid4().hex[:8]}"

@@ -99,3 +99,36 @@ def test_a_commit_that_arrived_before_a_check_and_was_stepped_after_it_leaves_no
                                                                           "committed_offset": 1}]}]},
              times=[arrived])
     assert ctx.last.next_deadline_ms == first_check_from(arrived + WEEK) > ctx.now_ms
+
+
+def test_a_recheck_arms_the_check_again_under_a_shorter_retention():
+    """Kafka applies `offsets.retention.minutes` at every check; a group's check is armed under the retention of the
+    call that armed it. A query started with a shorter one calls every group once with `recheck_retention` (its
+    first new batch, `streaming.kafka_io.source`): the check is armed again at the next check instant, when the
+    offset, committed two hours before under a week's retention, is past the new hour's; then it goes, and the
+    simple group left without offsets with it. Without the recheck the week's instant stood."""
+    from state.batch import decode_state, step_group
+
+    ctx = GroupContext(now_ms=42)
+    ctx.commit({("t", 0): 1})  # a simple group: its offset expires a week after its commit
+    assert ctx.group.timers[OFFSETS_EXPIRATION] == first_check_from(42 + WEEK)
+    now = 42 + 2 * 3600 * 1000 + 5
+    hour = CoordinatorConfig(offsets_retention_minutes=60)
+
+    plain = step_group("g", ctx.state, [], now, hour)
+    assert decode_state(plain.stored(ctx.state)).timers[OFFSETS_EXPIRATION] == first_check_from(42 + WEEK)
+
+    rechecked = step_group("g", ctx.state, [], now, hour, recheck_retention=True)
+    check = first_check_from(now + 1)
+    assert rechecked.next_deadline_ms == check
+    assert decode_state(rechecked.stored(ctx.state)).timers[OFFSETS_EXPIRATION] == check
+    assert rechecked.records == [] and rechecked.responses == []  # the recheck itself changes nothing else
+
+    gone = step_group("g", rechecked.stored(ctx.state), [], check, hour)
+    assert gone.metadata is None
+    assert gone.records == [(b'{"version":1,"group":"g","topic":"t","partition":0}', None),
+                            (b'{"version":2,"group":"g"}', None)]
+
+    # an offset not yet past the shorter retention: armed at its own expiry under it
+    fresh = step_group("g", ctx.state, [], 42 + 10 * 60 * 1000, hour, recheck_retention=True)
+    assert fresh.next_deadline_ms == first_check_from(42 + 3600 * 1000)

@@ -1,43 +1,43 @@
-"""When a TxnOffsetCommit answered from a view is shown settled from the requests topic (`gateway.fast.txn_proof`):
+"""When a TxnOffsetCommit answered from a view is shown settled from the requests topic (`state.views.txn_proof`):
 each rule of the module's docstring, one test each, on requests as the gateway and clients write them."""
 
 from __future__ import annotations
 
 import json
 
-from gateway.fast.txn_proof import MARGIN_MS, MAX_BEHIND, Claim, Entry, _DECODE
-from gateway.fast.txn_proof import settles as _settles
+from state.views.txn_proof import MARGIN_MS, MAX_BEHIND, TxnClaim, TxnEntry, request_entry
+from state.views.txn_proof import txn_settles as _settles
 
 MEMBER = "m-1"
 SESSION = 45_000
 NOW = 1_000_000
 
 
-def claim(mark: int = 10, offset: int = 20, **fields) -> Claim:
+def claim(mark: int = 10, offset: int = 20, **fields) -> TxnClaim:
     values = dict(group_id="g", partition=0, mark=mark, offset=offset, member_id=MEMBER, generation=3,
                   instance_id=None, principal=None, session_timeout_ms=SESSION, timestamp_ms=NOW,
                   acknowledged_ms=NOW + 2, request_id="mine")
     values.update(fields)
-    return Claim(**values)
+    return TxnClaim(**values)
 
 
-def settles(entries: list[Entry], start: int, claimed: Claim) -> bool:
+def settles(entries: list[TxnEntry], start: int, claimed: TxnClaim) -> bool:
     """As the module's, with the claimed commit's own record at its offset."""
     return _settles([*entries, txn_commit(claimed.offset, claimed.request_id)], start, claimed)
 
 
-def entry(offset: int, body: dict, timestamp_ms: int = NOW - 1_000) -> Entry:
-    return Entry(offset, timestamp_ms, _DECODE.decode(json.dumps(body)))
+def entry(offset: int, body: dict, timestamp_ms: int = NOW - 1_000) -> TxnEntry:
+    return request_entry(offset, timestamp_ms, json.dumps(body).encode())
 
 
 def liveness(offset: int, heard_ms: int = NOW - 2_000, generation: int = 3, answered: int = 0,
-             member: str = MEMBER) -> Entry:
+             member: str = MEMBER) -> TxnEntry:
     return entry(offset, {"api": "Liveness", "request_id": "l", "group_id": "g", "members": [
         {"member_id": member, "generation_id": generation, "heard_ms": heard_ms, "answered": answered}]},
         timestamp_ms=heard_ms + 100)
 
 
-def txn_commit(offset: int, request_id: str = "t") -> Entry:
+def txn_commit(offset: int, request_id: str = "t") -> TxnEntry:
     return entry(offset, {"api": "TxnOffsetCommit", "request_id": request_id, "group_id": "g", "member_id": MEMBER,
                           "generation_id": 3, "transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
                           "topics": []})
@@ -76,7 +76,7 @@ def test_the_members_own_rejoin_after_its_heartbeat_does_not_settle():
 
 
 def test_an_unreadable_request_does_not_settle():
-    assert not settles([liveness(5), Entry(15, NOW, None)], 0, claim())
+    assert not settles([liveness(5), TxnEntry(15, NOW, None)], 0, claim())
 
 
 def test_a_session_ending_within_the_margin_does_not_settle():
@@ -135,19 +135,29 @@ def test_a_record_at_the_commits_offset_that_is_not_the_request_does_not_settle(
     assert not _settles([liveness(5)], 0, claim())
 
 
-def test_the_fast_path_claims_what_the_view_and_the_write_say():
-    from gateway.fast.fast_path import _provable
-    from gateway.upstream.transactions import Written
+def test_the_claim_is_what_the_view_and_the_write_say():
     from schemas.messages import GroupView, ViewMember
     from state.api import PublishedGroup, decode_request
+    from state.views.txn_proof import txn_claim
 
-    view = PublishedGroup(GroupView("Stable", 3, "consumer", "range", MEMBER, (
-        ViewMember(MEMBER, "static-1", None, SESSION, 300_000), ViewMember("other", None, None, SESSION, 60_000))))
-    req = decode_request(json.dumps({"api": "TxnOffsetCommit", "request_id": "", "group_id": "g",
-                                     "transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
-                                     "generation_id": 3, "member_id": MEMBER, "group_instance_id": "static-1",
-                                     "topics": []}).encode())
-    made = _provable(view, req, {0: 10}, "fast-1")(Written(0, 20, NOW))
+    def view(state: str = "Stable", generation: int = 3) -> PublishedGroup:
+        return PublishedGroup(GroupView(state, generation, "consumer", "range", MEMBER, (
+            ViewMember(MEMBER, "static-1", None, SESSION, 300_000), ViewMember("other", None, None, SESSION, 60_000))))
+
+    def req(member: str = MEMBER):
+        return decode_request(json.dumps({"api": "TxnOffsetCommit", "request_id": "", "group_id": "g",
+                                          "transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
+                                          "generation_id": 3, "member_id": member, "group_instance_id": "static-1",
+                                          "topics": []}).encode())
+
+    made = txn_claim(view(), req(), "fast-1", 0, 10, 20, NOW, NOW + 2)
     assert (made.mark, made.offset, made.request_id, made.rebalance_timeout_ms, made.others, made.instance_id,
-            made.session_timeout_ms, made.timestamp_ms) == (10, 20, "fast-1", 300_000, True, "static-1", SESSION, NOW)
-    assert _provable(view, req, None, "fast-1") is None  # no marks read yet
+            made.session_timeout_ms, made.timestamp_ms, made.acknowledged_ms) == \
+        (10, 20, "fast-1", 300_000, True, "static-1", SESSION, NOW, NOW + 2)
+    assert txn_claim(view(), req(), "fast-1", 0, None, 20, NOW, NOW).mark == -1  # no mark read: nothing settles
+    assert not _settles([liveness(5), txn_commit(20, "fast-1")], 0,
+                        txn_claim(view(), req(), "fast-1", 0, None, 20, NOW, NOW))
+    # rule 1: a Stable classic group's view at the request's generation, with the member
+    assert txn_claim(view("PreparingRebalance"), req(), "fast-1", 0, 10, 20, NOW, NOW) is None
+    assert txn_claim(view(generation=4), req(), "fast-1", 0, 10, 20, NOW, NOW) is None
+    assert txn_claim(view(), req("stranger"), "fast-1", 0, 10, 20, NOW, NOW) is None

@@ -4,8 +4,10 @@
 A TxnOffsetCommit answered from a view is written inside the client's transaction at offset `c` of the group's
 requests-topic partition; the coordinator decides it on the group as it is when it applies `c`. The gateway holds
 the transaction's EndTxn(COMMIT) until that decision comes, unless it can show that the decision is the one it
-gave: that the group the coordinator will apply `c` to accepts the member exactly as the view did. This module
-reads the partition itself (read_uncommitted, `c` included) and says so (`settles`) when:
+gave: that the group the coordinator will apply `c` to accepts the member exactly as the view did. This is the
+coordinator's rule of when that is shown; the gateway only feeds it what it read: the claim it makes of the view
+(`txn_claim`) and the partition's requests (`request_entry`, read_uncommitted, `c` included). It settles
+(`txn_settles`) when:
 
 1. the view is a classic group's, Stable, at the request's generation, with the committing member in it; where it
    has other members, their expiry can only start a join phase (PreparingRebalance, which does not refuse a
@@ -30,19 +32,17 @@ reads the partition itself (read_uncommitted, `c` included) and says so (`settle
 
 Anything else (no mark, a gap in the log, a read that fails, a record it cannot read) says no, and the EndTxn
 waits for the decision as before. The coordinator's decision still comes for every commit answered from a view;
-one that differs from a commit shown settled is logged as an error (`FastPath`).
+one that differs from a commit shown settled is logged as an error (the gateway's `FastPath`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
-from kafka.record import MemoryRecords
 
-log = logging.getLogger(__name__)
+from state.views.published import PublishedGroup
 
 MARGIN_MS = 10_000
 """How much later than the commit's timestamp, its acknowledgement and the group's requests before it the member's
@@ -51,11 +51,6 @@ clocks' skew between the gateways and the driver, are assumed below it)."""
 MAX_BEHIND = 1_000
 """At most this many offsets between the mark and the commit: the source gives every partition an even share of
 `max.requests.per.trigger` (50,000 by default, over 16 partitions by default) before the rest."""
-MAX_ENTRIES = 200_000
-"""Requests kept per partition; past it the older half is dropped (and with it what can be shown)."""
-READ_BYTES = 1 << 20
-READ_ATTEMPTS = 20
-"""Reads of an empty answer (the broker not serving `c` yet) before giving up."""
 NEUTRAL = frozenset({"OffsetCommit", "TxnOffsetCommit", "Heartbeat", "Liveness", "OffsetFetch", "DescribeGroups"})
 """Requests that change neither a classic group's generation, state nor members."""
 
@@ -85,7 +80,7 @@ _DECODE = msgspec.json.Decoder(_Request)
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class TxnEntry:
     """A request of the partition: its offset, its record's timestamp, and what it says (None: unreadable)."""
 
     offset: int
@@ -94,7 +89,7 @@ class Entry:
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
+class TxnClaim:
     """A TxnOffsetCommit answered from `view` (see the module) and written at `offset`."""
 
     group_id: str
@@ -117,7 +112,35 @@ class Claim:
     of an older one answers that one's offset)."""
 
 
-def settles(entries: list[Entry], start: int, claim: Claim) -> bool:
+def request_entry(offset: int, timestamp_ms: int, value: bytes | None) -> TxnEntry:
+    """A request of the requests topic as `txn_settles` reads it: the record's offset, timestamp and value."""
+    try:
+        request = _DECODE.decode(value or b"")
+    except msgspec.DecodeError:
+        request = None
+    return TxnEntry(offset, timestamp_ms, request)
+
+
+def txn_claim(view: Any, req: Any, request_id: str, partition: int, mark: int | None, offset: int,
+              timestamp_ms: int, acknowledged_ms: int) -> TxnClaim | None:
+    """The claim that the coordinator accepts the TxnOffsetCommit `req` (answered from `view` and written as
+    request `request_id` at `offset` of `partition`, stamped `timestamp_ms`, acknowledged at `acknowledged_ms`) as
+    the view did, the view being as of `mark` in that partition (None: unknown, and nothing can be shown). None
+    where the view is not a Stable classic group's with the member committing at its generation (rule 1): its
+    EndTxn waits for the decision."""
+    if not isinstance(view, PublishedGroup) or view.state != "Stable" or req.generation_id != view.generation:
+        return None
+    member = view.members.get(req.member_id)
+    if member is None:
+        return None
+    return TxnClaim(group_id=req.group_id, partition=partition, mark=-1 if mark is None else mark, offset=offset,
+                 member_id=req.member_id, generation=req.generation_id, instance_id=member.group_instance_id,
+                 principal=member.principal, session_timeout_ms=member.session_timeout_ms,
+                 timestamp_ms=timestamp_ms, acknowledged_ms=acknowledged_ms, others=len(view.members) > 1,
+                 rebalance_timeout_ms=member.rebalance_timeout_ms, request_id=request_id)
+
+
+def txn_settles(entries: list[TxnEntry], start: int, claim: TxnClaim) -> bool:
     """Whether the coordinator will accept `claim` as the view did, from the group's requests `entries` (every one
     of the partition's from offset `start` on, in order; later ones than `claim.offset` are ignored)."""
     mark, offset = claim.mark, claim.offset
@@ -158,7 +181,7 @@ def settles(entries: list[Entry], start: int, claim: Claim) -> bool:
     return False  # no heartbeat of the member seen before the mark
 
 
-def _restart(req: _Request, timestamp_ms: int, claim: Claim) -> int | None:
+def _restart(req: _Request, timestamp_ms: int, claim: TxnClaim) -> int | None:
     """The session deadline at the earliest that this request sets for the claim's member, where it is a heartbeat
     of the member the coordinator accepts at the claim's generation (None: it is not one)."""
     if req.api == "Heartbeat":
@@ -181,92 +204,3 @@ def _names(req: _Request, member_id: str) -> bool:
     if req.member_id == member_id:
         return True
     return req.api == "Liveness" and any(m.member_id == member_id for m in req.members or ())
-
-
-class _Partition:
-    def __init__(self, start: int) -> None:
-        self.start = start
-        """Every request of the partition from here on up to `next` is in `groups`."""
-        self.next = start
-        self.groups: dict[bytes, list[Entry]] = {}
-        self.count = 0
-        self.lock = asyncio.Lock()
-
-    def add(self, key: bytes, entry: Entry) -> None:
-        self.groups.setdefault(key, []).append(entry)
-        self.count += 1
-        if self.count > MAX_ENTRIES:
-            cut = self.start + (self.next - self.start) // 2
-            for group, entries in list(self.groups.items()):
-                kept = [e for e in entries if e.offset >= cut]
-                if kept:
-                    self.groups[group] = kept
-                else:
-                    del self.groups[group]
-            self.count = sum(len(e) for e in self.groups.values())
-            self.start = cut
-
-
-class RequestsLog:
-    """The requests-topic partitions with transactional commits answered from views, read as far as needed."""
-
-    def __init__(self, reads, topic: str) -> None:
-        """`reads`: `gateway.share.log.UpstreamReads` (its bootstrap broker's connection, as the transactional
-        writes use)."""
-        self._reads = reads
-        self.topic = topic
-        self._partitions: dict[int, _Partition] = {}
-
-    async def settles(self, claim: Claim) -> bool:
-        """Whether the coordinator will accept the claim as answered (`settles`); False where it cannot tell."""
-        if claim.mark < 0:
-            return False
-        part = self._partitions.get(claim.partition)
-        if part is None:
-            part = self._partitions[claim.partition] = _Partition(claim.mark)
-        async with part.lock:
-            try:
-                if not await self._read_to(claim.partition, part, claim.offset + 1):
-                    return False
-            except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
-                log.info("reading %s-%d: %s", self.topic, claim.partition, exc)
-                return False
-            return settles(part.groups.get(claim.group_id.encode("utf-8"), []), part.start, claim)
-
-    async def _read_to(self, partition: int, part: _Partition, end: int) -> bool:
-        attempts = 0
-        while part.next < end:
-            read = await self._reads.fetch(None, self.topic, partition, part.next, READ_BYTES)
-            if read.error:
-                log.info("reading %s-%d: error %d", self.topic, partition, read.error)
-                return False
-            if not read.batches:
-                attempts += 1
-                if attempts >= READ_ATTEMPTS:
-                    return False
-                await asyncio.sleep(0.005)
-                continue
-            if read.batches[0].base > part.next:  # a gap: what was there is gone (retention)
-                part.groups.clear()
-                part.count = 0
-                part.start = part.next = read.batches[0].base
-            for batch in read.batches:
-                self._add(part, batch.data)
-                part.next = max(part.next, batch.last + 1)
-        return True
-
-    @staticmethod
-    def _add(part: _Partition, data: bytes) -> None:
-        records = MemoryRecords(data)
-        while records.has_next():
-            batch = records.next_batch()
-            if batch is None or getattr(batch, "is_control_batch", False):
-                continue  # a transaction's marker: it changes pending offsets only
-            for record in batch:
-                if record.offset < part.next or record.key is None:
-                    continue
-                try:
-                    request = _DECODE.decode(record.value or b"")
-                except msgspec.DecodeError:
-                    request = None
-                part.add(bytes(record.key), Entry(record.offset, record.timestamp, request))

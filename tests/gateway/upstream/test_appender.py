@@ -1,0 +1,71 @@
+"""The gateway's one producer of control requests (`gateway.upstream.appender`) against a real broker: the
+delivery reports of one poll reach the event loop together, and every append's future says what became of it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.admin import NewTopic
+
+from gateway.upstream.appender import AppendFailed, Appender
+
+pytestmark = [pytest.mark.broker]
+
+
+def _topic(broker: str) -> str:
+    topic = f"appender-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker)
+    try:
+        admin.create_topics([NewTopic(topic, 2, 1)])
+    finally:
+        admin.close()
+    return topic
+
+
+def test_appends_in_flight_together_are_each_acknowledged_and_in_the_topic_in_order(broker):
+    """200 appends of two groups sent at once (they go out in a few Produce requests, their reports handed over in
+    a few batches): every future completes without error, and each group's records are in its partition in the
+    order they were appended."""
+    topic = _topic(broker)
+
+    async def scenario() -> list[object]:
+        appender = Appender(broker, topic, {}, asyncio.get_running_loop())
+        try:
+            futures = [appender.append(f"group-{n % 2}", f"{n}".encode()) for n in range(200)]
+            return await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), 30)
+        finally:
+            appender.close()
+
+    results = asyncio.run(scenario())
+    assert results == [None] * 200
+    consumer = KafkaConsumer(bootstrap_servers=broker, auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=5000)
+    try:
+        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        by_group: dict[str, list[int]] = {}
+        for record in consumer:
+            by_group.setdefault(record.key.decode(), []).append(int(record.value))
+            if sum(map(len, by_group.values())) == 200:
+                break
+    finally:
+        consumer.close()
+    assert by_group == {"group-0": list(range(0, 200, 2)), "group-1": list(range(1, 200, 2))}
+
+
+def test_appends_the_broker_never_takes_fail_with_append_failed():
+    """No broker there: each append's future fails with AppendFailed once the message times out, every one of a
+    batch (none left waiting for ever)."""
+
+    async def scenario() -> list[object]:
+        appender = Appender("127.0.0.1:1", "requests", {}, asyncio.get_running_loop(), timeout_ms=300)
+        try:
+            futures = [appender.append("g", b"x") for _ in range(5)]
+            return await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), 20)
+        finally:
+            appender.close(timeout_s=1)
+
+    results = asyncio.run(scenario())
+    assert len(results) == 5 and all(isinstance(r, AppendFailed) for r in results), results
