@@ -13,10 +13,12 @@ AcknowledgeErrorCode.
 - A long poll as Kafka's DelayedShareFetch: the fetch acquires once MinBytes are there to acquire, the bytes of
   the logs from each share-partition's next fetch offset on (each at most its share of MaxBytes;
   `Holder.fetchable_bytes`), or a log read failed; else it waits, up to MaxWaitMs, for any of its share-partitions
-  to change or its log to grow (`Holder.waiter`), and at MaxWaitMs acquires what there is. MinBytes 0 is met at once
-  by any share-partition this process serves that is not at its cap. Records are acquired when the answer is made,
-  so their locks count from then. With no partition, MaxRecords 0 or MaxBytes 0 it answers at once. A
-  share-partition this process does not hold yet is taken on the way (a micro-batch): the wait covers it.
+  to change or its log to grow (`Holder.waiter`), and at MaxWaitMs acquires what there is. With MinBytes 1, the
+  clients' default, any record acquired is enough, so the fetch acquires at once rather than count first (one read
+  of each log, not two). MinBytes 0 is met at once by any share-partition this process serves that is not at its
+  cap. Records are acquired when the answer is made, so their locks count from then. With no partition, MaxRecords
+  0 or MaxBytes 0 it answers at once. A share-partition this process does not hold yet is taken on the way (a
+  micro-batch): the wait covers it.
 - Records are never null: a partition with none answers empty bytes. The records are the log batches holding the
   acquired ranges, as they are in the log.
 - A new session's answer names every partition; later answers those with records, errors or acknowledgements.
@@ -262,8 +264,9 @@ class Shares:
             # waited on before anything is looked at: a change while the look awaits wakes the wait that follows
             waiter = self.holder.waiter(list(keys.values()))
             try:
-                remaining = deadline - time.monotonic()
-                if remaining > 0 and not await self._enough(keys, order, request.min_bytes, per_bytes, isolation):
+                # MinBytes 1 (the clients' default): acquiring is the count, each log read once
+                if request.min_bytes > 1 and deadline > time.monotonic() and not await self._enough(
+                        keys, order, request.min_bytes, per_bytes, isolation):
                     await self._wait(waiter, keys, deadline)
                     continue
                 budget = request.max_records
@@ -284,24 +287,24 @@ class Shares:
                         out[tp] = (acquired, [b.data for b in batches], code)
                         got = True
                         budget -= sum(r.last - r.first + 1 for r in acquired)
-                if got or deadline <= time.monotonic() or request.min_bytes <= 0:
+                if got or deadline <= time.monotonic() or (request.min_bytes <= 0 and any(
+                        held is not None and self.holder.acquirable(held)
+                        for held in map(self.holder.serving, keys.values()))):
                     return out
-                # what was counted went to another fetch in between: wait on
+                # nothing to acquire (or what was counted went to another fetch in between): wait
                 await self._wait(waiter, keys, deadline)
             finally:
                 waiter.cancel()
 
     async def _enough(self, keys: dict[TopicIdPartition, SPKey], order: list[TopicIdPartition], min_bytes: int,
                       per_bytes: int, isolation: int) -> bool:
-        """Kafka's `tryComplete`: some share-partition served here can be acquired from, and MinBytes are there to
-        acquire (or a log read failed)."""
+        """Kafka's `tryComplete` for a MinBytes above 1: MinBytes are there to acquire from the share-partitions
+        served here that can be acquired from (or a log read failed)."""
         total = 0
         for tp in order:
             held = self.holder.serving(keys[tp])
             if held is None or not self.holder.acquirable(held):
                 continue
-            if min_bytes <= 0:
-                return True
             try:
                 size = await self.holder.fetchable_bytes(held, per_bytes, isolation)
             except (ConnectionError, OSError, asyncio.TimeoutError):

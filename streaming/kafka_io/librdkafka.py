@@ -81,8 +81,10 @@ def fetch_bytes(topic: str, partition: int, start: int, end: int) -> int:
 
 
 SIZED_KEPT = 8
-"""Consumers of a sized fetch kept in a process (the most recently used): a run's ranges take a few sizes at a time."""
-_sized: OrderedDict[tuple, None] = OrderedDict()
+"""Consumers of a sized fetch kept per purpose in a process (the most recently used): a run's ranges take a few sizes
+at a time. Per purpose, because the driver reads for several purposes from threads of their own: one purpose's
+reads never close a consumer another is reading with."""
+_sized: dict[str, OrderedDict[tuple, None]] = {}
 
 
 def _learn(topic: str, partition: int, offsets: int, size: int) -> None:
@@ -101,10 +103,11 @@ def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 1
     with _lock:
         consumer = _consumers.get(key)
         if sized:
-            _sized[key] = None
-            _sized.move_to_end(key)
-            while len(_sized) > SIZED_KEPT:  # the least recently used size goes; closed aside (a fetch in flight)
-                old = _consumers.pop(_sized.popitem(last=False)[0], None)
+            kept = _sized.setdefault(purpose, OrderedDict())
+            kept[key] = None
+            kept.move_to_end(key)
+            while len(kept) > SIZED_KEPT:  # the least recently used size goes; closed aside (a fetch in flight)
+                old = _consumers.pop(kept.popitem(last=False)[0], None)
                 if old is not None:
                     threading.Thread(target=old.close, daemon=True).start()
         if consumer is None:
