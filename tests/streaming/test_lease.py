@@ -326,9 +326,10 @@ def _loads_and_lease_times(broker: str, props: dict[str, str], holder_pid: int) 
     every lease record the driver with process id `holder_pid` wrote, in log order."""
     from tests.support.kafka import read_topic
 
-    loads = [r.timestamp for r in read_topic(broker, props["topic.requests"])
+    # the suite's shared broker holds thousands of lease and request records by then: an upper bound, not a speed
+    loads = [r.timestamp for r in read_topic(broker, props["topic.requests"], timeout_s=120)
              if r.value.startswith(b'{"api":"LoadGroup"')]
-    leased = [json.loads(r.value)["time_ms"] for r in read_topic(broker, props["topic.lease"])
+    leased = [json.loads(r.value)["time_ms"] for r in read_topic(broker, props["topic.lease"], timeout_s=120)
               if r.key == checkpoint_key(props["checkpoint.location"]).encode()
               and LeaseRecord.decode(r.value).holder.split("/")[1] == str(holder_pid)]
     return loads, leased
