@@ -296,8 +296,8 @@ class Gateway:
     # -- group requests ----------------------------------------------------------------------------------------
 
     def timeout_s(self, api: str, request: Json) -> float:
-        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS; a heartbeat
-        of the consumer or share protocol: within the interval its member was told, `INTERVAL_TIMED`)."""
+        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS; a
+        ConsumerGroupHeartbeat: within the interval its member was told, `INTERVAL_TIMED`)."""
         if api == "JoinGroup":
             rebalance = request.get("rebalance_timeout_ms")
             if rebalance is None or rebalance < 0:
@@ -311,15 +311,16 @@ class Gateway:
         return budget
 
     def heard_answer(self, api: str, request: Json, answer: Json) -> None:
-        """Note the heartbeat interval a consumer or share group's member was told (`timeout_s`)."""
+        """Note the heartbeat interval a consumer group's member was told (`timeout_s`)."""
         if api in INTERVAL_TIMED and answer.get("heartbeat_interval_ms", 0) > 0 and answer.get("member_id"):
             if len(self._told_intervals) >= TOLD_INTERVALS_KEPT:
                 self._told_intervals.clear()
             self._told_intervals[(request.get("group_id"), answer["member_id"])] = answer["heartbeat_interval_ms"]
 
 
-INTERVAL_TIMED = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat"})
-"""Heartbeats that librdkafka gives the heartbeat interval last told to be answered, then drops the answer (and,
+INTERVAL_TIMED = frozenset({"ConsumerGroupHeartbeat"})
+"""Heartbeats that librdkafka gives the heartbeat interval last told to be answered (its ShareGroupHeartbeat has
+no such timeout: socket.timeout.ms applies, so a late answer still reaches it), then drops the answer (and,
 with its default `socket.max.fails=1`, the connection) and sends its next heartbeat without asking again for what
 the lost answer said: a revocation lost that way left three consumer-protocol consumers at 6/0/0 partitions until
 the rebalance timeout. So the coordinator's answer to one of these waits at most `ANSWER_WITHIN_INTERVAL` of the
