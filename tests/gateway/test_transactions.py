@@ -5,6 +5,10 @@ is open (a require_stable OffsetFetch answers UNSTABLE_OFFSET_COMMIT), and are n
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -22,7 +26,9 @@ from kafka.protocol.producer.transaction import (EndTxnRequest, EndTxnResponse, 
                                                  InitProducerIdResponse, TxnOffsetCommitRequest,
                                                  TxnOffsetCommitResponse)
 
+from common.markers import read_markers
 from deploy.drills.transactions import sink_outcomes
+from gateway.front.process import start_gateway
 from state.api import Errors
 from tests.gateway.conftest import wait_for
 from tests.gateway.raw import Connection
@@ -299,6 +305,67 @@ def test_a_transaction_past_its_timeout_never_commits_its_offsets(gateway_env):
     assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (2, 0), timeout_s=60,
                     what="the aborted transaction's offsets dropped")
     consumer.close()
+
+
+VANISHING_APP = """
+import sys
+from confluent_kafka import Consumer, Producer, TopicPartition
+bootstrap, group, source, output, transactional_id = sys.argv[1:6]
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                     "transaction.timeout.ms": 4000})
+producer.init_transactions(60)
+producer.begin_transaction()
+producer.produce(output, b"never committed")
+producer.send_offsets_to_transaction([TopicPartition(source, 0, 9)], consumer.consumer_group_metadata(), 60)
+producer.flush(60)
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_transaction_nobody_ends_is_aborted_at_its_timeout_and_never_commits_its_offsets(gateway_env, tmp_path):
+    """An application SIGKILLed inside its transaction, and the gateway it wrote its TxnOffsetCommit through killed
+    -9 before any EndTxn: tansu never times the transaction out, so its offsets would stay pending (88) for ever.
+    The query publishes its open transactions with their deadlines, and another gateway, which never saw this one,
+    has the upstream abort it once it is past its timeout (InitProducerId for its transactional id, as Kafka's
+    transaction coordinator aborts it at the timeout): the ABORT marker drops the pending offsets and the output,
+    and the group's committed offset is the one before the transaction, never the transaction's."""
+    env = gateway_env
+    source, output = env.topic(1), env.topic(1)
+    group = f"vanished-{uuid.uuid4().hex[:8]}"
+    transactional_id = f"tx-{group}"
+    consumer = Consumer({"bootstrap.servers": env.bootstrap, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(source, 0, 2)], asynchronous=False)
+    consumer.close()
+    doomed = start_gateway(env.broker, env.topics, log_path=tmp_path / "doomed-gateway.log")
+    app = subprocess.Popen([sys.executable, "-c", VANISHING_APP, doomed.bootstrap_servers, group, source, output,
+                            transactional_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert app.stdout.readline().strip() == "open", "the application did not open its transaction"
+        assert stable_fetch(env.bootstrap, group, source) == (-1, 88)
+        os.kill(app.pid, signal.SIGKILL)
+        os.kill(doomed.process.pid, signal.SIGKILL)
+        seen = set()
+
+        def aborted() -> bool:
+            seen.add(stable_fetch(env.bootstrap, group, source))
+            return (2, 0) in seen
+
+        assert wait_for(aborted, timeout_s=120, what="the transaction aborted past its timeout")
+        assert seen <= {(-1, 88), (2, 0)}, seen  # pending, then the offset before it: never the transaction's 9
+        (marker,) = read_markers(env.broker, output, 0, [1])
+        assert not marker.committed, marker
+        logs = "".join(p.read_text() for p in env.logs.glob("*gateway.log"))  # the package's gateways'
+        assert f"transaction {transactional_id!r}" in logs and "aborted at the upstream" in logs
+        time.sleep(2)
+        assert stable_fetch(env.bootstrap, group, source) == (2, 0)
+    finally:
+        for process in (app, doomed.process):
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        doomed.stop()
 
 
 def test_bad_transactional_commits_are_refused_and_the_gateway_keeps_serving(gateway_env):
