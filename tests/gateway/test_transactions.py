@@ -30,7 +30,8 @@ from common.markers import read_markers
 from deploy.drills.transactions import sink_outcomes
 from gateway.front.process import start_gateway
 from state.api import Errors
-from tests.gateway.conftest import wait_for
+from tests.gateway.conftest import GATEWAY_PROPERTIES, GatewayEnv, wait_for
+from tests.support.coordinator import new_run
 from tests.gateway.raw import Connection
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -275,6 +276,99 @@ def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_w
         assert "shown settled but the coordinator decided" not in (env.logs / "gateway.log").read_text()
     finally:
         for consumer in (member, replacement):
+            consumer.close()
+
+
+KAFKA_CONSUMER_SESSION = {**GATEWAY_PROPERTIES, "group.consumer.session.timeout.ms": "45000"}
+"""Kafka's consumer-group session (the package's query has 12 s, which a member's heartbeat, reported up to a
+liveness interval after it was answered, leaves within the gateway's 10 s margin: every EndTxn would wait)."""
+
+
+def test_a_consumer_protocol_members_transactions_go_unheld_and_none_commits_past_its_epoch(
+        spark, broker, tmp_path_factory):
+    """A KIP-848 member's transactions (librdkafka, group.protocol=consumer) run back to back with the metadata it
+    had at the start, committing both of its partitions: once the gateway reads the member's heartbeat in the
+    requests topic, their EndTxns go through without waiting for the coordinator's decisions (rules 1', 3', 4' of
+    `state.views.txn_proof`). A second member then joins through another gateway and takes one partition: from
+    when the first member's epoch moves on, its transactions are refused (behind its epoch on a partition it no
+    longer holds), abortable, and aborted. Every transaction either commits with its offsets or aborts, none shown
+    settled is decided otherwise, and the committed offsets are the last committed transaction's. On a query of its
+    own with Kafka's 45 s consumer session (`KAFKA_CONSUMER_SESSION`)."""
+    run = new_run(spark, broker, tmp_path_factory.mktemp("consumer-unheld"), KAFKA_CONSUMER_SESSION)
+    logs = tmp_path_factory.mktemp("consumer-unheld-log")
+    try:
+        gateway = start_gateway(broker, {k: v for k, v in run.props.items() if k.startswith(("topic.", "group."))},
+                                log_path=logs / "gateway.log")
+        env = GatewayEnv(run, gateway, broker, logs)
+        try:
+            _consumer_protocol_transactions(env)
+        finally:
+            for started in (gateway, env._second):
+                if started is not None:
+                    started.stop()
+    finally:
+        run.close()
+
+
+def _consumer_protocol_transactions(env: GatewayEnv) -> None:
+    source = env.topic(2)
+    group = f"cp-unheld-{uuid.uuid4().hex[:8]}"
+    transactional_id = f"tx-{group}"
+    settings = {"group.id": group, "enable.auto.commit": False, "group.protocol": "consumer"}
+    first = Consumer({**settings, "bootstrap.servers": env.bootstrap})
+    second = Consumer({**settings, "bootstrap.servers": env.second.bootstrap_servers})
+    producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": transactional_id})
+    committed: list[int] = []
+    aborted: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def transactions(metadata: Any) -> None:
+        offset = 0
+        try:
+            while len(aborted) < 5 and offset < 5000 and not stop.is_set():  # behind its epoch, every one aborts
+                offset += 1
+                producer.begin_transaction()
+                try:
+                    producer.send_offsets_to_transaction(
+                        [TopicPartition(source, 0, offset), TopicPartition(source, 1, offset)], metadata, 30)
+                    producer.commit_transaction(30)
+                    committed.append(offset)
+                except KafkaException as exc:
+                    error = exc.args[0]
+                    assert error.txn_requires_abort(), error
+                    producer.abort_transaction(30)
+                    aborted.append((offset, error.code()))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            failures.append(exc)
+
+    loop = None
+    try:
+        first.subscribe([source])
+        polled_until([first], [2], "the first member's partitions")
+        producer.init_transactions(30)
+        loop = threading.Thread(target=transactions, args=(first.consumer_group_metadata(),), daemon=True)
+        loop.start()
+        shown = f"transactional id {transactional_id!r}: a TxnOffsetCommit shown settled"
+        assert wait_for(lambda: shown in (env.logs / "gateway.log").read_text() or failures, timeout_s=90,
+                        what="a consumer-protocol transaction's EndTxn not held")
+        assert not failures, failures
+        assert not aborted, aborted  # nothing refused while the member is alone at its epoch
+        second.subscribe([source])
+        polled_until([first, second], [1, 1], "the second member's partition, through the second gateway")
+        loop.join(timeout=300)
+        assert not failures and not loop.is_alive(), failures
+        assert committed and aborted, (committed, aborted)
+        print(f"committed {len(committed)}, aborted {aborted}")
+        assert wait_for(lambda: stable_fetch(env.bootstrap, group, source)[1] == 0, timeout_s=60,
+                        what="the last transaction's marker applied")
+        assert env.committed(group, source) == {0: committed[-1], 1: committed[-1]}
+        assert "shown settled but the coordinator decided" not in (env.logs / "gateway.log").read_text()
+    finally:
+        stop.set()
+        if loop is not None:
+            loop.join(timeout=120)
+        for consumer in (first, second):
             consumer.close()
 
 
