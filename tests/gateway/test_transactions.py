@@ -206,6 +206,37 @@ def test_a_consumer_protocol_member_behind_its_epoch_is_refused_and_commits_at_i
             consumer.close()
 
 
+class BackToBack:
+    """One producer's transactions back to back, each sending offset n (its n-th) for `partitions` with a member's
+    metadata, until five have aborted (or `limit`, or `stop`): which committed, which aborted with what, and what
+    failed otherwise (raised in the test's thread)."""
+
+    def __init__(self, producer: Producer, topic: str, partitions: list[int], committed: list[int],
+                 aborted: list[tuple[int, int]], failures: list[BaseException], limit: int) -> None:
+        self.producer, self.topic, self.partitions, self.limit = producer, topic, partitions, limit
+        self.committed, self.aborted, self.failures = committed, aborted, failures
+        self.stop = threading.Event()
+
+    def run(self, metadata: Any) -> None:
+        producer, offset = self.producer, 0
+        try:
+            while len(self.aborted) < 5 and offset < self.limit and not self.stop.is_set():
+                offset += 1
+                producer.begin_transaction()
+                try:
+                    producer.send_offsets_to_transaction([TopicPartition(self.topic, p, offset)
+                                                          for p in self.partitions], metadata, 30)
+                    producer.commit_transaction(30)
+                    self.committed.append(offset)
+                except KafkaException as exc:
+                    error = exc.args[0]
+                    assert error.txn_requires_abort(), error
+                    producer.abort_transaction(30)
+                    self.aborted.append((offset, error.code()))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            self.failures.append(exc)
+
+
 TRANSACTION_ABORTABLE = 120
 """The gateway's answer to the EndTxn(COMMIT) of a transaction whose offsets, answered from a stale view, the
 coordinator refused."""
@@ -234,24 +265,8 @@ def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_w
     committed: list[int] = []
     aborted: list[tuple[int, int]] = []
     failures: list[BaseException] = []
-
-    def transactions(metadata: Any) -> None:
-        offset = 0
-        try:
-            while len(aborted) < 5 and offset < 2000:  # once fenced, every transaction aborts
-                offset += 1
-                producer.begin_transaction()
-                try:
-                    producer.send_offsets_to_transaction([TopicPartition(source, 0, offset)], metadata, 30)
-                    producer.commit_transaction(30)
-                    committed.append(offset)
-                except KafkaException as exc:
-                    error = exc.args[0]
-                    assert error.txn_requires_abort(), error
-                    producer.abort_transaction(30)
-                    aborted.append((offset, error.code()))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
-            failures.append(exc)
+    back_to_back = BackToBack(producer, source, [0], committed, aborted, failures, limit=2000)
+    transactions = back_to_back.run  # once fenced, every transaction aborts
 
     try:
         member.subscribe([source])
@@ -321,26 +336,8 @@ def _consumer_protocol_transactions(env: GatewayEnv) -> None:
     committed: list[int] = []
     aborted: list[tuple[int, int]] = []
     failures: list[BaseException] = []
-    stop = threading.Event()
-
-    def transactions(metadata: Any) -> None:
-        offset = 0
-        try:
-            while len(aborted) < 5 and offset < 5000 and not stop.is_set():  # behind its epoch, every one aborts
-                offset += 1
-                producer.begin_transaction()
-                try:
-                    producer.send_offsets_to_transaction(
-                        [TopicPartition(source, 0, offset), TopicPartition(source, 1, offset)], metadata, 30)
-                    producer.commit_transaction(30)
-                    committed.append(offset)
-                except KafkaException as exc:
-                    error = exc.args[0]
-                    assert error.txn_requires_abort(), error
-                    producer.abort_transaction(30)
-                    aborted.append((offset, error.code()))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
-            failures.append(exc)
+    back_to_back = BackToBack(producer, source, [0, 1], committed, aborted, failures, limit=5000)
+    transactions, stop = back_to_back.run, back_to_back.stop  # behind its epoch, every one aborts
 
     loop = None
     try:
