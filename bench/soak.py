@@ -411,7 +411,8 @@ def _batch_counts(broker: str, topics: list[str]) -> dict[str, list[int]]:
                     position, n = 0, 0
                     while position < end:
                         correlation += 1
-                        batches = MemoryRecords(fetch_raw(sock, topic, partition, position, correlation, 1 << 24)
+                        batches = MemoryRecords(fetch_raw(sock, topic, partition, position, correlation, 1 << 22,
+                                                          max_wait_ms=30_000)
                                                 or b"")
                         last = position - 1
                         while (batch := batches.next_batch()) is not None:
