@@ -125,6 +125,8 @@ class Gateway:
         self._topic_names: dict[bytes, str] = {}
         self._topic_ids_learned = 0.0
         self.list_groups_key = coordinator.client_id
+        self._told_intervals: dict[tuple[str, str], int] = {}
+        """(group id, member id) -> the heartbeat interval the member's last answer told it (`timeout_s`)."""
         self.brokers: dict[int, tuple[str, int]] = {}
         """Upstream node id -> the broker's own address."""
         self.versions: Versions = {}
@@ -294,13 +296,42 @@ class Gateway:
     # -- group requests ----------------------------------------------------------------------------------------
 
     def timeout_s(self, api: str, request: Json) -> float:
-        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS)."""
+        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS; a heartbeat
+        of the consumer or share protocol: within the interval its member was told, `INTERVAL_TIMED`)."""
         if api == "JoinGroup":
             rebalance = request.get("rebalance_timeout_ms")
             if rebalance is None or rebalance < 0:
                 rebalance = request.get("session_timeout_ms", 0)
             return (max(rebalance, 0) + JOIN_GRACE_MS) / 1000
-        return self.settings.request_timeout_ms / 1000
+        budget = self.settings.request_timeout_ms / 1000
+        if api in INTERVAL_TIMED:
+            told = self._told_intervals.get((request.get("group_id"), request.get("member_id")))
+            if told is not None:
+                return min(budget, told * ANSWER_WITHIN_INTERVAL / 1000)
+        return budget
+
+    def heard_answer(self, api: str, request: Json, answer: Json) -> None:
+        """Note the heartbeat interval a consumer or share group's member was told (`timeout_s`)."""
+        if api in INTERVAL_TIMED and answer.get("heartbeat_interval_ms", 0) > 0 and answer.get("member_id"):
+            if len(self._told_intervals) >= TOLD_INTERVALS_KEPT:
+                self._told_intervals.clear()
+            self._told_intervals[(request.get("group_id"), answer["member_id"])] = answer["heartbeat_interval_ms"]
+
+
+INTERVAL_TIMED = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat"})
+"""Heartbeats that librdkafka gives the heartbeat interval last told to be answered, then drops the answer (and,
+with its default `socket.max.fails=1`, the connection) and sends its next heartbeat without asking again for what
+the lost answer said: a revocation lost that way left three consumer-protocol consumers at 6/0/0 partitions until
+the rebalance timeout. So the coordinator's answer to one of these waits at most `ANSWER_WITHIN_INTERVAL` of the
+interval its member was last told (through this process, on any connection: the timeout closed the last one); past
+that the member gets COORDINATOR_NOT_AVAILABLE in time, on which librdkafka (as Kafka's Java client on any failed
+heartbeat) sends its next heartbeat in full, with the partitions it owns, and Kafka's rules answer a full request
+with the member's assignment (docs/gateway.md, "Timeouts and failures")."""
+ANSWER_WITHIN_INTERVAL = 0.8
+"""librdkafka times a heartbeat out between the interval and a second later (it looks for timeouts each second):
+four fifths leave room for the answer's way back on a loaded machine."""
+TOLD_INTERVALS_KEPT = 100_000
+"""Members whose interval is remembered; past that the memory starts again (a member's next answer tells it)."""
 
 
 def _addresses(servers: str) -> list[tuple[str, int]]:
