@@ -23,11 +23,13 @@ from typing import Any
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
-from gateway.upstream.transactions import ControlPartitions
+from gateway.upstream.transactions import ControlPartitions, TimedOut
+from gateway.protocol import strict
 from gateway.protocol.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.security.acl import Authorizer
 from gateway.security.authentication import Authenticator
@@ -121,6 +123,13 @@ class Gateway:
         """Heartbeats and commits answered from the groups' views (None: every request waits for the coordinator)."""
         self.control_partitions = ControlPartitions(settings.requests_topic)
         """Adds a group's control-topic partition to a producer's transaction (TxnOffsetCommit)."""
+        self.transaction_timeouts: dict[str, int] = {}
+        """Transactional id -> the transaction timeout its producer's last InitProducerId through this process
+        asked for: a TxnOffsetCommit carries it (`transaction_timeout_ms`) into the query's open transactions."""
+        self.timed_out = (TimedOut(fast_path.follower.open_transactions, self._own_upstream)
+                          if fast_path is not None and settings.process_index == 0 else None)
+        """Aborts at the upstream the transactions open past their timeout (one process of a gateway does)."""
+        self._timed_out_task: asyncio.Task | None = None
         self.authorizing = settings.authorization and security is not None
         self._topic_names: dict[bytes, str] = {}
         self._topic_ids_learned = 0.0
@@ -160,6 +169,24 @@ class Gateway:
             await self.node_address(node_id)
         if self.profile is not None:
             self._profile_task = asyncio.get_running_loop().create_task(self.profile.run())
+        if self.timed_out is not None:
+            self._timed_out_task = asyncio.get_running_loop().create_task(self.timed_out.run())
+
+    async def _own_upstream(self) -> Upstream:
+        """A connection of the gateway's own to its first bootstrap broker (the transactional writes' too)."""
+        host, port = self.upstream_addresses(None)[0]
+        return await Upstream.connect(host, port, self.settings.upstream, self.settings.connect_timeout_ms / 1000)
+
+    def note_transaction_timeout(self, frame: bytes, version: int) -> None:
+        """Remember the transaction timeout of an InitProducerId with a transactional id that goes upstream."""
+        try:
+            request = strict.decode(InitProducerIdRequest, frame, version)
+        except Exception:  # noqa: BLE001 - a request the upstream will judge; nothing to remember
+            return
+        if request.transactional_id:
+            if len(self.transaction_timeouts) >= 100_000:
+                self.transaction_timeouts.clear()
+            self.transaction_timeouts[request.transactional_id] = request.transaction_timeout_ms
 
     @property
     def bootstrap_address(self) -> str:
@@ -168,6 +195,10 @@ class Gateway:
     async def close(self) -> None:
         if self._profile_task is not None:
             self._profile_task.cancel()
+        if self._timed_out_task is not None:
+            self._timed_out_task.cancel()
+        if self.timed_out is not None:
+            self.timed_out.close()
         for server in self.servers:
             server.close()
         for server in self.servers:
