@@ -218,6 +218,8 @@ class ClientConnection:
                         return self._spawn(configs.answer(self._ready(plan.answer)))
                     return self._ready(plan.answer)
                 frame, finish = plan.frame, plan.finish
+        if api_key == ApiKey.InitProducerId:
+            self.gateway.note_transaction_timeout(frame, version)
         if api_key == ApiKey.EndTxn and self.gateway.fast_path is not None:
             # Inline: the client's later requests wait, as Kafka's broker answers a connection's requests in order.
             request = strict.decode(EndTxnRequest, frame, version)
@@ -421,6 +423,9 @@ class ClientConnection:
             self._txn_upstream = await Upstream.connect(host, port, s.upstream, s.connect_timeout_ms / 1000)
         upstream, partitions = self._txn_upstream, self.gateway.control_partitions
         (body,) = control_requests(api, version, doc, self.principal)
+        timeout_ms = self.gateway.transaction_timeouts.get(doc["transactional_id"])
+        if timeout_ms is not None:  # when the query's open transactions say it is past its timeout
+            body["transaction_timeout_ms"] = timeout_ms
         try:
             error = await asyncio.wait_for(partitions.add(upstream, doc["group_id"], doc), timeout_s)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:

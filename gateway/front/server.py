@@ -23,11 +23,13 @@ from typing import Any
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
-from gateway.upstream.transactions import ControlPartitions
+from gateway.upstream.transactions import ControlPartitions, TimedOut
+from gateway.protocol import strict
 from gateway.protocol.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.security.acl import Authorizer
 from gateway.security.authentication import Authenticator
@@ -121,6 +123,13 @@ class Gateway:
         """Heartbeats and commits answered from the groups' views (None: every request waits for the coordinator)."""
         self.control_partitions = ControlPartitions(settings.requests_topic)
         """Adds a group's control-topic partition to a producer's transaction (TxnOffsetCommit)."""
+        self.transaction_timeouts: dict[str, int] = {}
+        """Transactional id -> the transaction timeout its producer's last InitProducerId through this process
+        asked for: a TxnOffsetCommit carries it (`transaction_timeout_ms`) into the query's open transactions."""
+        self.timed_out = (TimedOut(fast_path.follower.open_transactions, self._own_upstream)
+                          if fast_path is not None and settings.process_index == 0 else None)
+        """Aborts at the upstream the transactions open past their timeout (one process of a gateway does)."""
+        self._timed_out_task: asyncio.Task | None = None
         self.authorizing = settings.authorization and security is not None
         self._topic_names: dict[bytes, str] = {}
         self._topic_ids_learned = 0.0
@@ -160,6 +169,24 @@ class Gateway:
             await self.node_address(node_id)
         if self.profile is not None:
             self._profile_task = asyncio.get_running_loop().create_task(self.profile.run())
+        if self.timed_out is not None:
+            self._timed_out_task = asyncio.get_running_loop().create_task(self.timed_out.run())
+
+    async def _own_upstream(self) -> Upstream:
+        """A connection of the gateway's own to its first bootstrap broker (the transactional writes' too)."""
+        host, port = self.upstream_addresses(None)[0]
+        return await Upstream.connect(host, port, self.settings.upstream, self.settings.connect_timeout_ms / 1000)
+
+    def note_transaction_timeout(self, frame: bytes, version: int) -> None:
+        """Remember the transaction timeout of an InitProducerId with a transactional id that goes upstream."""
+        try:
+            request = strict.decode(InitProducerIdRequest, frame, version)
+        except Exception:  # noqa: BLE001 - a request the upstream will judge; nothing to remember
+            return
+        if request.transactional_id:
+            if len(self.transaction_timeouts) >= 100_000:
+                self.transaction_timeouts.clear()
+            self.transaction_timeouts[request.transactional_id] = request.transaction_timeout_ms
 
     @property
     def bootstrap_address(self) -> str:
@@ -168,6 +195,10 @@ class Gateway:
     async def close(self) -> None:
         if self._profile_task is not None:
             self._profile_task.cancel()
+        if self._timed_out_task is not None:
+            self._timed_out_task.cancel()
+        if self.timed_out is not None:
+            self.timed_out.close()
         for server in self.servers:
             server.close()
         for server in self.servers:
@@ -296,8 +327,8 @@ class Gateway:
     # -- group requests ----------------------------------------------------------------------------------------
 
     def timeout_s(self, api: str, request: Json) -> float:
-        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS; a heartbeat
-        of the consumer or share protocol: within the interval its member was told, `INTERVAL_TIMED`)."""
+        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS; a
+        ConsumerGroupHeartbeat: within the interval its member was told, `INTERVAL_TIMED`)."""
         if api == "JoinGroup":
             rebalance = request.get("rebalance_timeout_ms")
             if rebalance is None or rebalance < 0:
@@ -311,15 +342,16 @@ class Gateway:
         return budget
 
     def heard_answer(self, api: str, request: Json, answer: Json) -> None:
-        """Note the heartbeat interval a consumer or share group's member was told (`timeout_s`)."""
+        """Note the heartbeat interval a consumer group's member was told (`timeout_s`)."""
         if api in INTERVAL_TIMED and answer.get("heartbeat_interval_ms", 0) > 0 and answer.get("member_id"):
             if len(self._told_intervals) >= TOLD_INTERVALS_KEPT:
                 self._told_intervals.clear()
             self._told_intervals[(request.get("group_id"), answer["member_id"])] = answer["heartbeat_interval_ms"]
 
 
-INTERVAL_TIMED = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat"})
-"""Heartbeats that librdkafka gives the heartbeat interval last told to be answered, then drops the answer (and,
+INTERVAL_TIMED = frozenset({"ConsumerGroupHeartbeat"})
+"""Heartbeats that librdkafka gives the heartbeat interval last told to be answered (its ShareGroupHeartbeat has
+no such timeout: socket.timeout.ms applies, so a late answer still reaches it), then drops the answer (and,
 with its default `socket.max.fails=1`, the connection) and sends its next heartbeat without asking again for what
 the lost answer said: a revocation lost that way left three consumer-protocol consumers at 6/0/0 partitions until
 the rebalance timeout. So the coordinator's answer to one of these waits at most `ANSWER_WITHIN_INTERVAL` of the
