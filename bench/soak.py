@@ -48,7 +48,26 @@ REBALANCE_S = 120.0
 AHEAD = 1000
 """Records the producer keeps ready for each committer: its poll never waits on the producer, and the records topic
 grows only as fast as the committers commit."""
+FEEDS = ("trickle", "chunks")
+"""How the producer keeps AHEAD records ready: `trickle` (the default, as in every run before) tops a partition up
+every 50 ms with what was taken since; `chunks` tops it up in one batch once half of them are taken. tansu lists
+every record batch of a partition on each fetch below its end, so the bench's own records topic could have become
+tansu's work rather than the coordinator's; counted at the end of an 8-minute run (`_batch_counts`) it held
+1,500-2,000 batches a partition against the requests topic's 44,000-75,000, so `trickle` stays the default and
+`chunks` is there to check it."""
 REQUESTS_TOPIC = "group-coordinator-requests"  # conf/coordinator.properties topic.requests
+COUNTED_TOPICS = ("group-coordinator-records", "group-coordinator-views", "group-coordinator-timers")
+"""The other topics the job reads below their end while it runs (the console's group watch, the gateway's view
+follower, the timer schedule), whose record batches are counted at the end beside the requests topic's."""
+
+
+def top_up(feed: str, consumed: int, produced: int) -> int:
+    """How many records the producer adds to a committer's partition now (`FEEDS`): up to AHEAD beyond what the
+    committer took, at once (`trickle`) or once half of them are taken (`chunks`)."""
+    taken = consumed + AHEAD - produced
+    if feed == "chunks" and taken < AHEAD // 2:
+        return 0
+    return max(0, taken)
 
 
 def spread_group_ids(prefix: str, count: int, partitions: int) -> list[str]:
@@ -125,8 +144,10 @@ def rss_mb(pid: int) -> float:
 class Load:
     """The clients, each on a thread of its own; counts what they saw."""
 
-    def __init__(self, gateway: str, broker: str) -> None:
+    def __init__(self, gateway: str, broker: str, feed: str = "trickle") -> None:
         self.gateway, self.broker = gateway, broker
+        self.feed = feed
+        """How the producer tops the records topic up (`FEEDS`)."""
         self.stop = threading.Event()
         self.commits: list[float] = []
         """When each synchronous commit was answered."""
@@ -184,8 +205,7 @@ class Load:
         produced = [0] * COMMITTERS
         while not self.stop.is_set():
             for p in range(COMMITTERS):
-                more = self.consumed[p] + AHEAD - produced[p]
-                for _ in range(max(0, more)):
+                for _ in range(top_up(self.feed, self.consumed[p], produced[p])):
                     producer.produce(self.records_topic, f"record-{produced[p]}".encode(), partition=p)
                     produced[p] += 1
             producer.flush()
@@ -283,6 +303,8 @@ def idle_gateway_cores(process: subprocess.Popen, seconds: float = 20.0) -> floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0, help="how long the load runs (default 30)")
+    parser.add_argument("--feed", choices=FEEDS, default="trickle",
+                        help="how the committers' records are produced (default trickle; see FEEDS)")
     args = parser.parse_args(argv)
     workdir = ROOT / "var" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}"
     workdir.mkdir(parents=True)
@@ -293,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         idle = idle_gateway_cores(process)
         print(f"idle gateway: {idle:.3f} cores over 20 s; {_uptime()}", flush=True)
         tansu = child(process, "tansu")
-        load = Load(gateway, broker)
+        load = Load(gateway, broker, args.feed)
+        print(f"feed: {args.feed}", flush=True)
         started = time.monotonic()
         clock_offset = time.time() - started
         rss_start = rss_last = rss_mb(tansu)
@@ -337,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         r = last["commits_per_s"] / first["commits_per_s"] if first["commits_per_s"] else 0.0
         q = last["batch_p99_ms"] / first["batch_p99_ms"] if first["batch_p99_ms"] else 0.0
         print(f"records a partition at the end: {_topic_sizes(broker)}", flush=True)
+        print(f"record batches a partition at the end: {_batch_counts(broker, [REQUESTS_TOPIC, *COUNTED_TOPICS, load.records_topic])}",
+              flush=True)
         print(f"windows of {span / 60:.1f} min: first {first}, last {last}; commit errors {load.commit_errors}, "
               f"assignments lost {load.lost}; tansu {rss_start:.0f} -> {rss_end:.0f} MB; {_uptime()}")
         print(f"soak: commits/s last 5 min / first 5 min = {r:.2f}, batch p99 last/first = {q:.2f}, "
@@ -363,6 +388,46 @@ def _topic_sizes(broker: str) -> dict[str, list[int]]:
         return {f"unreadable: {exc}": []}
     finally:
         consumer.close()
+
+
+def _batch_counts(broker: str, topics: list[str]) -> dict[str, list[int]]:
+    """Each partition's record batches, read raw: what tansu lists on every fetch below the partition's end."""
+    import socket
+
+    from kafka.record import MemoryRecords
+
+    from common.markers import fetch_raw
+
+    host, _, port = broker.split(",")[0].rpartition(":")
+    consumer = Consumer({"bootstrap.servers": broker, "group.id": "soak-sizes"})
+    counts: dict[str, list[int]] = {}
+    try:
+        with socket.create_connection((host, int(port)), timeout=120) as sock:
+            correlation = 0
+            for topic in topics:
+                counts[topic] = []
+                for partition in sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions):
+                    end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
+                    position, n = 0, 0
+                    while position < end:
+                        correlation += 1
+                        batches = MemoryRecords(fetch_raw(sock, topic, partition, position, correlation, 1 << 22,
+                                                          max_wait_ms=30_000)
+                                                or b"")
+                        last = position - 1
+                        while (batch := batches.next_batch()) is not None:
+                            if batch.base_offset + batch.last_offset_delta >= position:
+                                n += 1
+                            last = max(last, batch.base_offset + batch.last_offset_delta)
+                        if last < position:
+                            break
+                        position = last + 1
+                    counts[topic].append(n)
+    except (OSError, RuntimeError, KafkaException) as exc:  # a broker gone with its run
+        counts[f"unreadable: {exc}"] = []
+    finally:
+        consumer.close()
+    return counts
 
 
 def _uptime() -> str:

@@ -83,10 +83,12 @@ def read_markers(bootstrap: str, topic: str, partition: int, offsets: list[int],
 
 
 def fetch_raw(sock: socket.socket, topic: str, partition: int, position: int, correlation: int,
-              max_bytes: int = 1 << 20) -> bytes | None:
+              max_bytes: int = 1 << 20, max_wait_ms: int = 100) -> bytes | None:
     """One Fetch (read_uncommitted) of the partition from `position` on the broker connection `sock`: the record
-    batches as the log has them, control batches included; a fetch answered with an error raises."""
-    request = FetchRequest[FETCH_VERSION](**{**_FETCH_DEFAULTS, "max_bytes": max_bytes}, topics=[
+    batches as the log has them, control batches included; a fetch answered with an error raises. tansu stops
+    listing a partition when the fetch's wait (`max_wait_ms`) is spent, and then answers nothing: a long partition
+    needs a longer wait."""
+    request = FetchRequest[FETCH_VERSION](**{**_FETCH_DEFAULTS, "max_bytes": max_bytes, "max_wait_ms": max_wait_ms}, topics=[
         FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
             partition=partition, current_leader_epoch=-1, fetch_offset=position, log_start_offset=-1,
             partition_max_bytes=max_bytes)])])

@@ -224,6 +224,10 @@ class TxnOffsetCommitRequest(GroupRequest, frozen=True, kw_only=True, tag="TxnOf
     member_id: Annotated[str, Versions("3+")] = ""
     group_instance_id: Annotated[str | None, Versions("3+")] = None
     topics: tuple[TxnOffsetCommitRequestTopic, ...]
+    transaction_timeout_ms: Annotated[Int32 | None, Extension(
+        "set by a gateway that forwarded the producer's InitProducerId: the transaction timeout it asked for, after "
+        "which a transaction still open is aborted at the upstream (None: Kafka's transaction.max.timeout.ms, "
+        "900000)")] = None
     answered: Annotated[CommitAnswer | None, Extension(
         "set by a gateway that answered the commit itself once it was written inside the transaction (docs/gateway.md, "
         "\"Transactions\"): the coordinator sends no response and counts a different decision of its own as a "
@@ -626,6 +630,23 @@ class ViewMark(Struct, frozen=True):
     time_ms: Int64
 
 
+class OpenTransaction(Struct, frozen=True, kw_only=True):
+    """A transaction with TxnOffsetCommits waiting for its marker, and when its timeout passed (its first
+    TxnOffsetCommit's timestamp plus the producer's transaction timeout, ms)."""
+
+    transactional_id: str
+    producer_id: Int64
+    producer_epoch: Int16
+    deadline_ms: Int64
+
+
+class OpenTransactions(Struct, frozen=True, kw_only=True):
+    """A state bucket's open transactions, under the key `\\xfftransactions/` and the bucket's number: a gateway
+    has the upstream abort one still open past its deadline (docs/gateway.md, "Transactions")."""
+
+    transactions: tuple[OpenTransaction, ...]
+
+
 class HeardMember(Struct, frozen=True, kw_only=True):
     """One member's latest heartbeat a gateway answered itself, and that answer."""
 
@@ -649,5 +670,7 @@ class Liveness(Struct, frozen=True, kw_only=True):
 
 
 VIEWS: dict[str, type[Struct]] = {"GroupView": GroupView, "ConsumerGroupView": ConsumerGroupView,
-                                  "ShareGroupView": ShareGroupView, "ViewMark": ViewMark}
-"""The views topic's values by their schema names (keys: the group id's UTF-8 bytes, `\\xffmark` for a mark)."""
+                                  "ShareGroupView": ShareGroupView, "ViewMark": ViewMark,
+                                  "OpenTransactions": OpenTransactions}
+"""The views topic's values by their schema names (keys: the group id's UTF-8 bytes, `\\xffmark` for a mark,
+`\\xfftransactions/N` for state bucket N's open transactions)."""

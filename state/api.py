@@ -28,7 +28,8 @@ from state.views.fast_answers import (
 )
 from state.classic.group import GroupState
 from state.offsets.handlers import fetch_from_view
-from state.offsets.transactions import TRANSACTIONS_GROUP, deliver_markers, marker_request, txn_commit_from_view
+from state.offsets.transactions import (OPEN_TRANSACTIONS_KEY, TRANSACTIONS_GROUP, OpenTransaction, decode_open_transactions,
+                                       deliver_markers, marker_request, open_transactions, txn_commit_from_view)
 from state.classic.member_id_round import PENDING_MEMBER, is_member_id_round, member_id_required, pending_member_id
 from state.config import kafka_python_settings, read_properties
 from state.records import decode_key
@@ -80,6 +81,8 @@ __all__ = [
     "StateBatch",
     "StoredGroup",
     "TOPIC_METADATA_GROUP",
+    "OPEN_TRANSACTIONS_KEY",
+    "OpenTransaction",
     "TRANSACTIONS_GROUP",
     "TxnClaim",
     "TxnEntry",
@@ -94,7 +97,9 @@ __all__ = [
     "decode_mark",
     "decode_request",
     "decode_view",
+    "decode_open_transactions",
     "deliver_markers",
+    "open_transactions",
     "earliest",
     "encode",
     "encode_mark",

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from state.api import (
+    OPEN_TRANSACTIONS_KEY,
     TOPIC_METADATA_GROUP,
     TRANSACTIONS_GROUP,
     CoordinatorConfig,
@@ -33,6 +34,7 @@ from state.api import (
     OffsetsReader,
     StoredGroup,
     deliver_markers,
+    open_transactions,
     step_group,
 )
 from streaming.bucket_deadlines import RETENTION_RECHECK, deadline_record, is_due, publishes
@@ -144,7 +146,7 @@ def call(kind: str, bucket: int, rows: list[Input], now_ms: int, config: Coordin
         store = open_store()
         before = store.earliest()
         resumed = any(row.resumed for row in rows)  # the whole batch is, or none of it (`streaming.kafka_io.source`)
-        out = step_bucket(rows, store, now_ms, config, resumed, stats)
+        out = step_bucket(rows, store, now_ms, config, resumed, stats, bucket)
         if publishes(before, stats.deadline, resumed):
             out.append(OutputRow("deadline", *deadline_record(bucket, stats.deadline)))
     elif kind == "directory":
@@ -177,7 +179,7 @@ def produce(output: Output, out: list[OutputRow], flush: bool) -> None:
 
 
 def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: CoordinatorConfig, resumed: bool,
-                stats: CallStats) -> list[OutputRow]:
+                stats: CallStats, bucket: int = 0) -> list[OutputRow]:
     """Step every group of the bucket that has requests (`rows`, in (partition, offset) order) or a due deadline."""
     by_group: dict[str, list[Input]] = {}
     recheck = False
@@ -196,7 +198,7 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
     group_ids = sorted(called)
     store.prefetch([TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, *group_ids])
     topics = _bucket_topics(store, topic_rows, now_ms, config, out)
-    group_ids = _deliver_markers(store, by_group, marker_rows, group_ids, now_ms)
+    group_ids = _deliver_markers(store, by_group, marker_rows, group_ids, now_ms, bucket, out)
     for group_id in group_ids:
         group_rows = by_group.get(group_id, [])
         held = store.read(group_id)
@@ -226,16 +228,19 @@ def step_bucket(rows: list[Input], store: GroupStore, now_ms: int, config: Coord
 
 
 def _deliver_markers(store: GroupStore, by_group: dict[str, list[Input]], marker_rows: list[Input],
-                     group_ids: list[str], now_ms: int) -> list[str]:
+                     group_ids: list[str], now_ms: int, bucket: int, out: list[OutputRow]) -> list[str]:
     """The bucket's open transactions (the reserved group TRANSACTIONS_GROUP) after this call's TxnOffsetCommits
     and transaction markers: each marker becomes a TransactionMarker request of the groups it is for
-    (`state.api.deliver_markers`), at its place among their requests. The groups to step."""
+    (`state.api.deliver_markers`), at its place among their requests. The groups to step. When they changed, they
+    are published on the views topic (`state.api.open_transactions`), where gateways find those past their
+    timeout."""
     held = store.read(TRANSACTIONS_GROUP)
     before = None if held is None else held.stored.metadata
-    requests = [(g, r.partition, r.offset, r.value) for g, rows in by_group.items() for r in rows]
+    requests = [(g, r.partition, r.offset, r.timestamp, r.value) for g, rows in by_group.items() for r in rows]
     index, added = deliver_markers(before, requests, [(r.partition, r.offset, r.value) for r in marker_rows])
     if index != before:
         store.write(TRANSACTIONS_GROUP, held, GroupStep(metadata=index), now_ms)
+        out.append(OutputRow("view", OPEN_TRANSACTIONS_KEY + str(bucket).encode(), open_transactions(index)))
     elif held is not None:
         store.keep(TRANSACTIONS_GROUP, held, now_ms)
     at = {(r.partition, r.offset): r for r in marker_rows}

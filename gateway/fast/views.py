@@ -41,7 +41,8 @@ from typing import Any
 import msgspec
 from kafka import KafkaConsumer, TopicPartition
 
-from state.api import MARK_KEY, PublishedView, decode_mark, decode_view
+from state.api import (MARK_KEY, OPEN_TRANSACTIONS_KEY, OpenTransaction, PublishedView, decode_mark,
+                       decode_open_transactions, decode_view)
 from common.log_ends import high_watermarks
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class ViewFollower:
         """How far the bound may follow the query's pace (`max_bound_ms`; None: it is fixed at `bound_ms`)."""
         self._config = {"bootstrap_servers": bootstrap_servers, **kafka_config}
         self._views: dict[str, PublishedView] = {}
+        self._open_transactions: dict[bytes, tuple[OpenTransaction, ...]] = {}
+        """Each state bucket's open transactions, by its key (`state.api.open_transactions`)."""
         self._marks: dict[int, tuple[int, dict[int, int]]] = {}
         """views partition -> (offset, requests-topic positions) of the latest mark read there."""
         self._samples: deque[tuple[float, dict[int, int], dict[int, int]]] = deque()
@@ -121,6 +124,11 @@ class ViewFollower:
     def view(self, group_id: str) -> PublishedView | None:
         """The group's view, if the views are fresh and it has one (None: ask the coordinator)."""
         return self._views.get(group_id) if self.fresh() else None
+
+    def open_transactions(self) -> list[OpenTransaction]:
+        """The transactions with TxnOffsetCommits waiting for their marker, as the buckets last published them
+        (`gateway.upstream.transactions.TimedOut` aborts those past their timeout)."""
+        return [t for held in list(self._open_transactions.values()) for t in held]
 
     def refresh(self) -> asyncio.Future:
         """A round of the thread's begun after this call (it is woken for it): the future's result is the requests
@@ -263,6 +271,11 @@ class ViewFollower:
                 mark = decode_mark(value or b"")
                 if mark.requests_topic == self.requests_topic:  # another query's marks (a shared topic) do not count
                     self._marks[partition] = (offset, {int(p): o for p, o in mark.positions.items()})
+            elif key is not None and key.startswith(OPEN_TRANSACTIONS_KEY):
+                if value is None:
+                    self._open_transactions.pop(key, None)
+                else:
+                    self._open_transactions[key] = decode_open_transactions(value)
             elif key is not None:
                 group_id = key.decode("utf-8")
                 if value is None:

@@ -50,6 +50,7 @@ from gateway.security.authentication import MAX_RECEIVE_BYTES, Exchange
 from gateway.security.scram import AuthenticationFailed
 from gateway.upstream.broker import Upstream
 from gateway.upstream.coordinator import not_written
+from gateway.front.server import INTERVAL_TIMED
 from state.api import Errors
 
 if TYPE_CHECKING:
@@ -217,6 +218,8 @@ class ClientConnection:
                         return self._spawn(configs.answer(self._ready(plan.answer)))
                     return self._ready(plan.answer)
                 frame, finish = plan.frame, plan.finish
+        if api_key == ApiKey.InitProducerId:
+            self.gateway.note_transaction_timeout(frame, version)
         if api_key == ApiKey.EndTxn and self.gateway.fast_path is not None:
             # Inline: the client's later requests wait, as Kafka's broker answers a connection's requests in order.
             request = strict.decode(EndTxnRequest, frame, version)
@@ -355,15 +358,21 @@ class ClientConnection:
         if access.request is None:
             return _answer(api.response, version, access.answer, correlation)
         merged = await self._group_answer(api, request, version, access.request)
+        self.gateway.heard_answer(api.name, doc, merged)
         return _answer(api.response, version, access.complete(merged), correlation)
 
     async def _group_answer(self, api: GroupApi, request: Any, version: int, doc: Json) -> Json:
         """The answer to an authorized group request, as JSON: from the group's view where it decides (a heartbeat
         or a commit, `gateway.fast.fast_path`), else from the coordinator, one control request per group."""
         coordinator, fast_path = self.gateway.coordinator, self.gateway.fast_path
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.gateway.timeout_s(api.name, doc)
         if api.name in FAST_APIS and fast_path is not None:
             (body,) = control_requests(api, version, doc, self.principal)
             fast = fast_path.answer(api.name, body)
+            if fast is not None and api.name in INTERVAL_TIMED:
+                # a held heartbeat's wait for the view counts against its member's interval (`INTERVAL_TIMED`)
+                fast = _within(fast, deadline - loop.time())
             answer = None if fast is None else await fast
             if answer is not None:
                 profile.routed("view")
@@ -374,7 +383,7 @@ class ClientConnection:
             if all(answer is not None for answer in fetched):
                 profile.routed("view")
                 return api.merge(doc, list(fetched), version)
-        timeout_s = self.gateway.timeout_s(api.name, doc)
+        timeout_s = max(deadline - loop.time(), MIN_WAIT_S)
         if api.name == "ListGroups":
             (body,) = control_requests(api, version, doc, self.principal)
             answer = await coordinator.call(self.gateway.list_groups_key, body, timeout_s)
@@ -414,6 +423,9 @@ class ClientConnection:
             self._txn_upstream = await Upstream.connect(host, port, s.upstream, s.connect_timeout_ms / 1000)
         upstream, partitions = self._txn_upstream, self.gateway.control_partitions
         (body,) = control_requests(api, version, doc, self.principal)
+        timeout_ms = self.gateway.transaction_timeouts.get(doc["transactional_id"])
+        if timeout_ms is not None:  # when the query's open transactions say it is past its timeout
+            body["transaction_timeout_ms"] = timeout_ms
         try:
             error = await asyncio.wait_for(partitions.add(upstream, doc["group_id"], doc), timeout_s)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
@@ -483,6 +495,18 @@ _ROUTES = {**{key: "coordinator" for key in GROUP_APIS}, SHARE_FETCH: "gateway",
            ApiKey.ApiVersions: "gateway", ApiKey.SaslHandshake: "gateway", ApiKey.SaslAuthenticate: "gateway",
            ApiKey.FindCoordinator: "gateway"}
 """Who answers a request of each API, until its handling says otherwise (`gateway.front.profile`)."""
+
+MIN_WAIT_S = 0.05
+"""The least a forwarded group request waits for the coordinator, when the view's hold used up its budget."""
+
+
+async def _within(answer: Awaitable[Json | None], timeout_s: float) -> Json | None:
+    """The view's answer, or None (ask the coordinator) when it is not there within `timeout_s`."""
+    try:
+        return await asyncio.wait_for(answer, max(timeout_s, 0))
+    except asyncio.TimeoutError:
+        return None
+
 
 _CLIENT_NAMED = frozenset({"JoinGroup", "ConsumerGroupHeartbeat", "ShareGroupHeartbeat"})
 """The requests whose member the coordinator shows with the client's id and host (DescribeGroups,

@@ -23,11 +23,13 @@ from typing import Any
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
-from gateway.upstream.transactions import ControlPartitions
+from gateway.upstream.transactions import ControlPartitions, TimedOut
+from gateway.protocol import strict
 from gateway.protocol.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
 from gateway.security.acl import Authorizer
 from gateway.security.authentication import Authenticator
@@ -121,10 +123,19 @@ class Gateway:
         """Heartbeats and commits answered from the groups' views (None: every request waits for the coordinator)."""
         self.control_partitions = ControlPartitions(settings.requests_topic)
         """Adds a group's control-topic partition to a producer's transaction (TxnOffsetCommit)."""
+        self.transaction_timeouts: dict[str, int] = {}
+        """Transactional id -> the transaction timeout its producer's last InitProducerId through this process
+        asked for: a TxnOffsetCommit carries it (`transaction_timeout_ms`) into the query's open transactions."""
+        self.timed_out = (TimedOut(fast_path.follower.open_transactions, self._own_upstream)
+                          if fast_path is not None and settings.process_index == 0 else None)
+        """Aborts at the upstream the transactions open past their timeout (one process of a gateway does)."""
+        self._timed_out_task: asyncio.Task | None = None
         self.authorizing = settings.authorization and security is not None
         self._topic_names: dict[bytes, str] = {}
         self._topic_ids_learned = 0.0
         self.list_groups_key = coordinator.client_id
+        self._told_intervals: dict[tuple[str, str], int] = {}
+        """(group id, member id) -> the heartbeat interval the member's last answer told it (`timeout_s`)."""
         self.brokers: dict[int, tuple[str, int]] = {}
         """Upstream node id -> the broker's own address."""
         self.versions: Versions = {}
@@ -158,6 +169,24 @@ class Gateway:
             await self.node_address(node_id)
         if self.profile is not None:
             self._profile_task = asyncio.get_running_loop().create_task(self.profile.run())
+        if self.timed_out is not None:
+            self._timed_out_task = asyncio.get_running_loop().create_task(self.timed_out.run())
+
+    async def _own_upstream(self) -> Upstream:
+        """A connection of the gateway's own to its first bootstrap broker (the transactional writes' too)."""
+        host, port = self.upstream_addresses(None)[0]
+        return await Upstream.connect(host, port, self.settings.upstream, self.settings.connect_timeout_ms / 1000)
+
+    def note_transaction_timeout(self, frame: bytes, version: int) -> None:
+        """Remember the transaction timeout of an InitProducerId with a transactional id that goes upstream."""
+        try:
+            request = strict.decode(InitProducerIdRequest, frame, version)
+        except Exception:  # noqa: BLE001 - a request the upstream will judge; nothing to remember
+            return
+        if request.transactional_id:
+            if len(self.transaction_timeouts) >= 100_000:
+                self.transaction_timeouts.clear()
+            self.transaction_timeouts[request.transactional_id] = request.transaction_timeout_ms
 
     @property
     def bootstrap_address(self) -> str:
@@ -166,6 +195,10 @@ class Gateway:
     async def close(self) -> None:
         if self._profile_task is not None:
             self._profile_task.cancel()
+        if self._timed_out_task is not None:
+            self._timed_out_task.cancel()
+        if self.timed_out is not None:
+            self.timed_out.close()
         for server in self.servers:
             server.close()
         for server in self.servers:
@@ -294,13 +327,43 @@ class Gateway:
     # -- group requests ----------------------------------------------------------------------------------------
 
     def timeout_s(self, api: str, request: Json) -> float:
-        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS)."""
+        """How long a group request may wait for the coordinator (JoinGroup: a long poll, JOIN_GRACE_MS; a
+        ConsumerGroupHeartbeat: within the interval its member was told, `INTERVAL_TIMED`)."""
         if api == "JoinGroup":
             rebalance = request.get("rebalance_timeout_ms")
             if rebalance is None or rebalance < 0:
                 rebalance = request.get("session_timeout_ms", 0)
             return (max(rebalance, 0) + JOIN_GRACE_MS) / 1000
-        return self.settings.request_timeout_ms / 1000
+        budget = self.settings.request_timeout_ms / 1000
+        if api in INTERVAL_TIMED:
+            told = self._told_intervals.get((request.get("group_id"), request.get("member_id")))
+            if told is not None:
+                return min(budget, told * ANSWER_WITHIN_INTERVAL / 1000)
+        return budget
+
+    def heard_answer(self, api: str, request: Json, answer: Json) -> None:
+        """Note the heartbeat interval a consumer group's member was told (`timeout_s`)."""
+        if api in INTERVAL_TIMED and answer.get("heartbeat_interval_ms", 0) > 0 and answer.get("member_id"):
+            if len(self._told_intervals) >= TOLD_INTERVALS_KEPT:
+                self._told_intervals.clear()
+            self._told_intervals[(request.get("group_id"), answer["member_id"])] = answer["heartbeat_interval_ms"]
+
+
+INTERVAL_TIMED = frozenset({"ConsumerGroupHeartbeat"})
+"""Heartbeats that librdkafka gives the heartbeat interval last told to be answered (its ShareGroupHeartbeat has
+no such timeout: socket.timeout.ms applies, so a late answer still reaches it), then drops the answer (and,
+with its default `socket.max.fails=1`, the connection) and sends its next heartbeat without asking again for what
+the lost answer said: a revocation lost that way left three consumer-protocol consumers at 6/0/0 partitions until
+the rebalance timeout. So the coordinator's answer to one of these waits at most `ANSWER_WITHIN_INTERVAL` of the
+interval its member was last told (through this process, on any connection: the timeout closed the last one); past
+that the member gets COORDINATOR_NOT_AVAILABLE in time, on which librdkafka (as Kafka's Java client on any failed
+heartbeat) sends its next heartbeat in full, with the partitions it owns, and Kafka's rules answer a full request
+with the member's assignment (docs/gateway.md, "Timeouts and failures")."""
+ANSWER_WITHIN_INTERVAL = 0.8
+"""librdkafka times a heartbeat out between the interval and a second later (it looks for timeouts each second):
+four fifths leave room for the answer's way back on a loaded machine."""
+TOLD_INTERVALS_KEPT = 100_000
+"""Members whose interval is remembered; past that the memory starts again (a member's next answer tells it)."""
 
 
 def _addresses(servers: str) -> list[tuple[str, int]]:

@@ -14,20 +14,25 @@ the upstream here, and the TxnOffsetCommit gets that error on every partition wi
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable, Iterable
 
 from kafka.partitioner.default import murmur2
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from kafka.protocol.producer.transaction import (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+                                                 InitProducerIdRequest, InitProducerIdResponse)
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from gateway.upstream import log_reads
 from gateway.upstream.broker import Upstream
-from state.api import Errors, append_error
+from state.api import Errors, OpenTransaction, append_error
+
+log = logging.getLogger(__name__)
 
 MAX_RECORD_BYTES = 1_000_000 - 1_024
 """The largest TxnOffsetCommit the gateway writes: what its appender's producer takes for any other request
@@ -190,3 +195,99 @@ def refused(doc: dict[str, Any], code: int) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
         {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
                                            for p in t["partitions"]]} for t in doc.get("topics") or []]}
+
+
+TIMEOUT_MARGIN_MS = 5_000
+"""How long past its deadline (its first TxnOffsetCommit's timestamp plus its timeout) a transaction may stay open
+before a gateway has the upstream abort it: Kafka's transaction coordinator aborts it at the timeout itself (counted
+from the transaction's start, before that TxnOffsetCommit), and its ABORT marker then comes first."""
+FENCE_AGAIN_S = 30.0
+"""How long a gateway waits before it fences a transaction it fenced already again (the marker not yet applied)."""
+INIT_PRODUCER_ID_VERSION = 4
+
+
+class TimedOut:
+    """Transactions open past their timeout, aborted at the upstream as Kafka's transaction coordinator aborts them.
+
+    tansu never times a transaction out (docs/gateway.md, "Transactions"): the offsets of one that nobody ends (its
+    application gone, or a gateway killed between its TxnOffsetCommit and its EndTxn) would stay pending for ever,
+    and a require_stable OffsetFetch would answer UNSTABLE_OFFSET_COMMIT for ever. The query publishes every state
+    bucket's open transactions with their deadlines on the views topic (`state.api.open_transactions`); a gateway
+    that finds one still open `TIMEOUT_MARGIN_MS` past its deadline sends the upstream an InitProducerId for its
+    transactional id, as a new producer of that id would: the upstream aborts the open transaction (its ABORT
+    marker drops the pending offsets, and the output with them) and bumps the producer's epoch, so the old
+    producer, if it is still there, is fenced (PRODUCER_FENCED) instead of going on with a transaction that is no
+    longer open, as after Kafka's own timeout. The offsets are never committed: the upstream's marker decides, as
+    for every transaction."""
+
+    def __init__(self, open_transactions: Callable[[], Iterable[OpenTransaction]],
+                 connect: Callable[[], Awaitable[Upstream]]) -> None:
+        self._open = open_transactions
+        self._connect = connect
+        self._upstream: Upstream | None = None
+        self._fenced: dict[tuple[str, int, int], float] = {}
+        """(transactional id, producer id, epoch) -> when this gateway last fenced it (monotonic)."""
+        self.aborted = 0
+        """Transactions this gateway had the upstream abort at their timeout."""
+
+    def overdue(self, now_ms: int, now: float) -> list[OpenTransaction]:
+        """The open transactions past their deadline by `TIMEOUT_MARGIN_MS` at `now_ms` (wall clock) that this gateway
+        did not fence in the last `FENCE_AGAIN_S` (`now`: monotonic)."""
+        found = []
+        for txn in self._open():
+            key = (txn.transactional_id, txn.producer_id, txn.producer_epoch)
+            if now_ms >= txn.deadline_ms + TIMEOUT_MARGIN_MS and now - self._fenced.get(key, -FENCE_AGAIN_S) >= FENCE_AGAIN_S:
+                found.append(txn)
+        return found
+
+    async def check(self) -> int:
+        """Fence every overdue transaction; how many were."""
+        now = time.monotonic()
+        fenced = 0
+        for txn in self.overdue(int(time.time() * 1000), now):
+            self._fenced[(txn.transactional_id, txn.producer_id, txn.producer_epoch)] = now
+            try:
+                code = await self.fence(txn)
+            except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+                log.info("aborting transaction %r past its timeout: %s", txn.transactional_id, exc)
+                if self._upstream is not None:
+                    self._upstream.close()
+                self._upstream = None
+                continue
+            if code:
+                log.warning("transaction %r (producer %d, epoch %d) open past its timeout: the upstream answered "
+                            "error %d to its InitProducerId", txn.transactional_id, txn.producer_id,
+                            txn.producer_epoch, code)
+                continue
+            fenced += 1
+            self.aborted += 1
+            log.warning("transaction %r (producer %d, epoch %d) was open %d ms past its timeout: aborted at the upstream "
+                        "(InitProducerId: its producer fenced), its pending offsets dropped by the ABORT marker",
+                        txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                        int(time.time() * 1000) - txn.deadline_ms)
+        if len(self._fenced) > 10_000:
+            self._fenced = {k: t for k, t in self._fenced.items() if now - t < FENCE_AGAIN_S}
+        return fenced
+
+    async def fence(self, txn: OpenTransaction) -> int:
+        """InitProducerId for the transaction's id (the upstream aborts its open transaction and bumps the epoch):
+        the upstream's error (0: done)."""
+        if self._upstream is None or self._upstream.closed:
+            self._upstream = await self._connect()
+        answer = await asyncio.wait_for(self._upstream.request(
+            InitProducerIdRequest[INIT_PRODUCER_ID_VERSION](
+                transactional_id=txn.transactional_id, transaction_timeout_ms=60_000, producer_id=-1,
+                producer_epoch=-1), INIT_PRODUCER_ID_VERSION, InitProducerIdResponse), 30)
+        return answer.error_code
+
+    async def run(self, interval_s: float = 1.0) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.check()
+            except Exception:  # noqa: BLE001 - never stops the gateway; tried again next round
+                log.exception("aborting transactions past their timeout")
+
+    def close(self) -> None:
+        if self._upstream is not None:
+            self._upstream.close()

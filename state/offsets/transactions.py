@@ -15,12 +15,14 @@ that producer before it (docs/gateway.md, "Transactions").
 from __future__ import annotations
 
 import json
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import msgspec
 
 from schemas.messages import (
     CommitAnswer,
+    OpenTransaction,
+    OpenTransactions,
     TransactionMarker,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponsePartition,
@@ -160,12 +162,22 @@ def pending_tombstones(group: ClassicGroup | ConsumerGroup, keep: Callable[[str,
 TRANSACTIONS_GROUP = "\x00transactions"
 """The reserved group id under which a state bucket keeps its open transactions (`deliver_markers`); the source
 sends every transaction marker of the control topic to every bucket under it."""
+OPEN_TRANSACTIONS_KEY = b"\xfftransactions/"
+"""The views topic's key (then the bucket's number) of a bucket's open transactions (`open_transactions`): not
+UTF-8, so never a group id."""
+TRANSACTION_MAX_TIMEOUT_MS = 900_000
+"""A transaction's timeout where its TxnOffsetCommit does not say it (the gateway that wrote it did not forward the
+producer's InitProducerId): Kafka's `transaction.max.timeout.ms`, the longest a producer may ask for."""
+
 
 class _TxnPeek(msgspec.Struct):
     """What the bucket reads of a request to keep its open transactions: a TxnOffsetCommit's producer."""
 
     api: str = ""
     producer_id: int = -1
+    producer_epoch: int = -1
+    transactional_id: str = ""
+    transaction_timeout_ms: int | None = None
 
 
 _PEEK = msgspec.json.Decoder(_TxnPeek)
@@ -177,26 +189,28 @@ def marker_request(group_id: str, producer_id: int, producer_epoch: int, committ
                                     committed=committed))
 
 
-def deliver_markers(index: bytes | None, requests: Iterable[tuple[str, int, int, bytes | None]],
+def deliver_markers(index: bytes | None, requests: Iterable[tuple[str, int, int, int, bytes | None]],
                     markers: Iterable[tuple[int, int, bytes | None]]) -> tuple[bytes | None, list[tuple]]:
     """Which groups of a bucket each transaction marker is for: those with a TxnOffsetCommit of its producer in the
     same control-topic partition before it and after that producer's previous marker there, in this call or an
-    earlier one (`index`, the bucket's open transactions: partition -> producer id -> group ids, as stored).
+    earlier one (`index`, the bucket's open transactions: partition -> producer id -> the groups, and the
+    transaction's id, epoch, first TxnOffsetCommit's timestamp and timeout, as stored; an index of an older
+    release holds the groups only).
 
-    `requests`: the call's group requests as (group id, partition, offset, value); `markers`: the markers read in
-    the control topic as (partition, offset, value: a TransactionMarker for TRANSACTIONS_GROUP). Returns the index
-    to store (None: none open) and the requests to add, (group id, partition, offset, value), each to be handled
-    at its marker's place among the group's requests."""
-    open_txns: dict[str, dict[str, list[str]]] = json.loads(index) if index else {}
+    `requests`: the call's group requests as (group id, partition, offset, timestamp, value); `markers`: the
+    markers read in the control topic as (partition, offset, value: a TransactionMarker for TRANSACTIONS_GROUP).
+    Returns the index to store (None: none open) and the requests to add, (group id, partition, offset, value),
+    each to be handled at its marker's place among the group's requests."""
+    open_txns: dict[str, dict[str, Any]] = json.loads(index) if index else {}
     events = []
-    for group_id, partition, offset, value in requests:
+    for group_id, partition, offset, timestamp, value in requests:
         if value is not None and b'"TxnOffsetCommit"' in value:
             try:
                 peek = _PEEK.decode(value)
             except msgspec.DecodeError:
                 continue
             if peek.api == "TxnOffsetCommit" and peek.producer_id >= 0:
-                events.append((partition, offset, 0, group_id, peek.producer_id))
+                events.append((partition, offset, 0, group_id, (peek, timestamp)))
     for partition, offset, value in markers:
         try:
             marker = msgspec.json.decode(value or b"", type=TransactionMarker)
@@ -207,11 +221,18 @@ def deliver_markers(index: bytes | None, requests: Iterable[tuple[str, int, int,
     for partition, offset, kind, group_id, what in sorted(events, key=lambda e: e[:3]):
         by_producer = open_txns.setdefault(str(partition), {})
         if kind == 0:
-            groups = by_producer.setdefault(str(what), [])
-            if group_id not in groups:
-                groups.append(group_id)
+            peek, timestamp = what
+            held = by_producer.get(str(peek.producer_id))
+            if not isinstance(held, dict):  # none open, or an older release's (the groups only)
+                held = by_producer[str(peek.producer_id)] = {
+                    "groups": held or [], "transactional_id": peek.transactional_id, "epoch": peek.producer_epoch,
+                    "since_ms": timestamp, "timeout_ms": peek.transaction_timeout_ms or TRANSACTION_MAX_TIMEOUT_MS}
+            if group_id not in held["groups"]:
+                held["groups"].append(group_id)
             continue
-        for target in sorted(by_producer.pop(str(what.producer_id), [])):
+        held = by_producer.pop(str(what.producer_id), None)
+        groups = held["groups"] if isinstance(held, dict) else held or []
+        for target in sorted(groups):
             added.append((target, partition, offset,
                           marker_request(target, what.producer_id, what.producer_epoch, what.committed)))
         if not by_producer:
@@ -221,5 +242,33 @@ def deliver_markers(index: bytes | None, requests: Iterable[tuple[str, int, int,
     return json.dumps(open_txns, sort_keys=True, separators=(",", ":")).encode(), added
 
 
-__all__ = ["TRANSACTIONS_GROUP", "deliver_markers", "marker_request", "pending_tombstones", "transaction_marker",
-           "txn_commit_from_view", "txn_offset_commit"]
+def open_transactions(index: bytes | None) -> bytes:
+    """What a bucket publishes of its open transactions (`deliver_markers`' index) on the views topic, under
+    OPEN_TRANSACTIONS_KEY and its number: each transaction with TxnOffsetCommits waiting for its marker, and when
+    its timeout has passed (its first TxnOffsetCommit's timestamp plus the producer's transaction timeout). A
+    gateway has the upstream abort one still open well past that (`gateway.upstream.transactions.TimedOut`), as
+    Kafka's transaction coordinator aborts a transaction at its timeout (tansu never does)."""
+    found: dict[tuple[str, int, int], int] = {}
+    for by_producer in (json.loads(index) if index else {}).values():
+        for producer_id, held in by_producer.items():
+            if isinstance(held, dict) and held.get("transactional_id"):
+                key = (held["transactional_id"], int(producer_id), held["epoch"])
+                deadline = held["since_ms"] + held["timeout_ms"]
+                found[key] = min(deadline, found.get(key, deadline))
+    return encode(OpenTransactions(transactions=tuple(
+        OpenTransaction(transactional_id=t, producer_id=p, producer_epoch=e, deadline_ms=d)
+        for (t, p, e), d in sorted(found.items()))))
+
+
+_OPEN = msgspec.json.Decoder(OpenTransactions)
+
+
+def decode_open_transactions(value: bytes) -> tuple[OpenTransaction, ...]:
+    """A bucket's open transactions as `open_transactions` published them."""
+    return _OPEN.decode(value).transactions
+
+
+__all__ = ["OPEN_TRANSACTIONS_KEY", "OpenTransaction", "TRANSACTIONS_GROUP", "TRANSACTION_MAX_TIMEOUT_MS", "decode_open_transactions",
+           "deliver_markers",
+           "marker_request", "open_transactions", "pending_tombstones", "transaction_marker", "txn_commit_from_view",
+           "txn_offset_commit"]

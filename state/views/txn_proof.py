@@ -30,6 +30,24 @@ coordinator's rule of when that is shown; the gateway only feeds it what it read
    before `c` could be read, so its time is at most the acknowledgement plus the time the query takes from
    reading its sources' ends to taking its batch time, plus the clocks' skew (MARGIN_MS covers both).
 
+A consumer (KIP-848) group's commit is shown the same way, with its own rules 1, 3 and 4 (`consumer` in the
+claim): the coordinator accepts a transactional commit of a consumer-protocol member at exactly its current
+member epoch for every partition, whatever the topics (`state.consumer.offsets.commit_member`), and a member's
+epoch moves only in its own ConsumerGroupHeartbeat (Kafka's reconciliation), or it is removed (fenced):
+1'. the view is a consumer group's, the committing member in it at the request's epoch (`members`: reconciled to
+    the group's target, owing the coordinator no heartbeat, so no revocation is pending and no rebalance timeout
+    runs for it) and on the consumer protocol (`committers`: a classic-protocol member of a migrating group is
+    left to the coordinator);
+3'. every request of the group in `[M, c)` is a commit, a fetch, a describe or a Liveness (`CONSUMER_NEUTRAL`): any
+    ConsumerGroupHeartbeat waits (the member's own may move its epoch, another with its instance id replaces it,
+    another member's changes the group), and so does a classic Heartbeat, JoinGroup, ... Another member's expiry,
+    a timer, bumps the group epoch and its target, but moves this member's epoch only at its own next heartbeat,
+    and a rebalance timeout is armed only there (a Liveness heartbeat the coordinator would have answered
+    otherwise is not applied: the member then owes one), so no `others` term;
+4'. the member's session, restarted by a Liveness entry of it at that epoch answered NONE (a forwarded
+    ConsumerGroupHeartbeat is not taken: it may have moved the epoch), ends as in rule 4, with the group's
+    session timeout, which the view carries (`group.consumer.session.timeout.ms`, every consumer-protocol member's).
+
 Anything else (no mark, a gap in the log, a read that fails, a record it cannot read) says no, and the EndTxn
 waits for the decision as before. The coordinator's decision still comes for every commit answered from a view;
 one that differs from a commit shown settled is logged as an error (the gateway's `FastPath`).
@@ -42,7 +60,7 @@ from typing import Any
 
 import msgspec
 
-from state.views.published import PublishedGroup
+from state.views.published import PublishedConsumerGroup, PublishedGroup
 
 MARGIN_MS = 10_000
 """How much later than the commit's timestamp, its acknowledgement and the group's requests before it the member's
@@ -53,6 +71,9 @@ MAX_BEHIND = 1_000
 `max.requests.per.trigger` (50,000 by default, over 16 partitions by default) before the rest."""
 NEUTRAL = frozenset({"OffsetCommit", "TxnOffsetCommit", "Heartbeat", "Liveness", "OffsetFetch", "DescribeGroups"})
 """Requests that change neither a classic group's generation, state nor members."""
+CONSUMER_NEUTRAL = frozenset({"OffsetCommit", "TxnOffsetCommit", "Liveness", "OffsetFetch", "DescribeGroups",
+                              "ConsumerGroupDescribe"})
+"""Requests that move no consumer-protocol member's epoch and remove no member of a consumer group (rule 3')."""
 
 
 class _Heard(msgspec.Struct):
@@ -110,6 +131,8 @@ class TxnClaim:
     request_id: str = ""
     """The request's id, which the record at `offset` must carry (an upstream that took the write for a duplicate
     of an older one answers that one's offset)."""
+    consumer: bool = False
+    """A consumer group's claim (rules 1', 3', 4'): `generation` is the member epoch."""
 
 
 def request_entry(offset: int, timestamp_ms: int, value: bytes | None) -> TxnEntry:
@@ -128,6 +151,8 @@ def txn_claim(view: Any, req: Any, request_id: str, partition: int, mark: int | 
     the view did, the view being as of `mark` in that partition (None: unknown, and nothing can be shown). None
     where the view is not a Stable classic group's with the member committing at its generation (rule 1): its
     EndTxn waits for the decision."""
+    if isinstance(view, PublishedConsumerGroup):
+        return _consumer_claim(view, req, request_id, partition, mark, offset, timestamp_ms, acknowledged_ms)
     if not isinstance(view, PublishedGroup) or view.state != "Stable" or req.generation_id != view.generation:
         return None
     member = view.members.get(req.member_id)
@@ -138,6 +163,21 @@ def txn_claim(view: Any, req: Any, request_id: str, partition: int, mark: int | 
                  principal=member.principal, session_timeout_ms=member.session_timeout_ms,
                  timestamp_ms=timestamp_ms, acknowledged_ms=acknowledged_ms, others=len(view.members) > 1,
                  rebalance_timeout_ms=member.rebalance_timeout_ms, request_id=request_id)
+
+
+def _consumer_claim(view: PublishedConsumerGroup, req: Any, request_id: str, partition: int, mark: int | None,
+                    offset: int, timestamp_ms: int, acknowledged_ms: int) -> TxnClaim | None:
+    """Rule 1': the member in the view's `members` at the request's epoch, on the consumer protocol."""
+    member = view.members.get(req.member_id)
+    committer = None if view.committers is None else view.committers.get(req.member_id)
+    if (member is None or committer is None or committer.uses_classic_protocol or req.generation_id < 0
+            or member.member_epoch != req.generation_id or committer.member_epoch != req.generation_id):
+        return None
+    return TxnClaim(group_id=req.group_id, partition=partition, mark=-1 if mark is None else mark, offset=offset,
+                    member_id=req.member_id, generation=req.generation_id, instance_id=member.instance_id,
+                    principal=member.principal, session_timeout_ms=view.session_timeout_ms,
+                    timestamp_ms=timestamp_ms, acknowledged_ms=acknowledged_ms, request_id=request_id,
+                    consumer=True)
 
 
 def txn_settles(entries: list[TxnEntry], start: int, claim: TxnClaim) -> bool:
@@ -171,7 +211,7 @@ def txn_settles(entries: list[TxnEntry], start: int, claim: TxnClaim) -> bool:
             if _names(req, claim.member_id) and req.api not in ("OffsetCommit", "TxnOffsetCommit"):
                 return False  # the member's session may have restarted otherwise (a rejoin)
             continue
-        if req.api not in NEUTRAL:
+        if req.api not in (CONSUMER_NEUTRAL if claim.consumer else NEUTRAL):
             return False
         latest = max(latest, entry.timestamp_ms)
         if restart is not None:
@@ -184,7 +224,7 @@ def txn_settles(entries: list[TxnEntry], start: int, claim: TxnClaim) -> bool:
 def _restart(req: _Request, timestamp_ms: int, claim: TxnClaim) -> int | None:
     """The session deadline at the earliest that this request sets for the claim's member, where it is a heartbeat
     of the member the coordinator accepts at the claim's generation (None: it is not one)."""
-    if req.api == "Heartbeat":
+    if req.api == "Heartbeat" and not claim.consumer:
         if (req.member_id == claim.member_id and req.generation_id == claim.generation
                 and req.group_instance_id in (None, claim.instance_id) and req.principal == claim.principal):
             return timestamp_ms + claim.session_timeout_ms

@@ -80,6 +80,14 @@ def fetch_bytes(topic: str, partition: int, start: int, end: int) -> int:
     return min(size, FETCH_BYTES_MAX)
 
 
+QUEUED_MIN_MESSAGES = 1
+"""A sized read's consumer fetches again only once its local queue is empty (librdkafka's default, 100,000, keeps
+a fetch in flight while the queue holds fewer). A range arrives whole in its sized fetch and is then taken a row at a
+time into Arrow and the state call; with the default, librdkafka meanwhile fetched past the range, and on tansu
+each such fetch lists the partition again every time new records arrive until its bytes or its wait are spent: a
+read of ~200 records on a partition of 40,000 one-record batches, 250 arriving a second, cost tansu 308 ms of CPU
+with the default (docs/operations-streaming.md, "A range read fetches nothing past its range")."""
+
 SIZED_KEPT = 8
 """Consumers of a sized fetch kept per purpose in a process (the most recently used): a run's ranges take a few sizes
 at a time. Per purpose, because the driver reads for several purposes from threads of their own: one purpose's
@@ -98,7 +106,9 @@ def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 1
     None) in this process; assignment is manual, nothing is committed."""
     sized: dict[str, object] = {} if max_bytes is None else {
         "fetch.max.bytes": max_bytes, "max.partition.fetch.bytes": max_bytes,
-        "message.max.bytes": max(1000, min(max_bytes, 1_000_000))}
+        "message.max.bytes": max(1000, min(max_bytes, 1_000_000)),
+        # no fetch while the range's records wait in the local queue (`QUEUED_MIN_MESSAGES`)
+        "queued.min.messages": QUEUED_MIN_MESSAGES}
     key = _key(purpose, {**config, "fetch.wait.max.ms": wait_ms, **sized})
     with _lock:
         consumer = _consumers.get(key)

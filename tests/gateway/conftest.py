@@ -16,17 +16,17 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import KafkaAdminClient
 
 from gateway.front.process import GatewayProcess, start_gateway
 from tests.support.coordinator import CoordinatorRun, new_run
+from tests.support.kafka import create_topic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GATEWAY_PROPERTIES = {
@@ -91,13 +91,7 @@ class GatewayEnv:
 
     def topic(self, partitions: int = 6, name: str | None = None) -> str:
         """A fresh topic (`name`, or a new one), created on the broker directly."""
-        name = name or f"data-{uuid.uuid4().hex[:8]}"
-        admin = KafkaAdminClient(bootstrap_servers=self.broker)
-        try:
-            admin.create_topics([NewTopic(name, partitions, 1)])
-        finally:
-            admin.close()
-        return name
+        return create_topic(self.broker, partitions, name)
 
 
 @pytest.fixture(scope="package")

@@ -5,6 +5,10 @@ is open (a require_stable OffsetFetch answers UNSTABLE_OFFSET_COMMIT), and are n
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -22,9 +26,12 @@ from kafka.protocol.producer.transaction import (EndTxnRequest, EndTxnResponse, 
                                                  InitProducerIdResponse, TxnOffsetCommitRequest,
                                                  TxnOffsetCommitResponse)
 
+from common.markers import read_markers
 from deploy.drills.transactions import sink_outcomes
+from gateway.front.process import start_gateway
 from state.api import Errors
-from tests.gateway.conftest import wait_for
+from tests.gateway.conftest import GATEWAY_PROPERTIES, GatewayEnv, wait_for
+from tests.support.coordinator import new_run
 from tests.gateway.raw import Connection
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -199,6 +206,37 @@ def test_a_consumer_protocol_member_behind_its_epoch_is_refused_and_commits_at_i
             consumer.close()
 
 
+class BackToBack:
+    """One producer's transactions back to back, each sending offset n (its n-th) for `partitions` with a member's
+    metadata, until five have aborted (or `limit`, or `stop`): which committed, which aborted with what, and what
+    failed otherwise (raised in the test's thread)."""
+
+    def __init__(self, producer: Producer, topic: str, partitions: list[int], committed: list[int],
+                 aborted: list[tuple[int, int]], failures: list[BaseException], limit: int) -> None:
+        self.producer, self.topic, self.partitions, self.limit = producer, topic, partitions, limit
+        self.committed, self.aborted, self.failures = committed, aborted, failures
+        self.stop = threading.Event()
+
+    def run(self, metadata: Any) -> None:
+        producer, offset = self.producer, 0
+        try:
+            while len(self.aborted) < 5 and offset < self.limit and not self.stop.is_set():
+                offset += 1
+                producer.begin_transaction()
+                try:
+                    producer.send_offsets_to_transaction([TopicPartition(self.topic, p, offset)
+                                                          for p in self.partitions], metadata, 30)
+                    producer.commit_transaction(30)
+                    self.committed.append(offset)
+                except KafkaException as exc:
+                    error = exc.args[0]
+                    assert error.txn_requires_abort(), error
+                    producer.abort_transaction(30)
+                    self.aborted.append((offset, error.code()))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            self.failures.append(exc)
+
+
 TRANSACTION_ABORTABLE = 120
 """The gateway's answer to the EndTxn(COMMIT) of a transaction whose offsets, answered from a stale view, the
 coordinator refused."""
@@ -227,24 +265,8 @@ def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_w
     committed: list[int] = []
     aborted: list[tuple[int, int]] = []
     failures: list[BaseException] = []
-
-    def transactions(metadata: Any) -> None:
-        offset = 0
-        try:
-            while len(aborted) < 5 and offset < 2000:  # once fenced, every transaction aborts
-                offset += 1
-                producer.begin_transaction()
-                try:
-                    producer.send_offsets_to_transaction([TopicPartition(source, 0, offset)], metadata, 30)
-                    producer.commit_transaction(30)
-                    committed.append(offset)
-                except KafkaException as exc:
-                    error = exc.args[0]
-                    assert error.txn_requires_abort(), error
-                    producer.abort_transaction(30)
-                    aborted.append((offset, error.code()))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
-            failures.append(exc)
+    back_to_back = BackToBack(producer, source, [0], committed, aborted, failures, limit=2000)
+    transactions = back_to_back.run  # once fenced, every transaction aborts
 
     try:
         member.subscribe([source])
@@ -269,6 +291,81 @@ def test_a_member_replaced_through_another_gateway_never_commits_a_transaction_w
         assert "shown settled but the coordinator decided" not in (env.logs / "gateway.log").read_text()
     finally:
         for consumer in (member, replacement):
+            consumer.close()
+
+
+KAFKA_CONSUMER_SESSION = {**GATEWAY_PROPERTIES, "group.consumer.session.timeout.ms": "45000"}
+"""Kafka's consumer-group session (the package's query has 12 s, which a member's heartbeat, reported up to a
+liveness interval after it was answered, leaves within the gateway's 10 s margin: every EndTxn would wait)."""
+
+
+def test_a_consumer_protocol_members_transactions_go_unheld_and_none_commits_past_its_epoch(
+        spark, broker, tmp_path_factory):
+    """A KIP-848 member's transactions (librdkafka, group.protocol=consumer) run back to back with the metadata it
+    had at the start, committing both of its partitions: once the gateway reads the member's heartbeat in the
+    requests topic, their EndTxns go through without waiting for the coordinator's decisions (rules 1', 3', 4' of
+    `state.views.txn_proof`). A second member then joins through another gateway and takes one partition: from
+    when the first member's epoch moves on, its transactions are refused (behind its epoch on a partition it no
+    longer holds), abortable, and aborted. Every transaction either commits with its offsets or aborts, none shown
+    settled is decided otherwise, and the committed offsets are the last committed transaction's. On a query of its
+    own with Kafka's 45 s consumer session (`KAFKA_CONSUMER_SESSION`)."""
+    run = new_run(spark, broker, tmp_path_factory.mktemp("consumer-unheld"), KAFKA_CONSUMER_SESSION)
+    logs = tmp_path_factory.mktemp("consumer-unheld-log")
+    try:
+        gateway = start_gateway(broker, {k: v for k, v in run.props.items() if k.startswith(("topic.", "group."))},
+                                log_path=logs / "gateway.log")
+        env = GatewayEnv(run, gateway, broker, logs)
+        try:
+            _consumer_protocol_transactions(env)
+        finally:
+            for started in (gateway, env._second):
+                if started is not None:
+                    started.stop()
+    finally:
+        run.close()
+
+
+def _consumer_protocol_transactions(env: GatewayEnv) -> None:
+    source = env.topic(2)
+    group = f"cp-unheld-{uuid.uuid4().hex[:8]}"
+    transactional_id = f"tx-{group}"
+    settings = {"group.id": group, "enable.auto.commit": False, "group.protocol": "consumer"}
+    first = Consumer({**settings, "bootstrap.servers": env.bootstrap})
+    second = Consumer({**settings, "bootstrap.servers": env.second.bootstrap_servers})
+    producer = Producer({"bootstrap.servers": env.bootstrap, "transactional.id": transactional_id})
+    committed: list[int] = []
+    aborted: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+    back_to_back = BackToBack(producer, source, [0, 1], committed, aborted, failures, limit=5000)
+    transactions, stop = back_to_back.run, back_to_back.stop  # behind its epoch, every one aborts
+
+    loop = None
+    try:
+        first.subscribe([source])
+        polled_until([first], [2], "the first member's partitions")
+        producer.init_transactions(30)
+        loop = threading.Thread(target=transactions, args=(first.consumer_group_metadata(),), daemon=True)
+        loop.start()
+        shown = f"transactional id {transactional_id!r}: a TxnOffsetCommit shown settled"
+        assert wait_for(lambda: shown in (env.logs / "gateway.log").read_text() or failures, timeout_s=90,
+                        what="a consumer-protocol transaction's EndTxn not held")
+        assert not failures, failures
+        assert not aborted, aborted  # nothing refused while the member is alone at its epoch
+        second.subscribe([source])
+        polled_until([first, second], [1, 1], "the second member's partition, through the second gateway")
+        loop.join(timeout=300)
+        assert not failures and not loop.is_alive(), failures
+        assert committed and aborted, (committed, aborted)
+        print(f"committed {len(committed)}, aborted {aborted}")
+        assert wait_for(lambda: stable_fetch(env.bootstrap, group, source)[1] == 0, timeout_s=60,
+                        what="the last transaction's marker applied")
+        assert env.committed(group, source) == {0: committed[-1], 1: committed[-1]}
+        assert "shown settled but the coordinator decided" not in (env.logs / "gateway.log").read_text()
+    finally:
+        stop.set()
+        if loop is not None:
+            loop.join(timeout=120)
+        for consumer in (first, second):
             consumer.close()
 
 
@@ -299,6 +396,67 @@ def test_a_transaction_past_its_timeout_never_commits_its_offsets(gateway_env):
     assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (2, 0), timeout_s=60,
                     what="the aborted transaction's offsets dropped")
     consumer.close()
+
+
+VANISHING_APP = """
+import sys
+from confluent_kafka import Consumer, Producer, TopicPartition
+bootstrap, group, source, output, transactional_id = sys.argv[1:6]
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                     "transaction.timeout.ms": 4000})
+producer.init_transactions(60)
+producer.begin_transaction()
+producer.produce(output, b"never committed")
+producer.send_offsets_to_transaction([TopicPartition(source, 0, 9)], consumer.consumer_group_metadata(), 60)
+producer.flush(60)
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_transaction_nobody_ends_is_aborted_at_its_timeout_and_never_commits_its_offsets(gateway_env, tmp_path):
+    """An application SIGKILLed inside its transaction, and the gateway it wrote its TxnOffsetCommit through killed
+    -9 before any EndTxn: tansu never times the transaction out, so its offsets would stay pending (88) for ever.
+    The query publishes its open transactions with their deadlines, and another gateway, which never saw this one,
+    has the upstream abort it once it is past its timeout (InitProducerId for its transactional id, as Kafka's
+    transaction coordinator aborts it at the timeout): the ABORT marker drops the pending offsets and the output,
+    and the group's committed offset is the one before the transaction, never the transaction's."""
+    env = gateway_env
+    source, output = env.topic(1), env.topic(1)
+    group = f"vanished-{uuid.uuid4().hex[:8]}"
+    transactional_id = f"tx-{group}"
+    consumer = Consumer({"bootstrap.servers": env.bootstrap, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(source, 0, 2)], asynchronous=False)
+    consumer.close()
+    doomed = start_gateway(env.broker, env.topics, log_path=tmp_path / "doomed-gateway.log")
+    app = subprocess.Popen([sys.executable, "-c", VANISHING_APP, doomed.bootstrap_servers, group, source, output,
+                            transactional_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert app.stdout.readline().strip() == "open", "the application did not open its transaction"
+        assert stable_fetch(env.bootstrap, group, source) == (-1, 88)
+        os.kill(app.pid, signal.SIGKILL)
+        os.kill(doomed.process.pid, signal.SIGKILL)
+        seen = set()
+
+        def aborted() -> bool:
+            seen.add(stable_fetch(env.bootstrap, group, source))
+            return (2, 0) in seen
+
+        assert wait_for(aborted, timeout_s=120, what="the transaction aborted past its timeout")
+        assert seen <= {(-1, 88), (2, 0)}, seen  # pending, then the offset before it: never the transaction's 9
+        (marker,) = read_markers(env.broker, output, 0, [1])
+        assert not marker.committed, marker
+        logs = "".join(p.read_text() for p in env.logs.glob("*gateway.log"))  # the package's gateways'
+        assert f"transaction {transactional_id!r}" in logs and "aborted at the upstream" in logs
+        time.sleep(2)
+        assert stable_fetch(env.bootstrap, group, source) == (2, 0)
+    finally:
+        for process in (app, doomed.process):
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        doomed.stop()
 
 
 def test_bad_transactional_commits_are_refused_and_the_gateway_keeps_serving(gateway_env):

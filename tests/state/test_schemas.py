@@ -27,7 +27,7 @@ def test_every_api_has_a_request_and_a_response_schema(api):
 
 
 @pytest.mark.parametrize("name", [*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ConsumerGroupView",
-                                  "ShareGroupView", "ViewMark"])
+                                  "ShareGroupView", "ViewMark", "OpenTransactions"])
 def test_record_schemas_are_valid(name):
     validator(name)
 
@@ -36,7 +36,7 @@ def test_no_stray_schema_files():
     names = {p.stem for p in SCHEMAS.glob("*.json")}
     expected = {f"{api}{kind}" for api in VERSIONS for kind in ("Request", "Response")}
     expected |= {*RECORD_SCHEMAS, "ErrorResponse", "TopicMetadataRequest", "GroupView", "ConsumerGroupView",
-                 "ShareGroupView", "ViewMark"}
+                 "ShareGroupView", "ViewMark", "OpenTransactions"}
     assert names == expected
 
 

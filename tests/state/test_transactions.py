@@ -10,7 +10,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from state.api import TRANSACTIONS_GROUP, deliver_markers, marker_request, txn_commit_from_view
+from state.api import (TRANSACTIONS_GROUP, decode_open_transactions, deliver_markers, marker_request, open_transactions,
+                       txn_commit_from_view)
+from state.offsets.transactions import TRANSACTION_MAX_TIMEOUT_MS
 from state.views.published import decode_view, encode_view, view_of
 from state.wire import decode_request
 from state.config import CoordinatorConfig
@@ -321,8 +323,10 @@ class TestDeliverMarkers:
     """Which groups of a bucket a marker is for: a TxnOffsetCommit of its producer before it in the partition."""
 
     @staticmethod
-    def txn(group: str, offset: int, producer_id: int = PID, partition: int = 0) -> tuple:
-        return (group, partition, offset, json.dumps({"api": "TxnOffsetCommit", "producer_id": producer_id}).encode())
+    def txn(group: str, offset: int, producer_id: int = PID, partition: int = 0, timestamp: int = 1_000,
+            **fields) -> tuple:
+        return (group, partition, offset, timestamp,
+                json.dumps({"api": "TxnOffsetCommit", "producer_id": producer_id, **fields}).encode())
 
     @staticmethod
     def end(offset: int, producer_id: int = PID, partition: int = 0, committed: bool = True) -> tuple:
@@ -340,3 +344,29 @@ class TestDeliverMarkers:
     def test_a_marker_of_another_partition_or_producer_is_for_nobody(self):
         index, added = deliver_markers(None, [self.txn("a", 1)], [self.end(2, partition=1), self.end(3, producer_id=1)])
         assert added == [] and index is not None
+
+    def test_the_open_transactions_say_when_each_times_out_until_its_marker(self):
+        """What a bucket publishes for the gateways to abort at the upstream: per transaction its id, producer,
+        epoch and deadline (its first TxnOffsetCommit's timestamp plus the timeout the gateway stamped, else
+        Kafka's transaction.max.timeout.ms); a marker takes it away."""
+        index, _ = deliver_markers(None, [
+            self.txn("a", 1, timestamp=5_000, transactional_id="tx-a", producer_epoch=3, transaction_timeout_ms=4_000),
+            self.txn("b", 2, timestamp=6_000, transactional_id="tx-a", producer_epoch=3, transaction_timeout_ms=4_000),
+            self.txn("c", 3, producer_id=9, timestamp=7_000, transactional_id="tx-c", producer_epoch=0)], [])
+        published = decode_open_transactions(open_transactions(index))
+        assert [(t.transactional_id, t.producer_id, t.producer_epoch, t.deadline_ms) for t in published] == [
+            ("tx-a", PID, 3, 9_000), ("tx-c", 9, 0, 7_000 + TRANSACTION_MAX_TIMEOUT_MS)]
+        index, added = deliver_markers(index, [], [self.end(4, committed=False)])
+        assert [g for g, *_ in added] == ["a", "b"]
+        assert [t.transactional_id for t in decode_open_transactions(open_transactions(index))] == ["tx-c"]
+        index, _ = deliver_markers(index, [], [self.end(5, producer_id=9)])
+        assert index is None and decode_open_transactions(open_transactions(index)) == ()
+
+    def test_an_index_of_an_older_release_still_delivers_its_markers_and_publishes_nothing_it_cannot_time(self):
+        """An index stored before the transactions carried their ids (partition -> producer -> groups): its
+        markers still reach their groups; it has no deadline to publish."""
+        older = json.dumps({"0": {str(PID): ["a"]}}).encode()
+        assert decode_open_transactions(open_transactions(older)) == ()
+        index, added = deliver_markers(older, [self.txn("b", 5, transactional_id="tx", producer_epoch=1)],
+                                       [self.end(6)])
+        assert [g for g, *_ in added] == ["a", "b"] and index is None

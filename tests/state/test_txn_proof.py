@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from msgspec import UNSET
+
 from state.views.txn_proof import MARGIN_MS, MAX_BEHIND, TxnClaim, TxnEntry, request_entry
 from state.views.txn_proof import txn_settles as _settles
 
@@ -161,3 +163,108 @@ def test_the_claim_is_what_the_view_and_the_write_say():
     assert txn_claim(view("PreparingRebalance"), req(), "fast-1", 0, 10, 20, NOW, NOW) is None
     assert txn_claim(view(generation=4), req(), "fast-1", 0, 10, 20, NOW, NOW) is None
     assert txn_claim(view(), req("stranger"), "fast-1", 0, 10, 20, NOW, NOW) is None
+
+
+# -- a consumer (KIP-848) group's commit: rules 1', 3', 4' ----------------------------------------------------------
+
+def consumer_claim(**fields) -> TxnClaim:
+    return claim(consumer=True, **fields)
+
+
+def heartbeat_of(member: str, offset: int = 15) -> TxnEntry:
+    return entry(offset, {"api": "ConsumerGroupHeartbeat", "request_id": "h", "group_id": "g", "member_id": member,
+                          "member_epoch": 3})
+
+
+def test_a_consumer_members_liveness_before_the_mark_and_commits_fetches_and_describes_after_it_settle():
+    after = [txn_commit(11), entry(12, {"api": "OffsetFetch", "request_id": "f", "group_id": "g"}),
+             entry(13, {"api": "ConsumerGroupDescribe", "request_id": "d", "group_id": "g"}),
+             liveness(14, member="other"), liveness(15)]
+    assert settles([liveness(5)] + after, 0, consumer_claim())
+
+
+def test_any_consumer_group_heartbeat_after_the_mark_does_not_settle():
+    # the member's own may move its epoch; another's may replace it (its instance id) or change the group
+    assert not settles([liveness(5), heartbeat_of(MEMBER)], 0, consumer_claim())
+    assert not settles([liveness(5), heartbeat_of("other")], 0, consumer_claim())
+    # a classic Heartbeat is not neutral in a consumer group (a classic member's, inside it) either
+    classic = entry(15, {"api": "Heartbeat", "request_id": "h", "group_id": "g", "member_id": "other",
+                         "generation_id": 3})
+    assert not settles([liveness(5), classic], 0, consumer_claim())
+    assert settles([liveness(5), classic], 0, claim())  # where a classic group's rule takes it
+
+
+def test_a_consumer_members_session_restarts_only_from_its_liveness():
+    # a forwarded ConsumerGroupHeartbeat may have moved its epoch: it is no restart, and before the mark the
+    # member's own request means waiting
+    assert not settles([heartbeat_of(MEMBER, offset=5)], 0, consumer_claim())
+    assert not settles([liveness(4), heartbeat_of(MEMBER, offset=5)], 0, consumer_claim())
+    forwarded = entry(5, {"api": "Heartbeat", "request_id": "h", "group_id": "g", "member_id": MEMBER,
+                          "generation_id": 3}, timestamp_ms=NOW - 1_000)
+    assert not settles([forwarded], 0, consumer_claim())
+    assert settles([liveness(4), heartbeat_of("other", offset=5)], 0, consumer_claim())  # in the view as of M
+
+
+def test_a_consumer_members_session_ending_within_the_margin_does_not_settle():
+    late = NOW + 2 + MARGIN_MS - SESSION
+    assert not settles([liveness(5, heard_ms=late)], 0, consumer_claim())
+    assert settles([liveness(5, heard_ms=late + 1)], 0, consumer_claim())
+    assert not settles([liveness(5, generation=2)], 0, consumer_claim())
+    assert not settles([liveness(5, answered=22)], 0, consumer_claim())
+
+
+def test_the_consumer_claim_is_the_member_at_its_epoch_reconciled_and_on_the_consumer_protocol():
+    from schemas.consumer_group import ConsumerGroupView, ConsumerViewCommitter, ConsumerViewMember
+    from state.api import decode_request
+    from state.views.published import PublishedConsumerGroup
+    from state.views.txn_proof import txn_claim
+
+    def view(epoch: int = 3, listed: bool = True, classic: bool = False, committers: bool = True):
+        return PublishedConsumerGroup(ConsumerGroupView(
+            group_epoch=epoch, heartbeat_interval_ms=5_000, session_timeout_ms=SESSION,
+            members=(ConsumerViewMember(MEMBER, "static-1", epoch, None),) if listed else (),
+            committers=(ConsumerViewCommitter(MEMBER, epoch, classic, None),) if committers else UNSET))
+
+    def req(epoch: int = 3, member: str = MEMBER):
+        return decode_request(json.dumps({"api": "TxnOffsetCommit", "request_id": "", "group_id": "g",
+                                          "transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
+                                          "generation_id": epoch, "member_id": member, "group_instance_id": None,
+                                          "topics": []}).encode())
+
+    made = txn_claim(view(), req(), "fast-1", 0, 10, 20, NOW, NOW + 2)
+    assert (made.consumer, made.generation, made.instance_id, made.session_timeout_ms, made.others,
+            made.request_id) == (True, 3, "static-1", SESSION, False, "fast-1")
+    assert settles([liveness(5)], 0, made)
+    # rule 1': refused where the member is not listed (revoking, owing a heartbeat), at another epoch, on the
+    # classic protocol, unknown, or where the view has no committers (an older release's)
+    assert txn_claim(view(listed=False), req(), "fast-1", 0, 10, 20, NOW, NOW) is None
+    assert txn_claim(view(), req(epoch=2), "fast-1", 0, 10, 20, NOW, NOW) is None
+    assert txn_claim(view(classic=True), req(), "fast-1", 0, 10, 20, NOW, NOW) is None
+    assert txn_claim(view(), req(member="stranger"), "fast-1", 0, 10, 20, NOW, NOW) is None
+    assert txn_claim(view(committers=False), req(), "fast-1", 0, 10, 20, NOW, NOW) is None
+
+
+def test_at_the_members_own_epoch_the_coordinator_accepts_every_partition_whatever_the_topics():
+    """What rule 1' rests on: `commit_member` accepts the member at exactly its epoch without a per-partition check
+    (a topic deleted or recreated between the mark and the commit changes nothing), and refuses it at any other."""
+    from dataclasses import dataclass
+
+    import pytest
+
+    from state.consumer.offsets import commit_member
+    from state.errors import CoordinatorError
+
+    @dataclass
+    class Member:
+        member_epoch: int
+        uses_classic_protocol: bool = False
+        principal: str | None = None
+
+    members = {MEMBER: Member(3)}
+    assert commit_member(members, "g", member_id=MEMBER, instance_id=None, member_epoch=3, api_version=4,
+                         transactional=True) is None
+    assert commit_member(members, "g", member_id=MEMBER, instance_id=None, member_epoch=2, api_version=4,
+                         transactional=True) is members[MEMBER]  # then checked partition by partition
+    with pytest.raises(CoordinatorError):
+        commit_member(members, "g", member_id=MEMBER, instance_id=None, member_epoch=4, api_version=4,
+                      transactional=True)

@@ -162,6 +162,43 @@ def test_a_read_asks_the_broker_for_about_its_range_not_the_log_after_it(broker)
     assert [row["offset"] for row in rows_of(r.read(KafkaRange(topic, 0, 200, 400)))] == list(range(200, 400))
 
 
+def test_a_read_fetches_nothing_past_its_range_while_its_rows_are_taken(broker):
+    """On tansu every fetch below a partition's end lists the partition's batches, again for each round that finds
+    records; librdkafka's default keeps a fetch in flight while its local queue holds fewer than 100,000 records,
+    so a range taken a row at a time was followed by fetches past it. The read's consumer fetches again only once
+    its queue is empty: while half the range still waits in the queue, nothing past the first fetch's answer is
+    fetched, although the log goes on well past it."""
+    from confluent_kafka import Producer, TopicPartition
+
+    from streaming.kafka_io import librdkafka
+
+    topic = new_topic(broker, "queued", 1)
+    producer = Producer({"bootstrap.servers": broker, "linger.ms": 0, "batch.num.messages": 1})
+    for i in range(1000):  # one record a batch, as the gateway appends requests
+        producer.produce(topic, json.dumps({"api": "Heartbeat", "request_id": f"r-{i:04d}"}).encode(), partition=0)
+    producer.flush()
+    config = {"bootstrap_servers": broker}
+    assert [row[1] for row in librdkafka.read_range(config, topic, 0, 0, 200, 60)] == list(range(200))
+    # the consumer the read of [200, 400) uses, taking its range a few rows at a time as the source does
+    consumer = librdkafka.cached_consumer("read", config, librdkafka.fetch_wait_ms(400),
+                                          librdkafka.fetch_bytes(topic, 0, 200, 400))
+    consumer.assign([TopicPartition(topic, 0, 200)])
+    try:
+        taken: list[int] = []
+        deadline = time.monotonic() + 60  # not a timing assert: a bound on a read that never comes
+        while len(taken) < 50 and time.monotonic() < deadline:
+            taken += [m.offset() for m in consumer.consume(50 - len(taken), 1.0) if m.error() is None]
+        assert taken == list(range(200, 250))
+        time.sleep(1.0)  # not a timing assert: time for a fetch past the first answer to be answered, if one is sent
+        queued = [m.offset() for m in consumer.consume(10000, 0) if m.error() is None]
+    finally:
+        consumer.unassign()
+    assert queued[:1] == [250]
+    # the sized fetch's answer ends a little past the range (test above); one more fetch would have queued the
+    # log up to its end, 999 (librdkafka's default queued.min.messages)
+    assert max(queued) < 400 + 200 // 4, max(queued)
+
+
 def test_max_offsets_per_trigger_caps_each_batch_across_partitions(broker, topic):
     produce(broker, topic, 10)
     r = reader(broker, topic, maxOffsetsPerTrigger="6")

@@ -8,13 +8,27 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
 from kafka.consumer.fetcher import ConsumerRecord
 
 from streaming.kafka_io.kafka_clients import high_watermarks
+
+
+def create_topic(bootstrap: str, partitions: int, name: str | None = None, prefix: str = "data") -> str:
+    """A topic of `partitions` partitions (`name`, or `prefix` and a fresh suffix), created on the broker directly;
+    returns its name."""
+    name = name or f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+    return name
 
 
 def producer(bootstrap: str) -> KafkaProducer:

@@ -21,6 +21,7 @@ from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateRespon
                                  SaslHandshakeResponse)
 
 from gateway.security.authentication import Authenticator
+from gateway.upstream.kafka_apis import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from gateway.security.sasl import PlainAuthenticator
 from state.api import PENDING_MEMBER, pending_member_id
 from state.errors import Errors
@@ -223,5 +224,38 @@ def test_sasl_plain_authenticates_and_stamps_the_principal_on_control_requests(t
         refused.call(SaslHandshakeRequest[1](mechanism="PLAIN"), 1, SaslHandshakeResponse)
         answer = refused.call(SaslAuthenticateRequest[1](auth_bytes=b"\0alice\0wrong"), 1, SaslAuthenticateResponse)
         assert answer.error_code == Errors.SASL_AUTHENTICATION_FAILED and refused.closed_by_peer()  # then closed
+    finally:
+        memory.close()
+
+
+def test_a_consumer_group_heartbeat_is_answered_within_the_interval_its_member_was_told():
+    """librdkafka gives a ConsumerGroupHeartbeat the interval it was last told to be answered, then drops the answer
+    and the connection and never asks again for what the answer said (a revocation lost that way kept three
+    consumers at 6/0/0 partitions). A member's first heartbeat may wait the gateway's whole budget; once an answer
+    told it 1000 ms, its next, on a new connection, waits at most four fifths of that for the coordinator, then is
+    answered COORDINATOR_NOT_AVAILABLE, on which librdkafka sends its next heartbeat in full. Another member's
+    heartbeat keeps the whole budget."""
+    memory = MemoryGateway(request_timeout_ms=3000)
+    try:
+        def heartbeat(connection: Connection, member_id: str, epoch: int, **fields: Any) -> Any:
+            connection.send(ConsumerGroupHeartbeatRequest[1](group_id="g", member_id=member_id, member_epoch=epoch,
+                                                             **fields), 1)
+            if epoch == 0:
+                join = memory.control.wait_for(lambda r: r["api"] == "ConsumerGroupHeartbeat")
+                memory.control.answer(join["request_id"], {
+                    "api": "ConsumerGroupHeartbeat", "request_id": join["request_id"], "group_id": "g",
+                    "error_code": 0, "error_message": None, "member_id": member_id, "member_epoch": 1,
+                    "heartbeat_interval_ms": 1000, "assignment": None})
+            return connection.receive(ConsumerGroupHeartbeatResponse, 1)
+
+        first = memory.connect()
+        joined = heartbeat(first, "m", 0, rebalance_timeout_ms=300_000, subscribed_topic_names=["t"],
+                           topic_partitions=[])
+        assert (joined.error_code, joined.member_epoch, joined.heartbeat_interval_ms) == (Errors.NONE, 1, 1000)
+        first.close()
+        late = heartbeat(memory.connect(), "m", 1)  # nobody answers it
+        assert late.error_code == Errors.COORDINATOR_NOT_AVAILABLE and "within 0.8 s" in late.error_message
+        other = heartbeat(memory.connect(), "n", 1)
+        assert other.error_code == Errors.COORDINATOR_NOT_AVAILABLE and "within 3.0 s" in other.error_message
     finally:
         memory.close()

@@ -4,32 +4,21 @@ delivery reports of one poll reach the event loop together, and every append's f
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
-from kafka.admin import NewTopic
+from kafka import KafkaConsumer, TopicPartition
 
 from gateway.upstream.appender import AppendFailed, Appender
+from tests.support.kafka import create_topic
 
 pytestmark = [pytest.mark.broker]
-
-
-def _topic(broker: str) -> str:
-    topic = f"appender-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=broker)
-    try:
-        admin.create_topics([NewTopic(topic, 2, 1)])
-    finally:
-        admin.close()
-    return topic
 
 
 def test_appends_in_flight_together_are_each_acknowledged_and_in_the_topic_in_order(broker):
     """200 appends of two groups sent at once (they go out in a few Produce requests, their reports handed over in
     a few batches): every future completes without error, and each group's records are in its partition in the
     order they were appended."""
-    topic = _topic(broker)
+    topic = create_topic(broker, 2, prefix="appender")
 
     async def scenario() -> list[object]:
         appender = Appender(broker, topic, {}, asyncio.get_running_loop())

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 
 import pytest
-from kafka import KafkaAdminClient
-from kafka.admin import NewTopic
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
 from gateway.upstream.broker import Upstream, UpstreamSecurity
 from gateway.upstream.transactions import ControlPartitions
+from tests.support.kafka import create_topic
 
 pytestmark = [pytest.mark.broker]
 
@@ -23,12 +21,7 @@ def test_a_gateway_started_again_writes_on_from_the_producers_last_sequence(brok
     numbering lost with the process) is answered DUPLICATE_SEQUENCE_NUMBER at 0 by tansu, reads the last sequence
     back from the log and writes at 7, and on from there (before, every transaction of that epoch was refused: the
     application could not commit again until it started over)."""
-    topic = f"requests-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=broker)
-    try:
-        admin.create_topics([NewTopic(topic, 4, 1)])
-    finally:
-        admin.close()
+    topic = create_topic(broker, 4, prefix="requests")
 
     async def scenario() -> list[int]:
         host, port = broker.split(",")[0].rsplit(":", 1)
