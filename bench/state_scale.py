@@ -22,10 +22,15 @@ preloaded into the records topic, rebuilt by `coordinator run --rebuild-from-rec
 answer), then the driver is killed -9 with a standby waiting (kill to first answer), and the run ends with
 `recovery at scale: takeover 100k/1k = R (T1 s / T2 s), rebuild = M members/s, rebuild/Kafka replay = K`.
 
+`--big-group [5000]` measures one big classic group instead (issue 35; `bench.parts.big_group`): members as simulated
+clients on the control topic, a state call's cost against a 10-member group's, and a rebalance after one member
+leaves; it ends with `big group: step 5000/10 = S, rebalance of 5000 members = B s (...)`.
+
 Nothing here is a test; figures depend on the machine. tansu's coordinator is no peer here (it keeps groups in
 broker memory and has no per-batch cost; `bench.stream_bench` compares the two on the request path). Run:
 `python -m bench.state_scale [--compare 1000,100000] [--members 10] [--backlog 20000] [--rate 200] [--seconds 20]
-[--operator transformWithState|applyInPandasWithState] [--buckets N]`.
+[--operator transformWithState|applyInPandasWithState] [--buckets N]`, `--recovery [SMALL,LARGE]` or
+`--big-group [MEMBERS]`.
 """
 
 from __future__ import annotations
@@ -222,8 +227,17 @@ def main() -> None:
     parser.add_argument("--recovery", nargs="?", const="1000,100000", metavar="SMALL,LARGE",
                         help="instead: rebuild and kill -9 takeover at two populations (bench.parts.recovery_scale)")
     parser.add_argument("--recovery-rounds", type=int, default=1, help="rounds of the two populations, alternating")
+    parser.add_argument("--big-group", nargs="?", type=int, const=5000, metavar="MEMBERS",
+                        help="instead: one big classic group's step and rebalance against a 10-member group's "
+                        "(bench.parts.big_group)")
+    parser.add_argument("--big-group-rounds", type=int, default=10, help="step rounds of each group, alternating")
     args = parser.parse_args()
     random.seed(1)
+    if args.big_group:
+        from bench.parts import big_group
+
+        big_group.main(args.big_group, args.big_group_rounds)
+        return
     template, member_ids, generation = template_group(args.members)
     if args.recovery:
         recovery_at_scale(args, template, member_ids, generation)

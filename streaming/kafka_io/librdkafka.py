@@ -134,17 +134,24 @@ def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 1
         return consumer
 
 
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+"""The largest record the job produces (librdkafka's default, 1,000,000 bytes, was below a big group's record)."""
+
+
 def cached_producer(config: Mapping[str, object]) -> Producer:
     """One producer per configuration in this process. `murmur2_random` is Kafka's (and kafka-python's) default
     partitioner for keyed records, so a key lands where it did with kafka-python. Idempotent (as kafka-python's is
-    by default): retries neither duplicate nor reorder a partition's records."""
+    by default): retries neither duplicate nor reorder a partition's records. `message.max.bytes` is
+    `MAX_RECORD_BYTES`: librdkafka refuses a larger record itself, before any broker sees it (issue 35: the group
+    metadata record of a 5,000-member group is 1.7 MB of JSON, and the refusal stopped the query); the topic's
+    own `max.message.bytes` is then the limit, as `__consumer_offsets`' is Kafka's."""
     key = _key("producer", config)
     with _lock:
         producer = _producers.get(key)
         if producer is None:
             producer = _producers[key] = Producer({
                 **confluent_config(config), "logger": log, "enable.idempotence": True, "linger.ms": 5,
-                "batch.size": 256 * 1024,
+                "batch.size": 256 * 1024, "message.max.bytes": MAX_RECORD_BYTES,
                 "partitioner": "murmur2_random", "queue.buffering.max.messages": 1_000_000})
         return producer
 
