@@ -50,6 +50,7 @@ from gateway.security.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSA
 from gateway.security.authentication import MAX_RECEIVE_BYTES, Exchange
 from gateway.security.scram import AuthenticationFailed
 from gateway.upstream.broker import Upstream
+from gateway.upstream.routes import NodeConnections
 from gateway.upstream.coordinator import not_written
 from gateway.front.server import INTERVAL_TIMED
 from state.api import Errors
@@ -98,8 +99,9 @@ class ClientConnection:
         """Set while the reader waits for fewer than MAX_IN_FLIGHT answers to be pending."""
         self._closed = False
         self._upstream: Upstream | None = None
-        self._txn_upstream: Upstream | None = None
-        """The gateway's own upstream connection for a TxnOffsetCommit's AddPartitionsToTxn (opened on first use)."""
+        self._txn_connections: NodeConnections | None = None
+        """This connection's own upstream connections for its TxnOffsetCommits' AddPartitionsToTxn (to the transaction
+        coordinator) and writes (to the partition's leader), one per broker, opened on first use."""
         self._tasks: set[asyncio.Task] = set()
 
     async def serve(self) -> None:
@@ -133,6 +135,8 @@ class ClientConnection:
             self.gateway.share.disconnected(self)
             if self._upstream is not None:
                 self._upstream.close()
+            if self._txn_connections is not None:
+                self._txn_connections.close()
             self._writer.close()
 
     async def _profiled(self, frame: bytes) -> Awaitable[Any] | None:
@@ -499,19 +503,20 @@ class ClientConnection:
 
     async def _txn_offset_commit(self, api: GroupApi, version: int, doc: Json, timeout_s: float) -> Json:
         """A TxnOffsetCommit joins the producer's transaction (`gateway.upstream.transactions`): the group's
-        control-topic partition is added to it and the request written there with the producer's id and epoch, on
-        the gateway's own connection to the upstream; what the upstream refuses is the answer on every partition."""
-        if self._txn_upstream is None or self._txn_upstream.closed:
+        control-topic partition is added to it (at the transaction coordinator) and the request written there (at
+        the partition's leader) with the producer's id and epoch, on this connection's own connections to the
+        upstream; what the upstream refuses is the answer on every partition."""
+        if self._txn_connections is None:
             s = self.gateway.settings
-            host, port = self.gateway.upstream_addresses(None)[0]
-            self._txn_upstream = await Upstream.connect(host, port, s.upstream, s.connect_timeout_ms / 1000)
-        upstream, partitions = self._txn_upstream, self.gateway.control_partitions
+            self._txn_connections = NodeConnections(self.gateway.upstream_addresses, s.upstream,
+                                                    s.connect_timeout_ms / 1000)
+        connections, partitions = self._txn_connections, self.gateway.control_partitions
         (body,) = control_requests(api, version, doc, self.principal)
         timeout_ms = self.gateway.transaction_timeouts.get(doc["transactional_id"])
         if timeout_ms is not None:  # when the query's open transactions say it is past its timeout
             body["transaction_timeout_ms"] = timeout_ms
         try:
-            error = await asyncio.wait_for(partitions.add(upstream, doc["group_id"], doc), timeout_s)
+            error = await asyncio.wait_for(partitions.add(connections, doc, timeout_s), timeout_s)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
             return not_written(body, exc)
         if error:
@@ -519,7 +524,7 @@ class ClientConnection:
         key = doc["group_id"].encode("utf-8")
 
         async def write(value: bytes) -> transactions.Written:
-            return await asyncio.wait_for(partitions.write(upstream, doc, key, value), timeout_s)
+            return await asyncio.wait_for(partitions.write(connections, doc, key, value, timeout_s), timeout_s)
 
         fast_path = self.gateway.fast_path
         answered = None if fast_path is None else fast_path.txn_commit(body, write)
