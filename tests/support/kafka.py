@@ -50,9 +50,13 @@ def send_raw(prod: KafkaProducer, topic: str, value: bytes, key: bytes | None = 
 
 
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 10.0) -> list[ConsumerRecord]:
-    """Every record of `topic` up to its current high watermark, in partition then offset order."""
+    """Every record of `topic` up to its current high watermark, in partition then offset order.
+
+    The fetches wait up to 500 ms: tansu stops listing a partition when a fetch's wait is spent and then answers
+    nothing, so with a 1 ms wait a partition of a few thousand small batches (a lease topic renewed every second)
+    stalled the read short of its end; a fetch below the high watermark is answered as soon as records are found."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
-                             fetch_max_wait_ms=1)
+                             fetch_max_wait_ms=500)
     try:
         parts = _partitions(consumer, topic, timeout_s)
         tps = [TopicPartition(topic, p) for p in parts]
