@@ -516,12 +516,27 @@ class FastPath:
         decision.add_done_callback(decided)
 
     @staticmethod
-    async def _after(written: asyncio.Future, answer: Json, body: Json) -> Json:
-        try:
-            await written
-        except (AppendFailed, NotWritten, ConnectionError, OSError, asyncio.TimeoutError) as exc:
-            return not_written(body, exc)
-        return answer
+    def _after(written: asyncio.Future, answer: Json, body: Json) -> asyncio.Future:
+        """`answer` once `written` is acknowledged, the write's error as the answer where it failed: a future
+        completed by a callback (a commit's answer takes no task; `gateway.front.connection`)."""
+        after = asyncio.get_running_loop().create_future()
+
+        def settled(done: asyncio.Future) -> None:
+            if after.done():
+                return
+            if done.cancelled():
+                after.cancel()
+                return
+            exc = done.exception()
+            if exc is None:
+                after.set_result(answer)
+            elif isinstance(exc, (AppendFailed, NotWritten, ConnectionError, OSError, asyncio.TimeoutError)):
+                after.set_result(not_written(body, exc))
+            else:
+                after.set_exception(exc)
+
+        written.add_done_callback(settled)
+        return after
 
     def close(self) -> None:
         if self.txn_proven or self.txn_waited:

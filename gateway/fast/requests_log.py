@@ -11,6 +11,7 @@ import logging
 
 from kafka.record import MemoryRecords
 
+from gateway.upstream.routes import LEADER_RULE
 from state.api import TxnClaim, TxnEntry, request_entry, txn_settles
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,13 @@ class _Partition:
 class RequestsLog:
     """The requests-topic partitions with transactional commits answered from views, read as far as needed."""
 
-    def __init__(self, reads, topic: str) -> None:
-        """`reads`: `gateway.share.log.UpstreamReads` (its bootstrap broker's connection, as the transactional
-        writes use)."""
+    def __init__(self, reads, topic: str, routes) -> None:
+        """`reads`: `gateway.share.log.UpstreamReads` (a connection per broker); `routes`:
+        `gateway.upstream.routes.Routes`, which names each partition's leader, read as the transactional writes
+        write it."""
         self._reads = reads
         self.topic = topic
+        self._routes = routes
         self._partitions: dict[int, _Partition] = {}
 
     async def settles(self, claim: TxnClaim) -> bool:
@@ -73,9 +76,12 @@ class RequestsLog:
     async def _read_to(self, partition: int, part: _Partition, end: int) -> bool:
         attempts = 0
         while part.next < end:
-            read = await self._reads.fetch(None, self.topic, partition, part.next, READ_BYTES)
+            read = await self._reads.fetch(await self._routes.leader(self.topic, partition), self.topic, partition,
+                                           part.next, READ_BYTES)
             if read.error:
                 log.info("reading %s-%d: error %d", self.topic, partition, read.error)
+                if read.error in LEADER_RULE:
+                    self._routes.forget_leaders(self.topic)
                 return False
             if not read.batches:
                 attempts += 1

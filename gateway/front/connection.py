@@ -23,6 +23,7 @@ import asyncio
 import logging
 import struct
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -49,6 +50,7 @@ from gateway.security.group_authz import GROUP_AUTHORIZATION_FAILED, GROUP_MESSA
 from gateway.security.authentication import MAX_RECEIVE_BYTES, Exchange
 from gateway.security.scram import AuthenticationFailed
 from gateway.upstream.broker import Upstream
+from gateway.upstream.routes import NodeConnections
 from gateway.upstream.coordinator import not_written
 from gateway.front.server import INTERVAL_TIMED
 from state.api import Errors
@@ -91,16 +93,20 @@ class ClientConnection:
         self._authenticated = self._authenticator is None
         self._handshake_version: int | None = None
         self._exchange: Exchange | None = None
-        self._slots: asyncio.Queue[Awaitable[Any] | None] = asyncio.Queue(MAX_IN_FLIGHT)
+        self._slots: deque[asyncio.Future] = deque()
+        """The answers of the requests read, in the order read: each is written once it and all before it are."""
+        self._room: asyncio.Future | None = None
+        """Set while the reader waits for fewer than MAX_IN_FLIGHT answers to be pending."""
+        self._closed = False
         self._upstream: Upstream | None = None
-        self._txn_upstream: Upstream | None = None
-        """The gateway's own upstream connection for a TxnOffsetCommit's AddPartitionsToTxn (opened on first use)."""
+        self._txn_connections: NodeConnections | None = None
+        """This connection's own upstream connections for its TxnOffsetCommits' AddPartitionsToTxn (to the transaction
+        coordinator) and writes (to the partition's leader), one per broker, opened on first use."""
         self._tasks: set[asyncio.Task] = set()
 
     async def serve(self) -> None:
-        writer = asyncio.get_running_loop().create_task(self._write_answers())
         try:
-            while not writer.done():
+            while not self._closed:
                 limit = self.gateway.settings.max_request_bytes if self._authenticated else MAX_RECEIVE_BYTES
                 frame = await read_frame(self._reader, limit)
                 if frame is None:
@@ -110,7 +116,11 @@ class ClientConnection:
                 else:
                     slot = await self._profiled(frame)
                 if slot is not None:
-                    await self._slots.put(slot)
+                    self._queue(slot)
+                if len(self._slots) >= MAX_IN_FLIGHT or self._writer.transport.is_closing():
+                    await self._wait_for_room()
+                else:
+                    await self._writer.drain()  # returns at once unless the client reads its answers slower
         except FrameError as exc:
             log.info("closing %s: %s", self.peer, exc)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
@@ -118,12 +128,15 @@ class ClientConnection:
         except Exception:  # noqa: BLE001 - a request that breaks the decoder closes its connection, nothing else
             log.warning("closing %s: its request could not be handled", self.peer, exc_info=True)
         finally:
-            writer.cancel()
+            self._closed = True
+            self._slots.clear()
             for task in list(self._tasks):
                 task.cancel()
             self.gateway.share.disconnected(self)
             if self._upstream is not None:
                 self._upstream.close()
+            if self._txn_connections is not None:
+                self._txn_connections.close()
             self._writer.close()
 
     async def _profiled(self, frame: bytes) -> Awaitable[Any] | None:
@@ -142,26 +155,59 @@ class ClientConnection:
             return None
         return self.gateway.profile.timed(slot, api_key, version, len(frame), route, started)
 
-    async def _write_answers(self) -> None:
-        while True:
-            slot = await self._slots.get()
-            try:
-                answer = await slot
-            except Exception as exc:  # noqa: BLE001 - the upstream died or an answer could not be built
-                log.info("closing %s: %s", self.peer, exc or type(exc).__name__)
-                self._writer.close()
+    def _queue(self, slot: Awaitable[Any]) -> None:
+        """Take the answer's place in the connection's order; written by `_write_ready` (no task of its own: an
+        answer ready at once, or completed by a callback, is written in the same step)."""
+        future = asyncio.ensure_future(slot)
+        self._slots.append(future)
+        if len(self._slots) == 1:
+            if future.done():
+                self._write_ready()
+            else:
+                future.add_done_callback(self._write_ready)
+
+    def _write_ready(self, _: Any = None) -> None:
+        """Write the answers at the head of the order that are ready; wait for the first that is not."""
+        slots = self._slots
+        while slots and not self._closed:
+            slot = slots[0]
+            if not slot.done():
+                slot.add_done_callback(self._write_ready)
                 return
+            slots.popleft()
+            if slot.cancelled():
+                self._close("an answer was cancelled")
+                return
+            error = slot.exception()
+            if error is not None:  # the upstream died or an answer could not be built
+                self._close(str(error) or type(error).__name__)
+                return
+            answer = slot.result()
             if answer is None:
                 continue
             closing = isinstance(answer, Closing)
             self._writer.writelines(framed(answer.payload if closing else answer))
-            try:
-                await self._writer.drain()
-            except (ConnectionError, OSError):  # the client is gone; the reader sees it too
-                return
             if closing:
-                self._writer.close()
+                self._close(None)
                 return
+        if self._room is not None and not self._room.done() and len(slots) < MAX_IN_FLIGHT:
+            self._room.set_result(None)
+
+    async def _wait_for_room(self) -> None:
+        while len(self._slots) >= MAX_IN_FLIGHT and not self._closed:
+            self._room = asyncio.get_running_loop().create_future()
+            await self._room
+        if not self._closed:
+            await self._writer.drain()
+
+    def _close(self, reason: str | None) -> None:
+        if reason is not None:
+            log.info("closing %s: %s", self.peer, reason)
+        self._closed = True
+        self._slots.clear()
+        self._writer.close()
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
 
     # -- dispatch ------------------------------------------------------------------------------------------------
 
@@ -183,7 +229,7 @@ class ClientConnection:
             raise FrameError(f"API {api_key} v{version} is not served (advertised: v{lo}-v{hi})")
         api = GROUP_APIS.get(api_key)
         if api is not None:
-            return self._spawn(self._group(api, frame, version, correlation))
+            return self._group(api, frame, version, correlation)
         if api_key == SHARE_FETCH:
             return self._spawn(self.gateway.share.fetch(self, frame, version, correlation))
         if api_key == SHARE_ACKNOWLEDGE:
@@ -349,27 +395,69 @@ class ClientConnection:
                                                                                      **entries[0]}
         return _encode(from_json(FindCoordinatorResponse, version, doc), version, correlation)
 
-    async def _group(self, api: GroupApi, frame: bytes, version: int, correlation: int) -> bytes:
+    def _group(self, api: GroupApi, frame: bytes, version: int, correlation: int) -> asyncio.Future:
+        """The slot of a group request. A commit the group's view answers (`gateway.fast.fast_path`) is decided here
+        and answered by callbacks once its append is acknowledged, with no task of its own; the rest in a task."""
         request = strict.decode(api.request, frame, version)
         doc = to_json(request, version)
         # Authorization, before anything reaches the control topic (or is answered from the group view).
         access = (group_access(self.gateway.authorizer, self.session, api.name, version, doc)
                   if self.gateway.authorizing else GroupAccess(doc))
         if access.request is None:
-            return _answer(api.response, version, access.answer, correlation)
-        merged = await self._group_answer(api, request, version, access.request)
+            return self._ready(_answer(api.response, version, access.answer, correlation))
+        fast = _UNASKED
+        if api.name in FAST_APIS and self.gateway.fast_path is not None:
+            (body,) = control_requests(api, version, access.request, self.principal)
+            fast = self.gateway.fast_path.answer(api.name, body)
+            # a future: a heartbeat answered at once, or a commit the view accepted, answered once appended
+            if asyncio.isfuture(fast) and fast.done() and fast.exception() is None and fast.result() is None:
+                fast = None  # the view does not decide it: the coordinator does
+            elif asyncio.isfuture(fast) and (fast.done() or api.name == "OffsetCommit"):
+                return self._from_view(fast, api, version, doc, access, correlation)
+        return self._spawn(self._group_rest(api, request, version, doc, access, correlation, fast))
+
+    def _from_view(self, fast: asyncio.Future, api: GroupApi, version: int, doc: Json, access: GroupAccess,
+                   correlation: int) -> asyncio.Future:
+        """The answer the view gave, once `fast` is done (a commit's: once appended): built in a callback."""
+        slot = asyncio.get_running_loop().create_future()
+
+        def answered(done: asyncio.Future) -> None:
+            if slot.done():
+                return
+            if done.cancelled():
+                slot.cancel()
+                return
+            try:
+                merged = done.result()
+                profile.routed("view")
+                self.gateway.heard_answer(api.name, doc, merged)
+                slot.set_result(_answer(api.response, version, access.complete(merged), correlation))
+            except Exception as exc:  # noqa: BLE001 - the connection closes, as for a task that failed
+                slot.set_exception(exc)
+
+        if fast.done():
+            answered(fast)
+        else:
+            fast.add_done_callback(answered)
+        return slot
+
+    async def _group_rest(self, api: GroupApi, request: Any, version: int, doc: Json, access: GroupAccess,
+                          correlation: int, fast: Any) -> bytes:
+        merged = await self._group_answer(api, request, version, access.request, fast)
         self.gateway.heard_answer(api.name, doc, merged)
         return _answer(api.response, version, access.complete(merged), correlation)
 
-    async def _group_answer(self, api: GroupApi, request: Any, version: int, doc: Json) -> Json:
+    async def _group_answer(self, api: GroupApi, request: Any, version: int, doc: Json, fast: Any) -> Json:
         """The answer to an authorized group request, as JSON: from the group's view where it decides (a heartbeat
-        or a commit, `gateway.fast.fast_path`), else from the coordinator, one control request per group."""
+        or a commit, `gateway.fast.fast_path`), else from the coordinator, one control request per group.
+        `fast`: the view's answer if the caller asked it already (else `_UNASKED`)."""
         coordinator, fast_path = self.gateway.coordinator, self.gateway.fast_path
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.gateway.timeout_s(api.name, doc)
         if api.name in FAST_APIS and fast_path is not None:
-            (body,) = control_requests(api, version, doc, self.principal)
-            fast = fast_path.answer(api.name, body)
+            if fast is _UNASKED:
+                (body,) = control_requests(api, version, doc, self.principal)
+                fast = fast_path.answer(api.name, body)
             if fast is not None and api.name in INTERVAL_TIMED:
                 # a held heartbeat's wait for the view counts against its member's interval (`INTERVAL_TIMED`)
                 fast = _within(fast, deadline - loop.time())
@@ -415,19 +503,20 @@ class ClientConnection:
 
     async def _txn_offset_commit(self, api: GroupApi, version: int, doc: Json, timeout_s: float) -> Json:
         """A TxnOffsetCommit joins the producer's transaction (`gateway.upstream.transactions`): the group's
-        control-topic partition is added to it and the request written there with the producer's id and epoch, on
-        the gateway's own connection to the upstream; what the upstream refuses is the answer on every partition."""
-        if self._txn_upstream is None or self._txn_upstream.closed:
+        control-topic partition is added to it (at the transaction coordinator) and the request written there (at
+        the partition's leader) with the producer's id and epoch, on this connection's own connections to the
+        upstream; what the upstream refuses is the answer on every partition."""
+        if self._txn_connections is None:
             s = self.gateway.settings
-            host, port = self.gateway.upstream_addresses(None)[0]
-            self._txn_upstream = await Upstream.connect(host, port, s.upstream, s.connect_timeout_ms / 1000)
-        upstream, partitions = self._txn_upstream, self.gateway.control_partitions
+            self._txn_connections = NodeConnections(self.gateway.upstream_addresses, s.upstream,
+                                                    s.connect_timeout_ms / 1000)
+        connections, partitions = self._txn_connections, self.gateway.control_partitions
         (body,) = control_requests(api, version, doc, self.principal)
         timeout_ms = self.gateway.transaction_timeouts.get(doc["transactional_id"])
         if timeout_ms is not None:  # when the query's open transactions say it is past its timeout
             body["transaction_timeout_ms"] = timeout_ms
         try:
-            error = await asyncio.wait_for(partitions.add(upstream, doc["group_id"], doc), timeout_s)
+            error = await asyncio.wait_for(partitions.add(connections, doc, timeout_s), timeout_s)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
             return not_written(body, exc)
         if error:
@@ -435,7 +524,7 @@ class ClientConnection:
         key = doc["group_id"].encode("utf-8")
 
         async def write(value: bytes) -> transactions.Written:
-            return await asyncio.wait_for(partitions.write(upstream, doc, key, value), timeout_s)
+            return await asyncio.wait_for(partitions.write(connections, doc, key, value, timeout_s), timeout_s)
 
         fast_path = self.gateway.fast_path
         answered = None if fast_path is None else fast_path.txn_commit(body, write)
@@ -495,6 +584,9 @@ _ROUTES = {**{key: "coordinator" for key in GROUP_APIS}, SHARE_FETCH: "gateway",
            ApiKey.ApiVersions: "gateway", ApiKey.SaslHandshake: "gateway", ApiKey.SaslAuthenticate: "gateway",
            ApiKey.FindCoordinator: "gateway"}
 """Who answers a request of each API, until its handling says otherwise (`gateway.front.profile`)."""
+
+_UNASKED = object()
+"""`_group_answer`'s `fast` when the view was not asked yet."""
 
 MIN_WAIT_S = 0.05
 """The least a forwarded group request waits for the coordinator, when the view's hold used up its budget."""

@@ -28,6 +28,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest
 from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
+from gateway.upstream.routes import NodeConnections, Routes
 from gateway.upstream.transactions import ControlPartitions, TimedOut
 from gateway.protocol import strict
 from gateway.protocol.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
@@ -121,12 +122,17 @@ class Gateway:
         """The ACLs and SCRAM credentials the gateway follows (when authorization or SCRAM is on)."""
         self.fast_path = fast_path
         """Heartbeats and commits answered from the groups' views (None: every request waits for the coordinator)."""
-        self.control_partitions = ControlPartitions(settings.requests_topic)
+        connect_timeout_s = settings.connect_timeout_ms / 1000
+        self.routes = Routes(NodeConnections(self.upstream_addresses, settings.upstream, connect_timeout_s),
+                             self.learn_brokers)
+        """The transaction coordinators and partition leaders of the gateway's own requests (`gateway.upstream.routes`)."""
+        self.control_partitions = ControlPartitions(settings.requests_topic, self.routes)
         """Adds a group's control-topic partition to a producer's transaction (TxnOffsetCommit)."""
         self.transaction_timeouts: dict[str, int] = {}
         """Transactional id -> the transaction timeout its producer's last InitProducerId through this process
         asked for: a TxnOffsetCommit carries it (`transaction_timeout_ms`) into the query's open transactions."""
-        self.timed_out = (TimedOut(fast_path.follower.open_transactions, self._own_upstream)
+        self.timed_out = (TimedOut(fast_path.follower.open_transactions, self.routes,
+                                   NodeConnections(self.upstream_addresses, settings.upstream, connect_timeout_s))
                           if fast_path is not None and settings.process_index == 0 else None)
         """Aborts at the upstream the transactions open past their timeout (one process of a gateway does)."""
         self._timed_out_task: asyncio.Task | None = None
@@ -150,7 +156,7 @@ class Gateway:
         if fast_path is not None and fast_path.coordinator is not None:
             from gateway.fast.requests_log import RequestsLog
 
-            fast_path.requests_log = RequestsLog(self.share.reads, settings.requests_topic)
+            fast_path.requests_log = RequestsLog(self.share.reads, settings.requests_topic, self.routes)
         self.profile = RequestProfile(settings.profile_interval_s) if settings.profile_interval_s > 0 else None
         """The requests per kind, logged every `profile_interval_s` (None: not counted)."""
         self._profile_task: asyncio.Task | None = None
@@ -171,11 +177,6 @@ class Gateway:
             self._profile_task = asyncio.get_running_loop().create_task(self.profile.run())
         if self.timed_out is not None:
             self._timed_out_task = asyncio.get_running_loop().create_task(self.timed_out.run())
-
-    async def _own_upstream(self) -> Upstream:
-        """A connection of the gateway's own to its first bootstrap broker (the transactional writes' too)."""
-        host, port = self.upstream_addresses(None)[0]
-        return await Upstream.connect(host, port, self.settings.upstream, self.settings.connect_timeout_ms / 1000)
 
     def note_transaction_timeout(self, frame: bytes, version: int) -> None:
         """Remember the transaction timeout of an InitProducerId with a transactional id that goes upstream."""
@@ -199,6 +200,7 @@ class Gateway:
             self._timed_out_task.cancel()
         if self.timed_out is not None:
             self.timed_out.close()
+        self.routes.close()
         for server in self.servers:
             server.close()
         for server in self.servers:

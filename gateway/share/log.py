@@ -20,6 +20,7 @@ from typing import Callable
 
 from gateway.upstream import log_reads
 from gateway.upstream.broker import Upstream, UpstreamSecurity
+from gateway.upstream.routes import NodeConnections
 from gateway.upstream.log_reads import EARLIEST, LATEST, LogBatch, LogRead
 from state.api import Errors
 
@@ -32,36 +33,15 @@ CACHE_BYTES = 16 << 20
 
 
 class UpstreamReads:
-    """The gateway's own connections to the brokers for share-partition reads, one per broker."""
+    """The gateway's own connections to the brokers for log reads, one per broker (`NodeConnections`)."""
 
     def __init__(self, addresses: Callable[[int | None], list[tuple[str, int]]], security: UpstreamSecurity,
                  connect_timeout_s: float) -> None:
         """`addresses`: where a node's connection goes (`Gateway.upstream_addresses`)."""
-        self._addresses = addresses
-        self._security = security
-        self._connect_timeout_s = connect_timeout_s
-        self._connections: dict[int | None, Upstream] = {}
-        self._connecting: dict[int | None, asyncio.Lock] = {}
+        self._connections = NodeConnections(addresses, security, connect_timeout_s)
 
     async def _connection(self, node_id: int | None) -> Upstream:
-        upstream = self._connections.get(node_id)
-        if upstream is not None and not upstream.closed:
-            return upstream
-        lock = self._connecting.setdefault(node_id, asyncio.Lock())
-        async with lock:
-            upstream = self._connections.get(node_id)
-            if upstream is not None and not upstream.closed:
-                return upstream
-            errors = []
-            for host, port in self._addresses(node_id):
-                try:
-                    upstream = await Upstream.connect(host, port, self._security, self._connect_timeout_s)
-                except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
-                    errors.append(f"{host}:{port}: {exc or type(exc).__name__}")
-                    continue
-                self._connections[node_id] = upstream
-                return upstream
-        raise ConnectionError(f"no upstream broker for node {node_id}: {'; '.join(errors) or 'unknown node'}")
+        return await self._connections.connection(node_id)
 
     async def fetch(self, node_id: int | None, topic: str, partition: int, offset: int, max_bytes: int,
                     isolation_level: int = 0) -> LogRead:
@@ -73,9 +53,7 @@ class UpstreamReads:
         return await log_reads.list_offset(await self._connection(node_id), topic, partition, timestamp)
 
     def close(self) -> None:
-        for upstream in self._connections.values():
-            upstream.close()
-        self._connections.clear()
+        self._connections.close()
 
 
 class PartitionLog:

@@ -10,6 +10,9 @@ reads the marker (`common.markers`) and commits or drops the pending offsets (`s
 
 A stale epoch (a zombie producer), a producer id the upstream never issued, or a transaction not begun is refused by
 the upstream here, and the TxnOffsetCommit gets that error on every partition without reaching the control topic.
+
+On a cluster of several brokers the AddPartitionsToTxn goes to the transactional id's transaction coordinator and the
+write to the partition's leader, each looked up as Kafka's clients look them up (`gateway.upstream.routes`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,9 @@ import logging
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from kafka.partitioner.default import murmur2
-from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
                                                  InitProducerIdRequest, InitProducerIdResponse)
@@ -30,6 +32,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from gateway.upstream import log_reads
 from gateway.upstream.broker import Upstream
+from gateway.upstream.routes import LEADER_RULE, NodeConnections, Routes, retried
 from state.api import Errors, OpenTransaction, append_error
 
 log = logging.getLogger(__name__)
@@ -47,7 +50,6 @@ _SEQUENCE_ERRORS = frozenset({45, 46})
 _BATCH_PRODUCER = struct.Struct(">qhi")
 """A v2 batch header's producer id, epoch and base sequence, at byte 43."""
 ADD_PARTITIONS_VERSION = 3
-METADATA_VERSION = 8
 PRODUCE_VERSION = 8
 
 
@@ -70,33 +72,51 @@ class Written:
 
 
 class ControlPartitions:
-    """Adds a group's control-topic partition to a producer's transaction, on a connection of the gateway's own
-    (the client's forwarded connection carries the client's correlation ids)."""
+    """Adds a group's control-topic partition to a producer's transaction and writes the TxnOffsetCommit there, on
+    connections of the caller's own (a client's forwarded connection carries the client's correlation ids): the
+    AddPartitionsToTxn to the transactional id's transaction coordinator, the write to the partition's leader
+    (`gateway.upstream.routes`)."""
 
-    def __init__(self, requests_topic: str) -> None:
+    def __init__(self, requests_topic: str, routes: Routes) -> None:
         self.requests_topic = requests_topic
-        self._partitions: int | None = None
+        self.routes = routes
         self._sequences: dict[tuple[int, int, int], int] = {}
         """(producer id, epoch, partition) -> the next sequence number of the gateway's writes for it."""
 
-    async def write(self, upstream: Upstream, doc: dict[str, Any], key: bytes, value: bytes) -> Written:
+    async def write(self, connections: NodeConnections, doc: dict[str, Any], key: bytes, value: bytes,
+                    budget_s: float) -> Written:
         """Write the control request `value` to the group's partition inside the producer's transaction: a
         transactional batch with its producer id and epoch (tansu, as Kafka, writes a transaction's markers to the
-        partitions the producer wrote to). NotWritten when the upstream refuses it."""
+        partitions the producer wrote to), to the partition's leader. NotWritten when the upstream refuses it."""
         if len(key) + len(value) > MAX_RECORD_BYTES:
             raise NotWritten(append_error("TxnOffsetCommit", Errors.MESSAGE_TOO_LARGE))
-        partition = await self.partition_of(upstream, doc["group_id"])
+        partition = await self.partition_of(doc["group_id"])
         producer = (doc["producer_id"], doc["producer_epoch"], partition)
         stamp = int(time.time() * 1000)
         sequence = self._sequences.get(producer, 0)
-        code, offset = await self._produce(upstream, doc, partition, sequence, stamp, key, value)
-        if code in _SEQUENCE_ERRORS and producer not in self._sequences:
-            # This gateway has not written for this producer and epoch, but the log has (a gateway killed and
-            # started again): its writes go on from the last sequence the log holds.
-            last = await self.last_sequence(upstream, partition, doc["producer_id"], doc["producer_epoch"])
-            if last is not None:
-                sequence = last + 1
-                code, offset = await self._produce(upstream, doc, partition, sequence, stamp, key, value)
+        node: int | None = None
+        offset = -1
+
+        async def attempt() -> int:
+            nonlocal node, sequence, offset
+            node = await self.routes.leader(self.requests_topic, partition)
+            upstream = await connections.connection(node)
+            code, offset = await self._produce(upstream, doc, partition, sequence, stamp, key, value)
+            if code in _SEQUENCE_ERRORS and producer not in self._sequences:
+                # This gateway has not written for this producer and epoch, but the log has (a gateway killed and
+                # started again): its writes go on from the last sequence the log holds.
+                last = await self.last_sequence(upstream, partition, doc["producer_id"], doc["producer_epoch"])
+                if last is not None:
+                    sequence = last + 1
+                    code, offset = await self._produce(upstream, doc, partition, sequence, stamp, key, value)
+            return code
+
+        def look_up_again() -> None:
+            self.routes.forget_leaders(self.requests_topic)
+            if node is not None:
+                connections.drop(node)
+
+        code = await retried(LEADER_RULE, attempt, look_up_again, budget_s)
         if code:
             raise NotWritten(code)
         self._sequences[producer] = sequence + 1
@@ -160,33 +180,30 @@ class ControlPartitions:
             raise ConnectionError(f"Fetch of {self.requests_topic}-{partition}: error {read.error}")
         return read.batches
 
-    async def add(self, upstream: Upstream, group_id: str, doc: dict[str, Any]) -> int:
+    async def add(self, connections: NodeConnections, doc: dict[str, Any], budget_s: float) -> int:
         """The upstream's error for adding the group's partition to the transaction the TxnOffsetCommit `doc`
-        names (0: added)."""
-        partition = await self.partition_of(upstream, group_id)
+        names (0: added), from the transactional id's transaction coordinator (`Routes.to_coordinator`: looked up
+        again and sent again where Kafka's Java client would, within `budget_s`)."""
+        partition = await self.partition_of(doc["group_id"])
         request = AddPartitionsToTxnRequest[ADD_PARTITIONS_VERSION](
             v3_and_below_transactional_id=doc["transactional_id"], v3_and_below_producer_id=doc["producer_id"],
             v3_and_below_producer_epoch=doc["producer_epoch"],
             v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
                 name=self.requests_topic, partitions=[partition])])
-        answer = await upstream.request(request, ADD_PARTITIONS_VERSION, AddPartitionsToTxnResponse)
-        codes = [p.partition_error_code for t in answer.results_by_topic_v3_and_below
-                 for p in t.results_by_partition]
-        return next((code for code in codes if code), 0)
 
-    async def partition_of(self, upstream: Upstream, group_id: str) -> int:
+        async def send(upstream: Upstream) -> int:
+            answer = await upstream.request(request, ADD_PARTITIONS_VERSION, AddPartitionsToTxnResponse)
+            codes = [p.partition_error_code for t in answer.results_by_topic_v3_and_below
+                     for p in t.results_by_partition]
+            return next((code for code in codes if code), 0)
+
+        return await self.routes.to_coordinator(connections, doc["transactional_id"], send, budget_s)
+
+    async def partition_of(self, group_id: str) -> int:
         """The control-topic partition of the group's requests: murmur2 of the group id, as the appender's
         partitioner puts them."""
-        if self._partitions is None:
-            metadata = await upstream.request(MetadataRequest[METADATA_VERSION](
-                topics=[MetadataRequest.MetadataRequestTopic(name=self.requests_topic)],
-                allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
-                include_topic_authorized_operations=False), METADATA_VERSION, MetadataResponse)
-            (topic,) = metadata.topics
-            if topic.error_code or not topic.partitions:
-                raise ConnectionError(f"no partitions of {self.requests_topic} (error {topic.error_code})")
-            self._partitions = len(topic.partitions)
-        return (murmur2(group_id.encode("utf-8")) & 0x7FFFFFFF) % self._partitions
+        partitions = len(await self.routes.partitions(self.requests_topic))
+        return (murmur2(group_id.encode("utf-8")) & 0x7FFFFFFF) % partitions
 
 
 def refused(doc: dict[str, Any], code: int) -> dict[str, Any]:
@@ -204,6 +221,8 @@ from the transaction's start, before that TxnOffsetCommit), and its ABORT marker
 FENCE_AGAIN_S = 30.0
 """How long a gateway waits before it fences a transaction it fenced already again (the marker not yet applied)."""
 INIT_PRODUCER_ID_VERSION = 4
+FENCE_BUDGET_S = 30.0
+"""How long one abort at the timeout may take, lookups and retries included."""
 
 
 class TimedOut:
@@ -220,11 +239,12 @@ class TimedOut:
     longer open, as after Kafka's own timeout. The offsets are never committed: the upstream's marker decides, as
     for every transaction."""
 
-    def __init__(self, open_transactions: Callable[[], Iterable[OpenTransaction]],
-                 connect: Callable[[], Awaitable[Upstream]]) -> None:
+    def __init__(self, open_transactions: Callable[[], Iterable[OpenTransaction]], routes: Routes,
+                 connections: NodeConnections) -> None:
+        """`connections`: this process's own, to the transaction coordinators (`gateway.upstream.routes`)."""
         self._open = open_transactions
-        self._connect = connect
-        self._upstream: Upstream | None = None
+        self._routes = routes
+        self._connections = connections
         self._fenced: dict[tuple[str, int, int], float] = {}
         """(transactional id, producer id, epoch) -> when this gateway last fenced it (monotonic)."""
         self.aborted = 0
@@ -249,10 +269,8 @@ class TimedOut:
             try:
                 code = await self.fence(txn)
             except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
-                log.info("aborting transaction %r past its timeout: %s", txn.transactional_id, exc)
-                if self._upstream is not None:
-                    self._upstream.close()
-                self._upstream = None
+                log.info("aborting transaction %r past its timeout: %s", txn.transactional_id,
+                         exc or type(exc).__name__)
                 continue
             if code:
                 log.warning("transaction %r (producer %d, epoch %d) open past its timeout: the upstream answered "
@@ -270,15 +288,16 @@ class TimedOut:
         return fenced
 
     async def fence(self, txn: OpenTransaction) -> int:
-        """InitProducerId for the transaction's id (the upstream aborts its open transaction and bumps the epoch):
-        the upstream's error (0: done)."""
-        if self._upstream is None or self._upstream.closed:
-            self._upstream = await self._connect()
-        answer = await asyncio.wait_for(self._upstream.request(
-            InitProducerIdRequest[INIT_PRODUCER_ID_VERSION](
-                transactional_id=txn.transactional_id, transaction_timeout_ms=60_000, producer_id=-1,
-                producer_epoch=-1), INIT_PRODUCER_ID_VERSION, InitProducerIdResponse), 30)
-        return answer.error_code
+        """InitProducerId for the transaction's id (the upstream aborts its open transaction and bumps the epoch),
+        sent to its transaction coordinator: the upstream's error (0: done)."""
+        request = InitProducerIdRequest[INIT_PRODUCER_ID_VERSION](
+            transactional_id=txn.transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1)
+
+        async def send(upstream: Upstream) -> int:
+            answer = await upstream.request(request, INIT_PRODUCER_ID_VERSION, InitProducerIdResponse)
+            return answer.error_code
+
+        return await self._routes.to_coordinator(self._connections, txn.transactional_id, send, FENCE_BUDGET_S)
 
     async def run(self, interval_s: float = 1.0) -> None:
         while True:
@@ -289,5 +308,4 @@ class TimedOut:
                 log.exception("aborting transactions past their timeout")
 
     def close(self) -> None:
-        if self._upstream is not None:
-            self._upstream.close()
+        self._connections.close()

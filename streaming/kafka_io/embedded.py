@@ -46,13 +46,16 @@ class EmbeddedBroker:
         self.process.wait(timeout=10)
 
 
-def start_broker(port: int | None = None, timeout_s: float = 20.0, log_path: Path | None = None) -> EmbeddedBroker:
-    """Start tansu on 127.0.0.1 and return once it accepts Kafka requests (a metadata round trip)."""
+def start_broker(port: int | None = None, timeout_s: float = 20.0, log_path: Path | None = None,
+                 advertised_host: str = "127.0.0.1") -> EmbeddedBroker:
+    """Start tansu on 127.0.0.1 and return once it accepts Kafka requests (a metadata round trip).
+    `advertised_host`: the host its Metadata and FindCoordinator answers name (the tests give it a second name)."""
     port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL
     process = subprocess.Popen(
-        [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+        [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url",
+         f"tcp://{advertised_host}:{port}",
          "--storage-engine", "memory://tansu/"],
         stdout=out, stderr=out, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
         # Its own session: a Ctrl-C at the terminal reaches the driver only, which stops the query and its Kafka

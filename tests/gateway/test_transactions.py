@@ -96,6 +96,10 @@ def test_offsets_commit_with_the_transaction_wait_while_open_and_never_commit_on
     assert wait_for(lambda: stable_fetch(env.bootstrap, group, source) == (retried, 0), what="the retry")
     assert env.committed(group, source) == {0: retried}
     consumer.close()
+    # the gateway's AddPartitionsToTxn went to the transaction coordinator it looked up (FindCoordinator, key type 1)
+    gateway_log = (env.logs / "gateway.log").read_text()
+    looked_up = [line for line in gateway_log.splitlines() if f"transaction coordinator of 'tx-{group}':" in line]
+    assert looked_up and all(line.endswith(f"({env.broker})") for line in looked_up), looked_up
 
 
 def test_a_zombie_producer_is_fenced_and_its_offsets_never_commit(gateway_env):

@@ -67,3 +67,29 @@ def test_a_load_counts_from_the_step_not_from_its_arrival():
     after.state, after.now_ms = step.stored(None), stepped
     sessions = {after.group.timers[f"heartbeat:{m}"] - stepped for m in after.group.members}
     assert sessions == {m.session_timeout_ms for m in after.group.members.values()}  # restarted at the step
+
+
+def test_a_load_as_a_rebuild_encodes_it_steps_as_the_same_load_in_any_json():
+    """A rebuild's loads (msgspec's encoding, `api` first) are decoded in one pass; any other spelling of the same
+    JSON takes the general path. Both load the same group, to the byte."""
+    from schemas.messages import LoadedRecord, LoadGroup
+    from state.wire import encode
+
+    before = stable_with_offsets()
+    compact = encode(LoadGroup(request_id="rebuild", group_id="g",
+                               records=tuple(LoadedRecord(k.decode(), None if v is None else v.decode(), 0, i)
+                                             for i, (k, v) in enumerate(before.records))))
+    assert compact.startswith(b'{"api":"LoadGroup",')
+    spaced = json.dumps(json.loads(compact)).encode()
+    assert spaced != compact
+    now, config = before.now_ms + 1_000, CoordinatorConfig()
+    fast, general = (step_group("g", None, [raw], now, config, [now], position=(0, 7)) for raw in (compact, spaced))
+    assert fast.metadata is not None and fast.offsets is not None and fast.dead_letters == []
+    assert (fast.metadata, fast.offsets, fast.view, fast.next_deadline_ms, fast.records, fast.responses) == (
+        general.metadata, general.offsets, general.view, general.next_deadline_ms, general.records, general.responses)
+
+
+def test_a_malformed_load_spelled_as_a_rebuild_writes_it_is_still_a_dead_letter():
+    raw = b'{"api":"LoadGroup","request_id":"r","group_id":"g","records":"nope"}'
+    step = step_group("g", None, [raw], 0, CoordinatorConfig())
+    assert step.metadata is None and [i for i, _ in step.dead_letters] == [0]

@@ -85,3 +85,30 @@ def test_a_deadline_moving_later_keeps_its_entry_and_an_earlier_one_is_filed_ane
     assert registration(registered=None, deadline=13_000, now_ms=5_000) == (13_000, True)
     # No deadline: nothing to file.
     assert registration(registered=None, deadline=None, now_ms=5_000) == (None, False)
+
+
+def test_the_schedule_holds_each_slots_earliest_entry_however_the_entries_came():
+    """A rebuild files thousands of groups in one slot in one call: the slot's earliest deadline is kept as each is
+    filed (not recomputed over the slot). Whatever the order of filing and popping, in one call or across calls, the
+    earliest deadline and what comes due are those of the entries filed and not yet popped."""
+    import random
+
+    rng = random.Random(35)
+    for _ in range(200):
+        store, now, live = Slots(), 10_000, []
+        for _call in range(rng.randint(1, 6)):
+            index = DeadlineIndex(store)
+            for _op in range(rng.randint(0, 40)):
+                if rng.random() < 0.8:
+                    entry = (now + rng.randint(-2 * SLOT_MS, 5 * SLOT_MS), f"g{rng.randint(0, 20)}")
+                    index.file(entry[1], entry[0])
+                    live.append(entry)
+                else:
+                    due = index.pop_due(now)
+                    assert sorted(due, key=lambda e: (e[1], e[0])) == due
+                    assert sorted((d, g) for g, d in due) == sorted(e for e in live if e[0] <= now)
+                    live = [e for e in live if e[0] > now]
+                assert index.earliest() == min((d for d, _ in live), default=None)
+            index.flush()
+            assert DeadlineIndex(store).earliest() == min((d for d, _ in live), default=None)
+            now += rng.randint(0, 3 * SLOT_MS)

@@ -259,3 +259,25 @@ def test_a_consumer_group_heartbeat_is_answered_within_the_interval_its_member_w
         assert other.error_code == Errors.COORDINATOR_NOT_AVAILABLE and "within 3.0 s" in other.error_message
     finally:
         memory.close()
+
+
+def test_answers_go_back_in_request_order_whichever_is_ready_first(gateway):
+    """Requests sent back to back on one connection: a Heartbeat the coordinator does not answer (its answer ready
+    after 200 ms), an ApiVersions answered at once, a DescribeGroups (again 200 ms), another ApiVersions. The
+    answers come in the order of the requests, each with its own correlation id, as a Kafka broker answers one
+    connection's requests."""
+    connection = gateway.connect()
+    sent = [
+        (connection.send(HeartbeatRequest[4](group_id="g", generation_id=1, member_id="m", group_instance_id=None),
+                         4), HeartbeatResponse, 4),
+        (connection.send(ApiVersionsRequest[3](client_software_name="t", client_software_version="1"), 3),
+         ApiVersionsResponse, 3),
+        (connection.send(DescribeGroupsRequest[5](groups=["a"], include_authorized_operations=False), 5),
+         DescribeGroupsResponse, 5),
+        (connection.send(ApiVersionsRequest[3](client_software_name="t", client_software_version="1"), 3),
+         ApiVersionsResponse, 3),
+    ]
+    answers = [connection.receive(response_class, version) for _, response_class, version in sent]
+    assert [a.header.correlation_id for a in answers] == [correlation for correlation, _, _ in sent]
+    assert answers[0].error_code == Errors.COORDINATOR_NOT_AVAILABLE and answers[1].error_code == 0
+    assert [g.error_code for g in answers[2].groups] == [Errors.COORDINATOR_NOT_AVAILABLE]
