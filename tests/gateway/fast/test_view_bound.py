@@ -3,8 +3,9 @@
 A request written at t is covered by the mark the query writes once the batch that applied it has committed, so the
 views are up to two batch times old before a mark is read. Here the query plans a batch every 3 s (its trigger
 interval, as a loaded machine's batches), longer than the 2 s `--view-bound-ms`: a gateway whose bound may follow
-the query's pace answers all of a member's commits (one every 100 ms) from the views, and a gateway whose bound is
-fixed at 2 s, in front of the same query, sends some of them to the coordinator.
+the query's pace answers a member's commits (one every 100 ms) from the views, and a gateway whose bound is
+fixed at 2 s, in front of the same query, sends some of them to the coordinator. Side by side: on a loaded
+machine a batch slower than the recent ones may pass the followed bound too, so the two are compared.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -38,6 +40,17 @@ def commits_answered_from_views(run, group: str) -> list[bool]:
             if body["api"] == "OffsetCommit"]
 
 
+def commit_for_a_while(member: RawMember) -> int:
+    """Commits offsets 1, 2, ... for `COMMITTING_S`, each acknowledged; the last one is what the group has."""
+    offset, until = 0, time.monotonic() + COMMITTING_S
+    while time.monotonic() < until:
+        offset += 1
+        assert member.commit({("t", 0): offset}) == {("t", 0): 0}
+        time.sleep(COMMIT_EVERY_S)
+    assert member.committed("t", [0]) == {0: offset}
+    return offset
+
+
 def test_a_query_slower_than_the_bound_has_commits_answered_from_the_views(spark, broker, tmp_path):
     run = new_run(spark, broker, tmp_path, {**GATEWAY_PROPERTIES, "trigger.interval.ms": str(TRIGGER_MS)})
     props = {k: v for k, v in run.props.items() if k.startswith(("topic.", "group."))}
@@ -45,23 +58,25 @@ def test_a_query_slower_than_the_bound_has_commits_answered_from_the_views(spark
     try:
         gateways["following"] = start_gateway(broker, props, args=["--view-bound-max-ms", "20000"])
         gateways["fixed"] = start_gateway(broker, props, args=["--view-bound-max-ms", "2000"])
-        answered = {}
-        for name, gateway in gateways.items():
-            group = f"pace-{name}-{uuid.uuid4().hex[:8]}"
-            member = RawMember(gateway.bootstrap_servers, group)
-            try:
+        groups = {name: f"pace-{name}-{uuid.uuid4().hex[:8]}" for name in gateways}
+        members = {name: RawMember(gateway.bootstrap_servers, groups[name]) for name, gateway in gateways.items()}
+        try:
+            for member in members.values():
                 member.join_and_sync()  # a few batches: the follower has read the query's marks meanwhile
-                offset, until = 0, time.monotonic() + COMMITTING_S
-                while time.monotonic() < until:
-                    offset += 1
-                    assert member.commit({("t", 0): offset}) == {("t", 0): 0}
-                    time.sleep(COMMIT_EVERY_S)
-                assert member.committed("t", [0]) == {0: offset}
-            finally:
+            # Side by side, so that both gateways see the same batches: a loaded machine's slow batch may pass
+            # even the followed bound, and then both send commits to the coordinator.
+            with ThreadPoolExecutor(len(members)) as pool:
+                offsets = dict(zip(members, pool.map(commit_for_a_while, members.values())))
+        finally:
+            for member in members.values():
                 member.close()
-            answered[name] = commits_answered_from_views(run, group)
-        assert answered["following"] and all(answered["following"]), answered["following"]
-        assert not all(answered["fixed"]), answered["fixed"]
+        answered = {name: commits_answered_from_views(run, group) for name, group in groups.items()}
+        assert {name: len(answers) for name, answers in answered.items()} == offsets, answered
+        sent = {name: answers.count(False) / len(answers) for name, answers in answered.items()}  # to the coordinator
+        assert sent["fixed"] > 0, answered["fixed"]
+        # The fixed bound passes for the time between two triggers less 2 s, every trigger; the followed one only
+        # where a batch outlasts 2.5 recent paces.
+        assert sent["following"] * 4 <= sent["fixed"], (sent, answered)
     finally:
         for gateway in gateways.values():
             gateway.stop()

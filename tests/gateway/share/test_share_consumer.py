@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -31,6 +32,9 @@ LOCK_MS = 3000
 """The groups' `share.record.lock.duration.ms` where a lock is meant to run out (the package's query allows 1 s)."""
 LONG_LOCK_MS = 60_000
 """Where a lock must not be what brings records back."""
+JOINED_WITHIN_S = 90.0
+"""How long three members joining a group together may take to all be fetching (a few heartbeat intervals)."""
+ROUND_PAUSE_S = 0.5
 
 
 def share_group(env: GatewayEnv, **configs: object) -> str:
@@ -144,10 +148,15 @@ def test_three_members_share_one_partition_and_each_record_is_delivered_once(gat
     topic, group = env.topic(partitions=1), share_group(env)
     three = [members.start(env, group, topic, **{"max.poll.records": 5}) for _ in range(3)]
     values: list[bytes] = []
-    while not all(m.seen for m in three) and len(values) < 300:  # rounds until each has joined and got some
-        values += [b"r%d" % i for i in range(len(values), len(values) + 30)]
-        produce(env, topic, values[-30:])
+    # Rounds until each has joined and got some: a member joining after the group's first target assignment gets
+    # the partition with the next one (at most one per `share.assignment.interval.ms`) at its next heartbeat (every
+    # `share.heartbeat.interval.ms`, 5 s), as in Kafka; a loaded machine's rounds take 0.4 s, so rounds are timed.
+    until = time.monotonic() + JOINED_WITHIN_S
+    while not all(m.seen for m in three) and time.monotonic() < until:
+        values += [b"r%d" % i for i in range(len(values), len(values) + 10)]
+        produce(env, topic, values[-10:])
         wait_for(lambda: len(delivered(three)) >= len(values), 120, "every record delivered")
+        time.sleep(ROUND_PAUSE_S)
     # the last poll's implicit acceptance goes with the close; nothing comes again meanwhile
     assert [(o, v, c) for o, v, c in delivered(three)] == [(i, values[i], 1) for i in range(len(values))]
     assert all(m.seen for m in three), [len(m.seen) for m in three]
