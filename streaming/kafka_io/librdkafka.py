@@ -65,15 +65,20 @@ _bytes_per_offset: dict[tuple[str, int], float] = {}
 """(topic, partition) -> bytes an offset took in the last read of it in this process."""
 
 
+def _range_bytes(topic: str, partition: int, start: int, end: int) -> float:
+    """The bytes offsets `[start, end)` are expected to take: what an offset took in the last read of the partition
+    in this process (as tansu counts them, `RECORD_OVERHEAD`), 512 before the first read."""
+    return (end - start) * _bytes_per_offset.get((topic, partition), 512.0)
+
+
 def fetch_bytes(topic: str, partition: int, start: int, end: int) -> int:
-    """The fetch size (librdkafka's `fetch.max.bytes`) for reading offsets `[start, end)`: the bytes an offset took in
-    the last read of the partition (as tansu counts them, `RECORD_OVERHEAD`; 512 before the first read), times the range's offsets, rounded
-    up to the next of steps an eighth apart (a consumer per step and purpose), between `FETCH_BYTES_MIN` and
-    `FETCH_BYTES_MAX`. Rounded up: a fetch that asks for less than the range needs a second one, which starts at the
-    log's end with bytes left and lists the partition for new records until they are spent; a little more than the
-    range is most often taken by records already past its end (they arrive while the batch is planned), at no extra
-    list."""
-    wanted = (end - start) * _bytes_per_offset.get((topic, partition), 512.0)
+    """The fetch size (librdkafka's `fetch.max.bytes`) for reading offsets `[start, end)`: the range's expected bytes
+    (`_range_bytes`) rounded up to the next of steps an eighth apart (a consumer per step and purpose), between
+    `FETCH_BYTES_MIN` and `FETCH_BYTES_MAX`. Rounded up: a fetch that asks for less than the range needs a second
+    one, which starts at the log's end with bytes left and lists the partition for new records until they are spent;
+    a little more than the range is most often taken by records already past its end (they arrive while the batch
+    is planned), at no extra list."""
+    wanted = _range_bytes(topic, partition, start, end)
     size = FETCH_BYTES_MIN
     while size < wanted and size < FETCH_BYTES_MAX:
         size = size * 9 // 8
@@ -86,7 +91,26 @@ a fetch in flight while the queue holds fewer). A range arrives whole in its siz
 time into Arrow and the state call; with the default, librdkafka meanwhile fetched past the range, and on tansu
 each such fetch lists the partition again every time new records arrive until its bytes or its wait are spent: a
 read of ~200 records on a partition of 40,000 one-record batches, 250 arriving a second, cost tansu 308 ms of CPU
-with the default (docs/operations-streaming.md, "A range read fetches nothing past its range")."""
+with the default (docs/operations-streaming.md, "A range read fetches nothing past its range").
+It holds for a range one fetch brings, not for a bulk read (`BULK_BYTES`): librdkafka postpones a partition's next
+fetch by `fetch.queue.backoff.ms` (1,000 ms by default) whenever its queue holds `queued.min.messages` or more, so
+with 1 every further fetch of a range waited about a second (issue 35: the records topic's 1.1M records, read at a
+driver's start, took 75-78 s for 4.5 s of CPU)."""
+
+BULK_BYTES = 5 * 1024 * 1024
+"""A range expected to take more bytes than this (`_range_bytes`) is a bulk read: more than one fetch brings, as
+tansu answers a fetch with at most 5 MiB whatever it asks for (Kafka with up to `FETCH_BYTES_MAX`). Bulk reads are
+a driver's read of the records topic to its end (`kafka_clients.catch_up`: the rebuild's, and the group watch's
+first, which a standby makes before it stands by) and the batches of a rebuild's loads."""
+
+BULK_QUEUE_BACKOFF_MS = 10
+"""A bulk read's consumer keeps librdkafka's default `queued.min.messages` (it fetches ahead while its queue holds
+fewer than 100,000 records: the next 5 MiB is on its way while the last is taken) and, once the queue is that full,
+fetches again 10 ms later rather than `fetch.queue.backoff.ms`'s default 1,000 ms (the queue is taken in well under
+a second). Measured on the records topic of 100,000 groups x 10 (1.1M records, 2 partitions, in-process, load 2-3):
+5.8-6.0 s, against 7.4-10.1 s with the default backoff, 6.6-6.8 s with `QUEUED_MIN_MESSAGES` and this backoff, and
+75-78 s as a sized read. Past its range it fetches once or twice more than a sized read would: the price of a read
+of many fetches, not of every batch's."""
 
 SIZED_KEPT = 8
 """Consumers of a sized fetch kept per purpose in a process (the most recently used): a run's ranges take a few sizes
@@ -101,14 +125,16 @@ def _learn(topic: str, partition: int, offsets: int, size: int) -> None:
 
 
 def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 10,
-                    max_bytes: int | None = None) -> Consumer:
-    """One consumer per purpose, configuration, fetch wait and fetch size (`max_bytes`; librdkafka's default when
-    None) in this process; assignment is manual, nothing is committed."""
-    sized: dict[str, object] = {} if max_bytes is None else {
-        "fetch.max.bytes": max_bytes, "max.partition.fetch.bytes": max_bytes,
-        "message.max.bytes": max(1000, min(max_bytes, 1_000_000)),
+                    max_bytes: int | None = None, bulk: bool = False) -> Consumer:
+    """One consumer per purpose, configuration, fetch wait, fetch size (`max_bytes`; librdkafka's default when
+    None) and kind of read (`bulk`: `BULK_QUEUE_BACKOFF_MS`, else `QUEUED_MIN_MESSAGES`; for a sized read only) in
+    this process; assignment is manual, nothing is committed."""
+    queue: dict[str, object] = {"fetch.queue.backoff.ms": BULK_QUEUE_BACKOFF_MS} if bulk else {
         # no fetch while the range's records wait in the local queue (`QUEUED_MIN_MESSAGES`)
         "queued.min.messages": QUEUED_MIN_MESSAGES}
+    sized: dict[str, object] = {} if max_bytes is None else {
+        "fetch.max.bytes": max_bytes, "max.partition.fetch.bytes": max_bytes,
+        "message.max.bytes": max(1000, min(max_bytes, 1_000_000)), **queue}
     key = _key(purpose, {**config, "fetch.wait.max.ms": wait_ms, **sized})
     with _lock:
         consumer = _consumers.get(key)
@@ -160,12 +186,20 @@ class OffsetOutOfRange(Exception):
     pass
 
 
+def range_consumer(purpose: str, config: Mapping[str, object], topic: str, partition: int, start: int,
+                   end: int) -> Consumer:
+    """The consumer a read of offsets `[start, end)` uses: its wait grows with the log (`fetch_wait_ms`), it asks
+    for about the range's bytes (`fetch_bytes`), and a range of more than one fetch is a bulk read (`BULK_BYTES`)."""
+    return cached_consumer(purpose, config, fetch_wait_ms(end), fetch_bytes(topic, partition, start, end),
+                           bulk=_range_bytes(topic, partition, start, end) > BULK_BYTES)
+
+
 def read_range(config: Mapping[str, object], topic: str, partition: int, start: int, end: int,
                wait_log_s: float, purpose: str = "read") -> Iterator[tuple]:
     """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see
     `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange` and says why the read never gives up),
     with the consumer cached for `purpose`."""
-    consumer = cached_consumer(purpose, config, fetch_wait_ms(end), fetch_bytes(topic, partition, start, end))
+    consumer = range_consumer(purpose, config, topic, partition, start, end)
     consumer.assign([TopicPartition(topic, partition, start)])
     size = [0]
     try:

@@ -180,8 +180,7 @@ def test_a_read_fetches_nothing_past_its_range_while_its_rows_are_taken(broker):
     config = {"bootstrap_servers": broker}
     assert [row[1] for row in librdkafka.read_range(config, topic, 0, 0, 200, 60)] == list(range(200))
     # the consumer the read of [200, 400) uses, taking its range a few rows at a time as the source does
-    consumer = librdkafka.cached_consumer("read", config, librdkafka.fetch_wait_ms(400),
-                                          librdkafka.fetch_bytes(topic, 0, 200, 400))
+    consumer = librdkafka.range_consumer("read", config, topic, 0, 200, 400)
     consumer.assign([TopicPartition(topic, 0, 200)])
     try:
         taken: list[int] = []
@@ -197,6 +196,42 @@ def test_a_read_fetches_nothing_past_its_range_while_its_rows_are_taken(broker):
     # the sized fetch's answer ends a little past the range (test above); one more fetch would have queued the
     # log up to its end, 999 (librdkafka's default queued.min.messages)
     assert max(queued) < 400 + 200 // 4, max(queued)
+
+
+def test_a_read_of_more_than_one_fetch_fetches_ahead_while_its_rows_are_taken(broker):
+    """tansu answers a fetch with at most 5 MiB, so a longer range (the records topic read to its end at a driver's
+    start, a batch of a rebuild's loads) takes many fetches. With `QUEUED_MIN_MESSAGES` 1 each came only once the
+    queue was empty and then after librdkafka's `fetch.queue.backoff.ms` (1 s): 1.1M records took 75-78 s to read.
+    Such a read fetches ahead instead: while most of the first answer still waits in the queue, the rest of the
+    range has been fetched behind it."""
+    from confluent_kafka import Producer, TopicPartition
+
+    from streaming.kafka_io import librdkafka
+
+    topic = new_topic(broker, "bulk", 1)
+    producer = Producer({"bootstrap.servers": broker, "linger.ms": 5})
+    value = b"v" * 8000
+    for i in range(1000):  # ~8 MB: one tansu fetch brings at most 5 MiB of it
+        producer.produce(topic, value, key=f"k-{i:04d}".encode(), partition=0)
+    producer.flush()
+    config = {"bootstrap_servers": broker}
+    # a first read learns what an offset takes (8 KB, not the 512 bytes a read assumes before any)
+    assert [row[1] for row in librdkafka.read_range(config, topic, 0, 0, 10, 60)] == list(range(10))
+    consumer = librdkafka.range_consumer("read", config, topic, 0, 10, 1000)
+    consumer.assign([TopicPartition(topic, 0, 10)])
+    try:
+        taken: list[int] = []
+        deadline = time.monotonic() + 60  # not a timing assert: a bound on a read that never comes
+        while len(taken) < 50 and time.monotonic() < deadline:
+            taken += [m.offset() for m in consumer.consume(50 - len(taken), 1.0) if m.error() is None]
+        assert taken == list(range(10, 60))
+        time.sleep(2.0)  # not a timing assert: time for the fetches behind the first answer to be answered
+        queued = [m.offset() for m in consumer.consume(10000, 0) if m.error() is None]
+    finally:
+        consumer.unassign()
+    # the first answer ends near 5 MiB (about 650 of these records); a read that fetched only once its queue was
+    # empty would have queued nothing past it while 50 of its records were taken
+    assert queued == list(range(60, 1000)), (queued[:1], queued[-1:], len(queued))
 
 
 def test_max_offsets_per_trigger_caps_each_batch_across_partitions(broker, topic):
