@@ -109,8 +109,8 @@ fewer than 100,000 records: the next 5 MiB is on its way while the last is taken
 fetches again 10 ms later rather than `fetch.queue.backoff.ms`'s default 1,000 ms (the queue is taken in well under
 a second). Measured on the records topic of 100,000 groups x 10 (1.1M records, 2 partitions, in-process, load 2-3):
 5.8-6.0 s, against 7.4-10.1 s with the default backoff, 6.6-6.8 s with `QUEUED_MIN_MESSAGES` and this backoff, and
-75-78 s as a sized read. Past its range it fetches once or twice more than a sized read would: the price of a read
-of many fetches, not of every batch's."""
+75-78 s as a sized read. Reading ahead, it can fetch past its range at its end, the cost `QUEUED_MIN_MESSAGES`
+avoids: paid once per read of many fetches, where the pause was paid at every fetch."""
 
 SIZED_KEPT = 8
 """Consumers of a sized fetch kept per purpose in a process (the most recently used): a run's ranges take a few sizes
