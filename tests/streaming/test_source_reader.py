@@ -162,13 +162,33 @@ def test_a_read_asks_the_broker_for_about_its_range_not_the_log_after_it(broker)
     assert [row["offset"] for row in rows_of(r.read(KafkaRange(topic, 0, 200, 400)))] == list(range(200, 400))
 
 
+def take_then_queued(config: dict, topic: str, start: int, end: int, wait_s: float) -> tuple[list[int], list[int]]:
+    """With the consumer a read of `[start, end)` of partition 0 uses (`librdkafka.range_consumer`), take 50 rows
+    as the source takes a range, a few at a time; `wait_s` later, the offsets its local queue holds."""
+    from confluent_kafka import TopicPartition
+
+    from streaming.kafka_io import librdkafka
+
+    consumer = librdkafka.range_consumer("read", config, topic, 0, start, end)
+    consumer.assign([TopicPartition(topic, 0, start)])
+    try:
+        taken: list[int] = []
+        deadline = time.monotonic() + 60  # not a timing assert: a bound on a read that never comes
+        while len(taken) < 50 and time.monotonic() < deadline:
+            taken += [m.offset() for m in consumer.consume(50 - len(taken), 1.0) if m.error() is None]
+        time.sleep(wait_s)  # not a timing assert: time for the fetches sent meanwhile, if any, to be answered
+        return taken, [m.offset() for m in consumer.consume(10000, 0) if m.error() is None]
+    finally:
+        consumer.unassign()
+
+
 def test_a_read_fetches_nothing_past_its_range_while_its_rows_are_taken(broker):
     """On tansu every fetch below a partition's end lists the partition's batches, again for each round that finds
     records; librdkafka's default keeps a fetch in flight while its local queue holds fewer than 100,000 records,
     so a range taken a row at a time was followed by fetches past it. The read's consumer fetches again only once
     its queue is empty: while half the range still waits in the queue, nothing past the first fetch's answer is
     fetched, although the log goes on well past it."""
-    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka import Producer
 
     from streaming.kafka_io import librdkafka
 
@@ -179,19 +199,9 @@ def test_a_read_fetches_nothing_past_its_range_while_its_rows_are_taken(broker):
     producer.flush()
     config = {"bootstrap_servers": broker}
     assert [row[1] for row in librdkafka.read_range(config, topic, 0, 0, 200, 60)] == list(range(200))
-    # the consumer the read of [200, 400) uses, taking its range a few rows at a time as the source does
-    consumer = librdkafka.range_consumer("read", config, topic, 0, 200, 400)
-    consumer.assign([TopicPartition(topic, 0, 200)])
-    try:
-        taken: list[int] = []
-        deadline = time.monotonic() + 60  # not a timing assert: a bound on a read that never comes
-        while len(taken) < 50 and time.monotonic() < deadline:
-            taken += [m.offset() for m in consumer.consume(50 - len(taken), 1.0) if m.error() is None]
-        assert taken == list(range(200, 250))
-        time.sleep(1.0)  # not a timing assert: time for a fetch past the first answer to be answered, if one is sent
-        queued = [m.offset() for m in consumer.consume(10000, 0) if m.error() is None]
-    finally:
-        consumer.unassign()
+    # the read of [200, 400), its range taken a few rows at a time as the source does
+    taken, queued = take_then_queued(config, topic, 200, 400, 1.0)
+    assert taken == list(range(200, 250))
     assert queued[:1] == [250]
     # the sized fetch's answer ends a little past the range (test above); one more fetch would have queued the
     # log up to its end, 999 (librdkafka's default queued.min.messages)
@@ -204,7 +214,7 @@ def test_a_read_of_more_than_one_fetch_fetches_ahead_while_its_rows_are_taken(br
     queue was empty and then after librdkafka's `fetch.queue.backoff.ms` (1 s): 1.1M records took 75-78 s to read.
     Such a read fetches ahead instead: while most of the first answer still waits in the queue, the rest of the
     range has been fetched behind it."""
-    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka import Producer
 
     from streaming.kafka_io import librdkafka
 
@@ -217,18 +227,8 @@ def test_a_read_of_more_than_one_fetch_fetches_ahead_while_its_rows_are_taken(br
     config = {"bootstrap_servers": broker}
     # a first read learns what an offset takes (8 KB, not the 512 bytes a read assumes before any)
     assert [row[1] for row in librdkafka.read_range(config, topic, 0, 0, 10, 60)] == list(range(10))
-    consumer = librdkafka.range_consumer("read", config, topic, 0, 10, 1000)
-    consumer.assign([TopicPartition(topic, 0, 10)])
-    try:
-        taken: list[int] = []
-        deadline = time.monotonic() + 60  # not a timing assert: a bound on a read that never comes
-        while len(taken) < 50 and time.monotonic() < deadline:
-            taken += [m.offset() for m in consumer.consume(50 - len(taken), 1.0) if m.error() is None]
-        assert taken == list(range(10, 60))
-        time.sleep(2.0)  # not a timing assert: time for the fetches behind the first answer to be answered
-        queued = [m.offset() for m in consumer.consume(10000, 0) if m.error() is None]
-    finally:
-        consumer.unassign()
+    taken, queued = take_then_queued(config, topic, 10, 1000, 2.0)
+    assert taken == list(range(10, 60))
     # the first answer ends near 5 MiB (about 650 of these records); a read that fetched only once its queue was
     # empty would have queued nothing past it while 50 of its records were taken
     assert queued == list(range(60, 1000)), (queued[:1], queued[-1:], len(queued))
