@@ -191,8 +191,11 @@ def recovery(bootstrap: str | None, workdir: Path, template: StoredGroup, member
         result = {"groups": groups, "members": members, "records": records, "preload_s": round(preload_s, 1),
                   "rebuild": {"first_answer_s": round(rebuilt, 1), "query_started_s": round(running - started, 1),
                               "members_per_s": round(members / rebuilt), **job_phases(env.job)}}
+        standby_started = time.monotonic()
         standby.start()
         standby.wait_standby(timeout_s)
+        # its start to standing by: the Spark session and its read of the records topic (the group watch's)
+        result["standby_ready_s"] = round(time.monotonic() - standby_started, 1)
         time.sleep(2)  # a few renewals read by the standby
         killed, killed_at = time.monotonic(), time.time()
         env.job.kill()
