@@ -231,36 +231,58 @@ def _consumer(client: str, servers: str, topic: str, group: str) -> Any:
     return consumer
 
 
-def _assigned(consumer: Any) -> bool:
-    return bool(consumer.assignment())
+class _Polling:
+    """Each consumer polled in a thread of its own, as an application polls its consumer (each client's own thread
+    heartbeats; polls make joins and rebalances progress).
 
+    Not in turn from one thread with short polls: kafka-python 3.0.12 drops a join round (JoinGroup then SyncGroup)
+    that completes between two of its polls and starts another (`ensure_active_group_async` replaces a done join
+    task instead of taking its result). Ten consumers polled 20 ms each in turn were each outside a poll most of
+    the time, so whenever SyncGroup took longer than a poll (a micro-batch here) its kafka-python members joined
+    again and again: 20-33 control records per member-minute in four of seven runs of this figure (issue 32),
+    1.0 in the others, with no change of the coordinator between them."""
 
-def _poll(consumers: list[Any], until: float) -> None:
-    """Poll every consumer in turn (each client's own thread heartbeats; polls make joins and rebalances progress)
-    until the monotonic time `until`."""
-    while time.monotonic() < until:
-        for consumer in consumers:
+    def __init__(self, consumers: list[Any]) -> None:
+        self._stop = threading.Event()
+        self._assigned = [False] * len(consumers)
+        self._threads = [threading.Thread(target=self._run, args=(i, c), daemon=True) for i, c in enumerate(consumers)]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, index: int, consumer: Any) -> None:
+        while not self._stop.is_set():
             if isinstance(consumer, KafkaConsumer):
-                consumer.poll(timeout_ms=20)
+                consumer.poll(timeout_ms=100)
             else:
-                consumer.poll(0.02)
+                consumer.poll(0.1)
+            self._assigned[index] = bool(consumer.assignment())
+
+    def all_assigned(self) -> bool:
+        return all(self._assigned)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
 
 
 def control_records_per_member_minute(gateway: str, broker: str, requests_topic: str, liveness_s: float) -> dict:
     topic = create_topic(broker, partitions=10)
     group = f"bench-liveness-{uuid.uuid4().hex[:6]}"
     consumers = [_consumer("kafka-python" if i < 5 else "librdkafka", gateway, topic, group) for i in range(10)]
+    polling = _Polling(consumers)
     try:
         deadline = time.monotonic() + 180
-        while not all(_assigned(c) for c in consumers):
+        while not polling.all_assigned():
             if time.monotonic() > deadline:
                 raise TimeoutError("10 consumers did not get their partitions within 180 s")
-            _poll(consumers, time.monotonic() + 0.5)
-        _poll(consumers, time.monotonic() + 5)  # the last members' first heartbeats
+            time.sleep(0.5)
+        time.sleep(5)  # the last members' first heartbeats
         started = int(time.time() * 1000)
-        _poll(consumers, time.monotonic() + liveness_s)
+        time.sleep(liveness_s)
         ended = int(time.time() * 1000)
     finally:
+        polling.stop()
         for consumer in consumers:
             consumer.close()
     records = _group_records(broker, requests_topic, group, started, ended)
