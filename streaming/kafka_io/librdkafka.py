@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Iterator, Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -110,7 +111,10 @@ fetches again 10 ms later rather than `fetch.queue.backoff.ms`'s default 1,000 m
 a second). Measured on the records topic of 100,000 groups x 10 (1.1M records, 2 partitions, in-process, load 2-3):
 5.8-6.0 s, against 7.4-10.1 s with the default backoff, 6.6-6.8 s with `QUEUED_MIN_MESSAGES` and this backoff, and
 75-78 s as a sized read. Reading ahead, it can fetch past its range at its end, the cost `QUEUED_MIN_MESSAGES`
-avoids: paid once per read of many fetches, where the pause was paid at every fetch."""
+avoids: paid once per read of many fetches, where the pause was paid at every fetch. A bulk read has a consumer of
+its own, closed aside when the read is done: its last fetch is often at the log's end, which tansu holds for the
+whole wait (up to 2,560 ms), and the next assignment of a kept consumer waited for it (the records topic's two
+partitions read one after the other: 3.7 s on one consumer, 1.1-1.2 s on one each; in-process, load 0.7)."""
 
 SIZED_KEPT = 8
 """Consumers of a sized fetch kept per purpose in a process (the most recently used): a run's ranges take a few sizes
@@ -124,17 +128,19 @@ def _learn(topic: str, partition: int, offsets: int, size: int) -> None:
         _bytes_per_offset[(topic, partition)] = size / offsets
 
 
+def _fetch_sized(max_bytes: int) -> dict[str, object]:
+    return {"fetch.max.bytes": max_bytes, "max.partition.fetch.bytes": max_bytes,
+            "message.max.bytes": max(1000, min(max_bytes, 1_000_000))}
+
+
 def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 10,
-                    max_bytes: int | None = None, bulk: bool = False) -> Consumer:
-    """One consumer per purpose, configuration, fetch wait, fetch size (`max_bytes`; librdkafka's default when
-    None) and kind of read (`bulk`: `BULK_QUEUE_BACKOFF_MS`, else `QUEUED_MIN_MESSAGES`; for a sized read only) in
-    this process; assignment is manual, nothing is committed."""
-    queue: dict[str, object] = {"fetch.queue.backoff.ms": BULK_QUEUE_BACKOFF_MS} if bulk else {
+                    max_bytes: int | None = None) -> Consumer:
+    """One consumer per purpose, configuration, fetch wait and fetch size (`max_bytes`; librdkafka's default when
+    None) in this process; assignment is manual, nothing is committed."""
+    sized: dict[str, object] = {} if max_bytes is None else {
+        **_fetch_sized(max_bytes),
         # no fetch while the range's records wait in the local queue (`QUEUED_MIN_MESSAGES`)
         "queued.min.messages": QUEUED_MIN_MESSAGES}
-    sized: dict[str, object] = {} if max_bytes is None else {
-        "fetch.max.bytes": max_bytes, "max.partition.fetch.bytes": max_bytes,
-        "message.max.bytes": max(1000, min(max_bytes, 1_000_000)), **queue}
     key = _key(purpose, {**config, "fetch.wait.max.ms": wait_ms, **sized})
     with _lock:
         consumer = _consumers.get(key)
@@ -145,19 +151,28 @@ def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 1
             while len(kept) > SIZED_KEPT:  # the least recently used size goes; closed aside (a fetch in flight)
                 old = _consumers.pop(kept.popitem(last=False)[0], None)
                 if old is not None:
-                    threading.Thread(target=old.close, daemon=True).start()
+                    _close_aside(old)
         if consumer is None:
-            consumer = _consumers[key] = Consumer({
-                **confluent_config(config), **sized, "logger": log,
-                "group.id": f"spark-group-coordinator-{purpose}",
-                "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error",
-                # tansu holds a fetch for its full wait when there is no data, and a new assignment waits for it
-                "fetch.wait.max.ms": wait_ms, "enable.partition.eof": True,
-                # every record up to the high watermark the driver planned, open transactions' too (read_committed
-                # would stop at the last stable offset and never reach it); their outcome is the markers'
-                # (`common.markers`)
-                "isolation.level": "read_uncommitted"})
+            consumer = _consumers[key] = _consumer(purpose, config, wait_ms, sized)
         return consumer
+
+
+def _consumer(purpose: str, config: Mapping[str, object], wait_ms: int, settings: Mapping[str, object]) -> Consumer:
+    return Consumer({
+        **confluent_config(config), **settings, "logger": log,
+        "group.id": f"spark-group-coordinator-{purpose}",
+        "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error",
+        # tansu holds a fetch for its full wait when there is no data, and a new assignment waits for it
+        "fetch.wait.max.ms": wait_ms, "enable.partition.eof": True,
+        # every record up to the high watermark the driver planned, open transactions' too (read_committed
+        # would stop at the last stable offset and never reach it); their outcome is the markers'
+        # (`common.markers`)
+        "isolation.level": "read_uncommitted"})
+
+
+def _close_aside(consumer: Consumer) -> None:
+    """Close in a thread of its own: closing waits for a fetch in flight."""
+    threading.Thread(target=consumer.close, daemon=True).start()
 
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -186,27 +201,39 @@ class OffsetOutOfRange(Exception):
     pass
 
 
+@contextmanager
 def range_consumer(purpose: str, config: Mapping[str, object], topic: str, partition: int, start: int,
-                   end: int) -> Consumer:
-    """The consumer a read of offsets `[start, end)` uses: its wait grows with the log (`fetch_wait_ms`), it asks
-    for about the range's bytes (`fetch_bytes`), and a range of more than one fetch is a bulk read (`BULK_BYTES`)."""
-    return cached_consumer(purpose, config, fetch_wait_ms(end), fetch_bytes(topic, partition, start, end),
-                           bulk=_range_bytes(topic, partition, start, end) > BULK_BYTES)
+                   end: int) -> Iterator[Consumer]:
+    """The consumer of a read of offsets `[start, end)`, assigned at `start`: its wait grows with the log
+    (`fetch_wait_ms`) and it asks for about the range's bytes (`fetch_bytes`). A range of one fetch is read on the
+    purpose's kept consumer of that size (`cached_consumer`), unassigned afterwards; a range of more than one fetch
+    (`BULK_BYTES`) on a consumer of its own that reads ahead, closed aside afterwards (`BULK_QUEUE_BACKOFF_MS`)."""
+    wait, size = fetch_wait_ms(end), fetch_bytes(topic, partition, start, end)
+    bulk = _range_bytes(topic, partition, start, end) > BULK_BYTES
+    if bulk:
+        ahead = {**_fetch_sized(size), "fetch.queue.backoff.ms": BULK_QUEUE_BACKOFF_MS}  # queued.min.messages: default
+        consumer = _consumer(purpose, config, wait, ahead)
+    else:
+        consumer = cached_consumer(purpose, config, wait, size)
+    consumer.assign([TopicPartition(topic, partition, start)])
+    try:
+        yield consumer
+    finally:
+        if bulk:
+            _close_aside(consumer)
+        else:
+            consumer.unassign()
 
 
 def read_range(config: Mapping[str, object], topic: str, partition: int, start: int, end: int,
                wait_log_s: float, purpose: str = "read") -> Iterator[tuple]:
     """`(partition, offset, timestamp, key, value)` for offsets in `[start, end)` (see
     `streaming.kafka_io.source.read_range`, which handles `OffsetOutOfRange` and says why the read never gives up),
-    with the consumer cached for `purpose`."""
-    consumer = range_consumer(purpose, config, topic, partition, start, end)
-    consumer.assign([TopicPartition(topic, partition, start)])
+    with the consumer `range_consumer` gives for `purpose`."""
     size = [0]
-    try:
+    with range_consumer(purpose, config, topic, partition, start, end) as consumer:
         yield from _consume(consumer, topic, partition, start, end, wait_log_s, size)
         _learn(topic, partition, end - start, size[0])
-    finally:
-        consumer.unassign()
 
 
 def _consume(consumer: Consumer, topic: str, partition: int, start: int, end: int,

@@ -165,21 +165,15 @@ def test_a_read_asks_the_broker_for_about_its_range_not_the_log_after_it(broker)
 def take_then_queued(config: dict, topic: str, start: int, end: int, wait_s: float) -> tuple[list[int], list[int]]:
     """With the consumer a read of `[start, end)` of partition 0 uses (`librdkafka.range_consumer`), take 50 rows
     as the source takes a range, a few at a time; `wait_s` later, the offsets its local queue holds."""
-    from confluent_kafka import TopicPartition
-
     from streaming.kafka_io import librdkafka
 
-    consumer = librdkafka.range_consumer("read", config, topic, 0, start, end)
-    consumer.assign([TopicPartition(topic, 0, start)])
-    try:
+    with librdkafka.range_consumer("read", config, topic, 0, start, end) as consumer:
         taken: list[int] = []
         deadline = time.monotonic() + 60  # not a timing assert: a bound on a read that never comes
         while len(taken) < 50 and time.monotonic() < deadline:
             taken += [m.offset() for m in consumer.consume(50 - len(taken), 1.0) if m.error() is None]
         time.sleep(wait_s)  # not a timing assert: time for the fetches sent meanwhile, if any, to be answered
         return taken, [m.offset() for m in consumer.consume(10000, 0) if m.error() is None]
-    finally:
-        consumer.unassign()
 
 
 def test_a_read_fetches_nothing_past_its_range_while_its_rows_are_taken(broker):
