@@ -104,13 +104,22 @@ tansu answers a fetch with at most 5 MiB whatever it asks for (Kafka with up to 
 a driver's read of the records topic to its end (`kafka_clients.catch_up`: the rebuild's, and the group watch's
 first, which a standby makes before it stands by) and the batches of a rebuild's loads."""
 
-BULK_QUEUE_BACKOFF_MS = 10
-"""A bulk read's consumer keeps librdkafka's default `queued.min.messages` (it fetches ahead while its queue holds
+QUEUE_BACKOFF_MS = 10
+"""How soon a range's consumer looks again whether to fetch once its queue held too many records to fetch
+(`fetch.queue.backoff.ms`; librdkafka's default 1,000 ms): the queue is taken in well under a second.
+
+A sized read's consumer (`QUEUED_MIN_MESSAGES`) so fetches the rest of a range one fetch did not bring 10 ms after
+its rows are taken, not a second later: the source's ranges are sized from the bytes per offset learnt so far, and a
+range that outgrew its fetch paid that second in its micro-batch. `bench.stream_bench --rate 4000`, alternating
+(2026-12-06, load 2-3.5): p50 at the fixed rate 772 ms with it, 1,907 ms without. A bisect with the same bench put
+the p50 at 6.1-7.7 Spark floors before the merge that brought `d3e39e9` (`queued.min.messages` 1) and 11.0-15.0 from
+it on.
+
+A bulk read's consumer keeps librdkafka's default `queued.min.messages` (it fetches ahead while its queue holds
 fewer than 100,000 records: the next 5 MiB is on its way while the last is taken) and, once the queue is that full,
-fetches again 10 ms later rather than `fetch.queue.backoff.ms`'s default 1,000 ms (the queue is taken in well under
-a second). Measured on the records topic of 100,000 groups x 10 (1.1M records, 2 partitions, in-process, load 2-3):
-5.8-6.0 s, against 7.4-10.1 s with the default backoff, 6.6-6.8 s with `QUEUED_MIN_MESSAGES` and this backoff, and
-75-78 s as a sized read. Reading ahead, it can fetch past its range at its end, the cost `QUEUED_MIN_MESSAGES`
+fetches again 10 ms later. Measured on the records topic of 100,000 groups x 10 (1.1M records, 2 partitions,
+in-process, load 2-3): 5.8-6.0 s, against 7.4-10.1 s with the default backoff, 6.6-6.8 s with `QUEUED_MIN_MESSAGES`
+and this backoff, and 75-78 s as a sized read. Reading ahead, it can fetch past its range at its end, the cost `QUEUED_MIN_MESSAGES`
 avoids: paid once per read of many fetches, where the pause was paid at every fetch. A bulk read has a consumer of
 its own, closed aside when the read is done: its last fetch is often at the log's end, which tansu holds for the
 whole wait (up to 2,560 ms), and the next assignment of a kept consumer waited for it (the records topic's two
@@ -139,8 +148,9 @@ def cached_consumer(purpose: str, config: Mapping[str, object], wait_ms: int = 1
     None) in this process; assignment is manual, nothing is committed."""
     sized: dict[str, object] = {} if max_bytes is None else {
         **_fetch_sized(max_bytes),
-        # no fetch while the range's records wait in the local queue (`QUEUED_MIN_MESSAGES`)
-        "queued.min.messages": QUEUED_MIN_MESSAGES}
+        # no fetch while the range's records wait in the local queue (`QUEUED_MIN_MESSAGES`), and the next one
+        # as soon as they are taken (`QUEUE_BACKOFF_MS`)
+        "queued.min.messages": QUEUED_MIN_MESSAGES, "fetch.queue.backoff.ms": QUEUE_BACKOFF_MS}
     key = _key(purpose, {**config, "fetch.wait.max.ms": wait_ms, **sized})
     with _lock:
         consumer = _consumers.get(key)
@@ -207,11 +217,11 @@ def range_consumer(purpose: str, config: Mapping[str, object], topic: str, parti
     """The consumer of a read of offsets `[start, end)`, assigned at `start`: its wait grows with the log
     (`fetch_wait_ms`) and it asks for about the range's bytes (`fetch_bytes`). A range of one fetch is read on the
     purpose's kept consumer of that size (`cached_consumer`), unassigned afterwards; a range of more than one fetch
-    (`BULK_BYTES`) on a consumer of its own that reads ahead, closed aside afterwards (`BULK_QUEUE_BACKOFF_MS`)."""
+    (`BULK_BYTES`) on a consumer of its own that reads ahead, closed aside afterwards (`QUEUE_BACKOFF_MS`)."""
     wait, size = fetch_wait_ms(end), fetch_bytes(topic, partition, start, end)
     bulk = _range_bytes(topic, partition, start, end) > BULK_BYTES
     if bulk:
-        ahead = {**_fetch_sized(size), "fetch.queue.backoff.ms": BULK_QUEUE_BACKOFF_MS}  # queued.min.messages: default
+        ahead = {**_fetch_sized(size), "fetch.queue.backoff.ms": QUEUE_BACKOFF_MS}  # queued.min.messages: default
         consumer = _consumer(purpose, config, wait, ahead)
     else:
         consumer = cached_consumer(purpose, config, wait, size)
