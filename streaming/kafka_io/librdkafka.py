@@ -119,11 +119,12 @@ A bulk read's consumer keeps librdkafka's default `queued.min.messages` (it fetc
 fewer than 100,000 records: the next 5 MiB is on its way while the last is taken) and, once the queue is that full,
 fetches again 10 ms later. Measured on the records topic of 100,000 groups x 10 (1.1M records, 2 partitions,
 in-process, load 2-3): 5.8-6.0 s, against 7.4-10.1 s with the default backoff, 6.6-6.8 s with `QUEUED_MIN_MESSAGES`
-and this backoff, and 75-78 s as a sized read. Reading ahead, it can fetch past its range at its end, the cost `QUEUED_MIN_MESSAGES`
-avoids: paid once per read of many fetches, where the pause was paid at every fetch. A bulk read has a consumer of
-its own, closed aside when the read is done: its last fetch is often at the log's end, which tansu holds for the
-whole wait (up to 2,560 ms), and the next assignment of a kept consumer waited for it (the records topic's two
-partitions read one after the other: 3.7 s on one consumer, 1.1-1.2 s on one each; in-process, load 0.7)."""
+and this backoff, and 75-78 s as a sized read. Reading ahead, it can fetch past its range at its end, the cost
+`QUEUED_MIN_MESSAGES` avoids: paid once per read of many fetches, where the pause was paid at every fetch. A bulk
+read has a consumer of its own, closed aside when the read is done: its last fetch is often at the log's end, which
+tansu holds for the whole wait (up to 2,560 ms), and the next assignment of a kept consumer waited for it (the
+records topic's two partitions read one after the other: 3.7 s on one consumer, 1.1-1.2 s on one each; in-process,
+load 0.7)."""
 
 SIZED_KEPT = 8
 """Consumers of a sized fetch kept per purpose in a process (the most recently used): a run's ranges take a few sizes
