@@ -94,9 +94,9 @@ each such fetch lists the partition again every time new records arrive until it
 read of ~200 records on a partition of 40,000 one-record batches, 250 arriving a second, cost tansu 308 ms of CPU
 with the default (docs/operations-streaming.md, "A range read fetches nothing past its range").
 It holds for a range one fetch brings, not for a bulk read (`BULK_BYTES`): librdkafka postpones a partition's next
-fetch by `fetch.queue.backoff.ms` (1,000 ms by default) whenever its queue holds `queued.min.messages` or more, so
-with 1 every further fetch of a range waited about a second (issue 35: the records topic's 1.1M records, read at a
-driver's start, took 75-78 s for 4.5 s of CPU)."""
+fetch by `fetch.queue.backoff.ms` whenever its queue holds `queued.min.messages` or more, so with 1 every further
+fetch of a range waits for the queue to empty and then that backoff (at librdkafka's 1,000 ms, issue 35: the records
+topic's 1.1M records, read at a driver's start, took 75-78 s for 4.5 s of CPU; hence `QUEUE_BACKOFF_MS`)."""
 
 BULK_BYTES = 5 * 1024 * 1024
 """A range expected to take more bytes than this (`_range_bytes`) is a bulk read: more than one fetch brings, as
