@@ -55,6 +55,22 @@ def ensure_topics(client: Mapping[str, object], props: Mapping[str, str], timeou
         admin.close()
 
 
+def create_generation(client: Mapping[str, object], name: str, partitions: int, replication: int,
+                      timeout_s: float = 30.0) -> None:
+    """Create a generation of the requests topic (`common.generations`) unless it exists, and wait until it is
+    usable: writers are told of it only after this returns."""
+    admin = KafkaAdminClient(**client)
+    try:
+        try:
+            admin.create_topics([NewTopic(name, partitions, replication)])
+            log.info("created topic %s (%d partitions)", name, partitions)
+        except TopicAlreadyExistsError:
+            pass
+        _wait_usable(admin, [name], timeout_s)
+    finally:
+        admin.close()
+
+
 def _wait_usable(admin, names: list[str], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while True:

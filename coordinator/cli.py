@@ -23,6 +23,11 @@ from streaming.recovery.checkpoint import CheckpointError
 
 log = logging.getLogger("coordinator")
 
+EMBEDDED_ROTATE_RECORDS = 20_000
+"""`topic.requests.rotate.records` on the embedded broker, where a fetch costs about 1 us per record batch of its
+partition (tansu 0.6): reads of the requests topic stay at about 20 ms or less, and under a soak's load a new
+generation comes about once a minute (docs/operations-streaming.md, "Rotating the requests topic")."""
+
 
 def _parser() -> argparse.ArgumentParser:
     configured = argparse.ArgumentParser(add_help=False)  # how every command that runs Spark is configured
@@ -123,6 +128,8 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
             broker = start_broker(log_path=Path("var/tansu.log"))
             props["bootstrap.servers"] = broker.bootstrap_servers
             log.info("embedded tansu broker (pid %d) on %s", broker.process.pid, broker.bootstrap_servers)
+            if not props.get("topic.requests.rotate.records"):
+                props["topic.requests.rotate.records"] = str(EMBEDDED_ROTATE_RECORDS)
         if not props.get("checkpoint.location"):
             if broker is None:
                 raise SystemExit("checkpoint.location is required with a Kafka cluster (--checkpoint-location)")

@@ -59,7 +59,9 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from common.config import client_config
+from common.generations import generation_of, generations, split, stream_partition, topic_of
 from common.markers import gaps, read_markers
+from common.topics import create_generation
 from state.api import TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, marker_request, route
 from streaming.bucket_deadlines import RETENTION_RECHECK, buckets_to_call
 from streaming.buckets import bucket_of
@@ -108,6 +110,9 @@ class KafkaRange(InputPartition):
     due: tuple[int, ...] = ()
     resumed: bool = False
     recheck: bool = False
+    generation: int = 0
+    """Which generation of the requests topic `topic` is (`common.generations`): rows carry the stream
+    partition."""
 
 
 class KafkaSource(DataSource):
@@ -152,6 +157,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         views = options.get("viewstopic")
         self.marks = ViewMarks(self.client_config, self.client, views, self.topic) if views else None
         self.wait_log_ms = int(options.get("readwaitlogms", "60000"))
+        self.rotate_records = int(options.get("rotaterecords") or 0)
+        """Start a new generation of the requests topic past this many offsets in a partition (0: never)."""
+        self.replication_factor = int(options.get("replicationfactor") or 1)
         # A new reader is a new query run: its first new batch is marked (only routed rows, the coordinator's, carry
         # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
         # and runs that batch, so the first such offset is the one to mark.
@@ -163,33 +171,72 @@ class KafkaStreamReader(DataSourceStreamReader):
         return cached_consumer("high-watermarks", self.client_config, fetch_max_wait_ms=1,
                                max_partition_fetch_bytes=1024, metadata_max_age_ms=5000)
 
-    def _partitions(self) -> list[int]:
+    def _partitions(self, generation: int = 0) -> list[int]:
+        topic = topic_of(self.topic, generation)
         consumer = self._driver_consumer()
         deadline = time.monotonic() + 30
-        while not (parts := consumer.partitions_for_topic(self.topic)):
+        while not (parts := consumer.partitions_for_topic(topic)):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"topic {self.topic!r} does not exist")
+                raise RuntimeError(f"topic {topic!r} does not exist")
             time.sleep(0.2)
         return sorted(parts)
 
-    def _ends(self, known: Mapping[int, int]) -> dict[int, int]:
-        """High watermark of every current partition; `known` (a recent offset per partition) keeps fetches small."""
-        marks = high_watermarks(self._driver_consumer(),
-                                {TopicPartition(self.topic, p): known.get(p, 0) for p in self._partitions()})
-        return {tp.partition: mark for tp, mark in marks.items()}
+    def _streams(self, generation_list: Iterable[int]) -> list[int]:
+        return [stream_partition(g, p) for g in generation_list for p in self._partitions(g)]
+
+    def _tp(self, stream: int) -> TopicPartition:
+        generation, partition = split(stream)
+        return TopicPartition(topic_of(self.topic, generation), partition)
+
+    def _ends(self, known: Mapping[int, int], generation_list: list[int]) -> dict[int, int]:
+        """High watermark of every current partition of the generations (stream partition -> end); `known` (a
+        recent offset per stream partition) keeps fetches small. The newest generation's are read first, the
+        others after, so that a request a writer appended to an older generation before it moved to the newest is
+        read in the same batch as, or a batch before, the requests it appended there after it
+        (`common.generations`)."""
+        *older, newest = sorted(generation_list)
+        ends: dict[int, int] = {}
+        for part in ([newest], older) if older else ([newest],):
+            streams = {self._tp(s): s for s in self._streams(part)}
+            marks = high_watermarks(self._driver_consumer(), {tp: known.get(s, 0) for tp, s in streams.items()})
+            ends.update({streams[tp]: mark for tp, mark in marks.items()})
+        return ends
+
+    def _generations_now(self) -> list[int]:
+        """The generations of the requests topic the cluster holds (the first offset of a new checkpoint)."""
+        return generations(self.topic, self._driver_consumer().topics()) or [0]
 
     def initialOffset(self) -> dict:
-        ends = self._ends({})
+        generation_list = self._generations_now()
+        ends = self._ends({}, generation_list)
         if self.starting_offsets == "latest":
             start = ends
         elif self.starting_offsets == "earliest":
             start = self._beginnings(list(ends))
         else:
-            given = {int(p): int(o) for p, o in json.loads(self.starting_offsets)[self.topic].items()}
+            # Named topics start where they are told; a generation not named, where its log ends now.
+            given = {stream_partition(g, int(p)): int(o)
+                     for topic, offsets in json.loads(self.starting_offsets).items()
+                     if (g := generation_of(self.topic, topic)) is not None for p, o in offsets.items()}
             begin = self._beginnings(list(ends))
-            start = {p: {EARLIEST: begin[p], LATEST: ends[p]}.get(given.get(p, EARLIEST), given.get(p, EARLIEST))
-                     for p in ends}
-        return {self.topic: {str(p): o for p, o in start.items()}, "tick": 0, **self._layout()}
+            start = {s: {EARLIEST: begin[s], LATEST: ends[s]}.get(given.get(s, default), given.get(s, default))
+                     for s in ends
+                     for default in (EARLIEST if split(s)[0] == 0 else LATEST,)}
+        return {**self._offsets_json(start), "tick": 0, **self._layout()}
+
+    def _offsets_json(self, positions: Mapping[int, int]) -> dict:
+        """{topic of each generation: {partition: offset}}, oldest generation first."""
+        by_topic: dict[str, dict[str, int]] = {}
+        for stream, offset in sorted(positions.items()):
+            generation, partition = split(stream)
+            by_topic.setdefault(topic_of(self.topic, generation), {})[str(partition)] = offset
+        return by_topic
+
+    def _positions(self, offset: Mapping[str, object]) -> dict[int, int]:
+        """Stream partition -> offset of every generation an offset names."""
+        return {stream_partition(g, int(p)): o for topic, offsets in offset.items()
+                if isinstance(offsets, dict) and (g := generation_of(self.topic, topic)) is not None
+                for p, o in offsets.items()}
 
     def _layout(self) -> dict:
         """What the offsets record of the state's layout (routed readers only), and the retention its groups'
@@ -203,9 +250,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         before = start.get("retentionMs")
         return self.retention_ms is not None and before is not None and self.retention_ms < int(before)
 
-    def _beginnings(self, partitions: list[int]) -> dict[int, int]:
-        tps = [TopicPartition(self.topic, p) for p in partitions]
-        return {tp.partition: o for tp, o in self._driver_consumer().beginning_offsets(tps).items()}
+    def _beginnings(self, streams: list[int]) -> dict[int, int]:
+        tps = {self._tp(s): s for s in streams}
+        return {tps[tp]: o for tp, o in self._driver_consumer().beginning_offsets(list(tps)).items()}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_offsets_per_trigger) if self.max_offsets_per_trigger else ReadAllAvailable()
@@ -215,23 +262,24 @@ class KafkaStreamReader(DataSourceStreamReader):
             raise ValueError(f"the checkpoint was made with state.buckets={start.get('buckets')} but the query runs "
                              f"with state.buckets={self.buckets}; state.buckets is fixed once a checkpoint exists "
                              f"(set it back to {start.get('buckets')}, or start a new checkpoint)")
-        begin = {int(p): o for p, o in start[self.topic].items()}
+        begin = self._positions(start)
         if self.marks is not None:
             self.marks.covered(begin)  # the batch that ended at `start` has committed (streaming.view_marks)
         if self.topic_watch is not None:  # before the ends are read: a change is part of this batch
             self.topic_watch.maybe_publish(int(time.time() * 1000))
-        ends = self._ends(begin)
+        generation_list = sorted({split(s)[0] for s in begin} | {0})
+        ends = self._ends(begin, generation_list)
         restart = self._check_data_loss(begin, ends)
-        available = {p: max(0, e - begin.get(p, 0)) for p, e in ends.items() if p not in restart}
+        available = {s: max(0, e - begin.get(s, 0)) for s, e in ends.items() if s not in restart}
         take = cap_rows(available, limit.max_rows if isinstance(limit, ReadMaxRows) else None)
         end = dict(begin)
-        end.update({p: begin.get(p, 0) + n for p, n in take.items()})
+        end.update({s: begin.get(s, 0) + n for s, n in take.items()})
         end.update(restart)  # this batch reads nothing there; the next one starts at the log start
+        end.update(self._rotated(generation_list[-1], ends))
         due = self._due_buckets()
         if end == begin and not due:
             return start  # nothing to read and no timer due: no batch
-        offset = {self.topic: {str(p): o for p, o in sorted(end.items())}, "tick": start["tick"] + (1 if due else 0),
-                  **self._layout()}
+        offset = {**self._offsets_json(end), "tick": start["tick"] + (1 if due else 0), **self._layout()}
         if due:
             offset["due"] = due
         if self.resuming:
@@ -243,6 +291,21 @@ class KafkaStreamReader(DataSourceStreamReader):
             self.resuming = False
         return offset
 
+    def _rotated(self, newest: int, ends: Mapping[int, int]) -> dict[int, int]:
+        """The partitions of a new generation of the requests topic, from offset 0, when the newest one's longest
+        partition holds `rotateRecords` offsets (`common.generations`); else nothing. The topic is created (and
+        usable) before the offset naming it is returned: a gateway writes there once a mark names it, which comes
+        after the batch that first read it has committed."""
+        longest = max((e for s, e in ends.items() if split(s)[0] == newest), default=0)
+        if not self.rotate_records or longest < self.rotate_records:
+            return {}
+        topic = topic_of(self.topic, newest + 1)
+        partitions = self._partitions(newest)
+        create_generation(self.client_config, topic, len(partitions), self.replication_factor)
+        log.info("requests topic: generation %d (%s) begins; %s holds %d offsets in its longest partition",
+                 newest + 1, topic, topic_of(self.topic, newest), longest)
+        return {stream_partition(newest + 1, p): 0 for p in partitions}
+
     def _check_data_loss(self, begin: dict[int, int], ends: Mapping[int, int]) -> dict[int, int]:
         """A log that ends before the checkpoint's offset was recreated or truncated (a broker that lost its data,
         a topic deleted and created again): the requests in between are gone. With failOnDataLoss that stops the
@@ -250,8 +313,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         behind = {p: (begin[p], e) for p, e in ends.items() if e < begin.get(p, 0)}
         if not behind:
             return {}
-        described = ", ".join(f"{self.topic}-{p} checkpoint offset {b} but log end {e}"
-                              for p, (b, e) in sorted(behind.items()))
+        described = ", ".join(f"{tp.topic}-{tp.partition} checkpoint offset {b} but log end {e}"
+                              for s, (b, e) in sorted(behind.items()) for tp in (self._tp(s),))
         if self.fail_on_data_loss:
             raise RuntimeError(f"data loss: {described}; the topic was recreated or truncated. Set "
                                "fail.on.data.loss=false (failOnDataLoss) to restart those partitions from their "
@@ -267,10 +330,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         return buckets_to_call(due, self.buckets, first_of_run=self.resuming)
 
     def partitions(self, start: dict, end: dict) -> list[KafkaRange]:
-        begin = start[self.topic]
+        begin = self._positions(start)
         resumed = bool(end.get("resumed"))  # only a run's first new batch has it
-        ranges = [KafkaRange(self.topic, int(p), begin.get(p, 0), e, resumed=resumed)
-                  for p, e in end[self.topic].items() if e > begin.get(p, 0)]
+        ranges = [KafkaRange(self._tp(s).topic, split(s)[1], begin.get(s, 0), e, resumed=resumed,
+                             generation=split(s)[0])
+                  for s, e in sorted(self._positions(end).items()) if e > begin.get(s, 0)]
         due = tuple(end.get("due", ()))  # only a batch that calls buckets for their deadlines has it
         if due:
             ranges[:1] = [replace(ranges[0] if ranges else KafkaRange(self.topic, 0, 0, 0, resumed=resumed), due=due,
@@ -285,6 +349,9 @@ class KafkaStreamReader(DataSourceStreamReader):
     def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
         freeze_survivors()
         rows = read_range(self.client_config, partition, self.fail_on_data_loss, self.wait_log_ms, self.client)
+        if partition.generation:
+            stream = stream_partition(partition.generation, partition.partition)
+            rows = ((stream, *row[1:]) for row in rows)
         if self.route:
             resumed = partition.resumed
             delivered: list[tuple[int, int]] = []
@@ -408,7 +475,8 @@ def marker_rows(config: Mapping[str, object], part: KafkaRange, delivered: list[
     for marker in read_markers(servers, part.topic, part.partition, skipped):
         before = bisect_left(offsets, marker.offset)
         value = marker_request(TRANSACTIONS_GROUP, marker.producer_id, marker.producer_epoch, marker.committed)
-        row = (part.partition, marker.offset, delivered[before - 1][1] if before else 0, None, value)
+        row = (stream_partition(part.generation, part.partition), marker.offset,
+               delivered[before - 1][1] if before else 0, None, value)
         yield from (row + ("group", TRANSACTIONS_GROUP, None, None, None, bucket, resumed)
                     for bucket in range(buckets))
 

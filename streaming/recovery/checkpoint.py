@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from common.generations import generation_of
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -53,7 +55,8 @@ class Checkpoint:
         if topic not in self.source_offset:
             read = [k for k, v in self.source_offset.items() if isinstance(v, dict)]
             raise CheckpointError(f"checkpoint {self.location} read requests topic {', '.join(read)}, not {topic}")
-        return json.dumps({topic: self.source_offset[topic]})
+        return json.dumps({t: offsets for t, offsets in self.source_offset.items()
+                           if generation_of(topic, t) is not None})  # every generation (common.generations)
 
 
 def inspect(spark: SparkSession, location: str) -> Checkpoint:

@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Mapping, NamedTuple
 import msgspec
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from common.generations import generations, topic_of
 from schemas.messages import LoadedRecord, LoadGroup
 from state.api import decode_key, encode
 from streaming.kafka_io.kafka_clients import catch_up, high_watermarks
@@ -110,17 +111,22 @@ def rebuild(client: Mapping[str, object], records_topic: str, requests_topic: st
     started = time.monotonic()
     consumer = KafkaConsumer(**{"enable_auto_commit": False, "group_id": None, **client})
     try:
-        parts = [TopicPartition(requests_topic, p)
-                 for p in sorted(consumer.partitions_for_topic(requests_topic) or ())]
+        # every generation of the requests topic (common.generations): the new checkpoint reads each from here
+        parts = [TopicPartition(topic_of(requests_topic, g), p)
+                 for g in generations(requests_topic, consumer.topics()) or [0]
+                 for p in sorted(consumer.partitions_for_topic(topic_of(requests_topic, g)) or ())]
         starting = high_watermarks(consumer, {tp: 0 for tp in parts})
     finally:
         consumer.close()
     failed = (_publish_librdkafka if reader == "confluent" else _publish_kafka_python)(client, requests_topic, loads)
     if failed:
         raise RuntimeError("could not publish the load of some groups: " + "; ".join(failed))
+    offsets: dict[str, dict[str, int]] = {}
+    for tp, o in sorted(starting.items()):
+        offsets.setdefault(tp.topic, {})[str(tp.partition)] = o
     log.info("rebuild: published %d load(s) to %s in %.1f s; reading it from %s", len(loads), requests_topic,
-             time.monotonic() - started, {tp.partition: o for tp, o in starting.items()})
-    return json.dumps({requests_topic: {str(tp.partition): o for tp, o in sorted(starting.items())}})
+             time.monotonic() - started, offsets)
+    return json.dumps(offsets)
 
 
 def _publish_kafka_python(client: Mapping[str, object], topic: str, loads: Mapping[str, bytes]) -> list[str]:

@@ -14,6 +14,7 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
+from common.generations import STRIDE
 from streaming.buckets import bucket_of
 from streaming.kafka_io.source import KafkaRange, KafkaStreamReader, cap_rows
 
@@ -373,3 +374,28 @@ def test_without_fail_on_data_loss_the_partition_restarts_from_its_log_start(bro
     assert read_all(r, start, restarted) == []
     end = r.latestOffset(restarted, ReadAllAvailable())
     assert sorted(row["value"] for row in read_all(r, restarted, end)) == [b"0-0", b"0-1"]
+
+
+def test_past_rotate_records_a_new_generation_of_the_topic_begins_and_is_read_with_its_stream_partitions(
+        broker, topic, client):
+    """`rotateRecords` (common.generations): once the newest generation's longest partition holds that many offsets,
+    the plan names the next one (`<topic>.1`, created) from offset 0; its records are read as stream partitions
+    after generation 0's, and a new checkpoint's first offset finds every generation."""
+    produce(broker, topic, 2)
+    r = reader(broker, topic, client, rotateRecords="3")
+    start = r.initialOffset()
+    first = r.latestOffset(start, ReadAllAvailable())
+    assert first == {topic: {"0": 2, "1": 2}, "tick": 0}
+    produce(broker, topic, 2)
+    second = r.latestOffset(first, ReadAllAvailable())
+    assert second == {topic: {"0": 4, "1": 4}, f"{topic}.1": {"0": 0, "1": 0}, "tick": 0}
+    producer = KafkaProducer(bootstrap_servers=broker)
+    producer.send(f"{topic}.1", key=b"k", value=b"new", partition=1)
+    producer.flush()
+    producer.close()
+    third = r.latestOffset(second, ReadAllAvailable())
+    assert third == {topic: {"0": 4, "1": 4}, f"{topic}.1": {"0": 0, "1": 1}, "tick": 0}
+    assert [(row["partition"], row["offset"], row["value"]) for row in read_all(r, second, third)] == [
+        (STRIDE + 1, 0, b"new")]
+    assert reader(broker, topic, client).initialOffset() == {topic: {"0": 0, "1": 0}, f"{topic}.1": {"0": 0, "1": 0},
+                                                             "tick": 0}
