@@ -55,6 +55,7 @@ from typing import Any, Awaitable, Callable
 
 import msgspec
 
+from common.generations import group_log_end
 from gateway.upstream.appender import AppendFailed, Appender
 from gateway.upstream.control import Json
 from gateway.upstream.coordinator import CoordinatorClient, not_written
@@ -237,7 +238,7 @@ class FastPath:
         view = self.follower.view(req.group_id)
         if ends is None or view is None or view.position is None:
             return None  # no view, or one without offsets
-        log_end = ends.get(view.position.partition)
+        log_end = group_log_end(ends, view.position.partition)
         answer = fetch_from_view(view, req, log_end)
         if answer is None and self._holds(req.group_id):
             # A request of the group this gateway forwarded (a member acknowledging its partitions, just before
@@ -430,7 +431,8 @@ class FastPath:
         given = msgspec.to_builtins(commit_response(req, answer))
         value = encode({**body, "request_id": request_id, "answered": answer})
         return self._txn_written(asyncio.ensure_future(write(value)), given, body, request_id,
-                                 asyncio.wrap_future(decision), _provable(view, req, covered, request_id))
+                                 asyncio.wrap_future(decision),
+                                 _provable(view, req, covered, request_id, self.follower.older_covered))
 
     async def _txn_written(self, written: asyncio.Future, given: Json, body: Json, request_id: str,
                            decision: asyncio.Future, provable: Callable[[Any], TxnClaim | None] | None = None) -> Json:
@@ -563,16 +565,19 @@ async def _proven(proof: asyncio.Future | None) -> bool:
         return False
 
 
-def _provable(view: Any, req: Any, covered: dict[int, int] | None,
-              request_id: str) -> Callable[[Written], TxnClaim | None] | None:
+def _provable(view: Any, req: Any, covered: dict[int, int] | None, request_id: str,
+              older_covered: Callable[[int, dict[int, int]], bool]) -> Callable[[Written], TxnClaim | None] | None:
     """How to claim, once written, that the coordinator accepts this TxnOffsetCommit as the view did
     (`state.api.txn_claim`: the claim is None where the view cannot show it). None: the marks are not known, and
-    its EndTxn waits for the decision."""
+    its EndTxn waits for the decision. The claim reads the requests written after the mark in its own partition
+    only, so where an older generation's partition of the same number holds requests the marks do not cover
+    (`ViewFollower.older_covered`), it has no mark and shows nothing."""
     if covered is None:
         return None
 
     def claim(written: Written) -> TxnClaim | None:
-        return txn_claim(view, req, request_id, written.partition, covered.get(written.partition), written.offset,
+        mark = covered.get(written.partition) if older_covered(written.partition, covered) else None
+        return txn_claim(view, req, request_id, written.partition, mark, written.offset,
                          written.timestamp_ms, int(time.time() * 1000))
 
     return claim

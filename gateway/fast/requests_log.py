@@ -11,6 +11,7 @@ import logging
 
 from kafka.record import MemoryRecords
 
+from common.generations import split, topic_of
 from gateway.upstream.routes import LEADER_RULE
 from state.api import TxnClaim, TxnEntry, request_entry, txn_settles
 
@@ -46,7 +47,8 @@ class _Partition:
 
 
 class RequestsLog:
-    """The requests-topic partitions with transactional commits answered from views, read as far as needed."""
+    """The requests-topic partitions with transactional commits answered from views, read as far as needed; by
+    stream partition (`common.generations`)."""
 
     def __init__(self, reads, topic: str, routes) -> None:
         """`reads`: `gateway.share.log.UpstreamReads` (a connection per broker); `routes`:
@@ -69,19 +71,21 @@ class RequestsLog:
                 if not await self._read_to(claim.partition, part, claim.offset + 1):
                     return False
             except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
-                log.info("reading %s-%d: %s", self.topic, claim.partition, exc)
+                log.info("reading stream partition %d of %s: %s", claim.partition, self.topic, exc)
                 return False
             return txn_settles(part.groups.get(claim.group_id.encode("utf-8"), []), part.start, claim)
 
-    async def _read_to(self, partition: int, part: _Partition, end: int) -> bool:
+    async def _read_to(self, stream: int, part: _Partition, end: int) -> bool:
+        generation, partition = split(stream)
+        topic = topic_of(self.topic, generation)
         attempts = 0
         while part.next < end:
-            read = await self._reads.fetch(await self._routes.leader(self.topic, partition), self.topic, partition,
+            read = await self._reads.fetch(await self._routes.leader(topic, partition), topic, partition,
                                            part.next, READ_BYTES)
             if read.error:
-                log.info("reading %s-%d: error %d", self.topic, partition, read.error)
+                log.info("reading %s-%d: error %d", topic, partition, read.error)
                 if read.error in LEADER_RULE:
-                    self._routes.forget_leaders(self.topic)
+                    self._routes.forget_leaders(topic)
                 return False
             if not read.batches:
                 attempts += 1

@@ -13,6 +13,11 @@ clock alone, never by comparing it with the coordinator's:
 - Alive as of t: a mark was read at an offset at or past V(t) in its partition, so it was written after t. The
   query writes one at least every second, idle or not, so a stopped query stops this clock.
 
+Where the query rotates the requests topic (`common.generations`), E covers every generation the marks name, by
+stream partition; a round whose marks name one its ends did not cover moves neither instant nor answers a refresh
+(its E may miss what was written there), and the next round notes that one's end too. After each round the follower
+tells the gateway the newest generation the marks name (`on_generation`), which its writes move to.
+
 An OffsetFetch answered from a view needs the requests topic's ends as of after it arrived: `refresh` wakes the
 thread for a round at once and hands back the ends that round noted (`gateway.fast.fast_path`).
 
@@ -36,11 +41,12 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 from kafka import KafkaConsumer, TopicPartition
 
+from common.generations import split, topic_of
 from state.api import (MARK_KEY, OPEN_TRANSACTIONS_KEY, OpenTransaction, PublishedView, decode_mark,
                        decode_open_transactions, decode_view)
 from common.log_ends import high_watermarks
@@ -96,6 +102,14 @@ class ViewFollower:
         """Waiting for the end of the next round (`round_ended`)."""
         self._refreshes_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="view-follower", daemon=True)
+        self.on_generation: Callable[[str], None] | None = None
+        """Called from the thread after a round that changed the newest generation of the requests topic the marks
+        name (generation 0 after the first round when none is named): the gateway's writes move there."""
+        self._generation = -1
+        self._streams: dict[TopicPartition, int] = {}
+        """Each requests-topic partition followed (of every generation the marks named) -> its stream partition."""
+        self._sampled_all = False
+        """Whether the last round's ends covered every stream partition the marks name."""
 
     def start(self) -> "ViewFollower":
         self._thread.start()
@@ -157,6 +171,15 @@ class ViewFollower:
             covered = {p: min(o, positions.get(p, 0)) for p, o in covered.items()}
         return covered
 
+    def older_covered(self, stream: int, covered: dict[int, int]) -> bool:
+        """Whether, in the ends the last round noted, `covered` reaches the end of every older generation's
+        partition of `stream`'s number: no request waits there that a claim in `stream` would not read. A writer
+        that had not moved to the newer generation may write there after the round (`common.generations`)."""
+        generation, partition = split(stream)
+        ends = self._samples[-1][1] if self._samples else {}
+        return all(covered.get(s, 0) >= end for s, end in ends.items()
+                   if split(s)[1] == partition and split(s)[0] < generation)
+
     def held_view(self, group_id: str) -> PublishedView | None:
         """The group's view as read, fresh or not (a share group's grants, `gateway.share.fetch`)."""
         return self._views.get(group_id)
@@ -182,7 +205,7 @@ class ViewFollower:
             ends = None
             try:
                 following = self.step()
-                if following:
+                if following and self._sampled_all:
                     ends = self._samples[-1][1]
             except Exception as exc:  # noqa: BLE001 - the views go stale, the gateway asks the coordinator
                 log.warning("following %s: %s", self.views_topic, exc)
@@ -222,22 +245,23 @@ class ViewFollower:
             views.close()
             return None
         self._views_parts = [TopicPartition(self.views_topic, p) for p in sorted(partitions)]
-        self._requests_parts = [TopicPartition(self.requests_topic, p) for p in sorted(requests)]
+        self._streams = {TopicPartition(self.requests_topic, p): p for p in sorted(requests)}
         views.assign(self._views_parts)
         views.seek_to_beginning(*self._views_parts)
         marks = KafkaConsumer(client_id="groupcoord-gateway-ends", fetch_max_wait_ms=1,
                               max_partition_fetch_bytes=1024, **settings)
-        self._ends = {tp: 0 for tp in self._views_parts + self._requests_parts}
+        self._ends = {tp: 0 for tp in [*self._views_parts, *self._streams]}
         return views, marks
 
     def follow(self, views: KafkaConsumer, marks: KafkaConsumer, now: float) -> None:
         self._ends = high_watermarks(marks, self._ends)
-        ends = {tp.partition: end for tp, end in self._ends.items() if tp.topic == self.requests_topic}
+        ends = {self._streams[tp]: end for tp, end in self._ends.items() if tp in self._streams}
         view_ends = {tp.partition: end for tp, end in self._ends.items() if tp.topic == self.views_topic}
         self._samples.append((now, ends, view_ends))
         while self._samples and self._samples[0][0] < now - SAMPLES_KEPT_S:
             self._samples.popleft()
         self._read(views, view_ends)
+        self._follow_generations(ends)
         before = min(self.complete_as_of, self.alive_as_of)
         self._advance()
         if min(self.complete_as_of, self.alive_as_of) > before:
@@ -247,6 +271,22 @@ class ViewFollower:
         moves = self._moves
         self._pace = max((b - a for a, b in zip(moves, itertools.islice(moves, 1, None))), default=0.0)
         self.end_round(now)
+
+    def _follow_generations(self, ends: dict[int, int]) -> None:
+        """Follow the partitions of every generation the marks name from the next round on, and tell the gateway of
+        a newer generation (`on_generation`)."""
+        named = {s for _, positions in self._marks.values() for s in positions}
+        for stream in named - set(ends):
+            generation, partition = split(stream)
+            tp = TopicPartition(topic_of(self.requests_topic, generation), partition)
+            self._streams[tp] = stream
+            self._ends.setdefault(tp, 0)
+        self._sampled_all = named <= set(ends)
+        newest = max((split(s)[0] for s in named), default=0)
+        if newest != self._generation:
+            self._generation = newest
+            if self.on_generation is not None:
+                self.on_generation(topic_of(self.requests_topic, newest))
 
     def end_round(self, began: float) -> None:
         """A round that began at `began` has read every view written before then: `read_as_of`, and the futures
@@ -292,7 +332,8 @@ class ViewFollower:
         for _, positions in self._marks.values():
             covered = positions if covered is None else {p: min(o, positions.get(p, 0)) for p, o in covered.items()}
         for t, ends, view_ends in reversed(self._samples):
-            if all(covered.get(p, 0) >= end for p, end in ends.items()):  # type: ignore[union-attr]
+            if covered.keys() <= ends.keys() and all(covered.get(p, 0) >= end  # type: ignore[union-attr]
+                                                     for p, end in ends.items()):
                 self.complete_as_of = max(self.complete_as_of, t)
                 break
         for t, ends, view_ends in reversed(self._samples):

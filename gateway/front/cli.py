@@ -194,6 +194,9 @@ def fast_path(settings: Any, coordinator: Any, loop: asyncio.AbstractEventLoop) 
         return None
     follower = ViewFollower(settings.bootstrap_servers, settings.views_topic, settings.requests_topic,
                             settings.kafka_config, settings.view_bound_ms, settings.view_bound_max_ms)
+    # the gateway's writes follow the generations of the requests topic the query's marks name (common.generations)
+    coordinator.appender.follow_generations()
+    follower.on_generation = lambda topic: loop.call_soon_threadsafe(coordinator.appender.move_to, topic)
     return FastPath(follower, coordinator.appender, Heartbeats(coordinator.appender, settings.liveness_interval_ms,
                                                                loop),
                     settings.coordinator_config.offset_metadata_max_bytes,

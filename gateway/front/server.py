@@ -126,7 +126,8 @@ class Gateway:
         self.routes = Routes(NodeConnections(self.upstream_addresses, settings.upstream, connect_timeout_s),
                              self.learn_brokers)
         """The transaction coordinators and partition leaders of the gateway's own requests (`gateway.upstream.routes`)."""
-        self.control_partitions = ControlPartitions(settings.requests_topic, self.routes)
+        self.control_partitions = ControlPartitions(settings.requests_topic, self.routes,
+                                                    lambda: coordinator.appender.topic)
         """Adds a group's control-topic partition to a producer's transaction (TxnOffsetCommit)."""
         self.transaction_timeouts: dict[str, int] = {}
         """Transactional id -> the transaction timeout its producer's last InitProducerId through this process

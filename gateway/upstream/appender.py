@@ -17,6 +17,13 @@ go in the next request: 28,474 appends/s against 10,517, p50 2.2 against 4.7 ms,
 core; a lone append as fast (0.17 ms p50 both). docs/gateway.md, "Many committers".
 The delivery reports one poll serves (a Produce request's records) go to the event loop in one hand-over: each
 `call_soon_threadsafe` writes to the loop's wake-up socket, a system call and a wake of the loop per report.
+
+Where the query rotates the requests topic (`common.generations`), the gateway's view follower tells the appender of
+each new generation (`move_to`): it holds new records until every record in flight to the older one is
+acknowledged, then writes them and all later ones to the new one, so a group's requests keep the order the gateway
+wrote them in (the query reads a newer generation's ends before an older one's). Until the follower has read the
+views once (`follow_generations`), records wait for it: a restarted gateway must not write to generation 0 while
+the query's marks name a newer one.
 """
 
 from __future__ import annotations
@@ -31,6 +38,10 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from common.librdkafka_config import confluent_config
 
 log = logging.getLogger(__name__)
+
+FIRST_GENERATION_WAIT_S = 10.0
+"""How long records wait for the view follower's first generation (`follow_generations`) before they are written
+to the topic the appender was made with: a query that writes no views names none."""
 
 
 class AppendFailed(Exception):
@@ -47,6 +58,14 @@ class Appender:
                  loop: asyncio.AbstractEventLoop, timeout_ms: int = 10_000) -> None:
         """`kafka_config`: the gateway's kafka-python settings (security), mapped to librdkafka's."""
         self.topic = topic
+        """Where records are written now."""
+        self._moving_to: str | None = None
+        """A generation to write to once the records in flight are acknowledged (`move_to`)."""
+        self._in_flight = 0
+        self._first: asyncio.TimerHandle | None = None
+        """While records wait for the follower's first generation (`follow_generations`)."""
+        self._held: list[tuple[str, bytes, asyncio.Future]] = []
+        """Records waiting for the move, in the order they were appended."""
         self._loop = loop
         self._producer = Producer({
             **confluent_config({"bootstrap_servers": bootstrap_servers, **kafka_config}), "logger": log,
@@ -66,7 +85,13 @@ class Appender:
         or fails with AppendFailed."""
         done = self._loop.create_future()
         done.add_done_callback(_retrieved)
+        if self._moving_to is not None:
+            self._held.append((key, value, done))
+        else:
+            self._produce(key, value, done)
+        return done
 
+    def _produce(self, key: str, value: bytes, done: asyncio.Future) -> None:
         def delivered(error: Any, message: Any) -> None:
             self._reports.append((done, error))
 
@@ -76,7 +101,40 @@ class Appender:
             done.set_exception(AppendFailed(exc))
         except KafkaException as exc:
             done.set_exception(AppendFailed(exc.args[0]))
-        return done
+        else:
+            self._in_flight += 1
+
+    def follow_generations(self) -> None:
+        """Hold records until the first `move_to` (the view follower's first round), or `FIRST_GENERATION_WAIT_S`.
+        Called from the event loop's thread, as every method here but `close`."""
+        self._moving_to = self.topic
+        self._first = self._loop.call_later(FIRST_GENERATION_WAIT_S, self._first_wait_over)
+
+    def _first_wait_over(self) -> None:
+        log.warning("no generation of the requests topic read from the views within %.0f s: writing to %s",
+                    FIRST_GENERATION_WAIT_S, self.topic)
+        self.move_to(self.topic)
+
+    def move_to(self, topic: str) -> None:
+        """Write to `topic` from now on, once the records in flight are acknowledged (see the module's docstring)."""
+        if self._first is not None:
+            self._first.cancel()
+            self._first = None
+        if topic == self.topic and self._moving_to in (None, topic) and not self._held:
+            self._moving_to = None
+            return
+        self._moving_to = topic
+        self._move_when_settled()
+
+    def _move_when_settled(self) -> None:
+        if self._moving_to is None or self._in_flight:
+            return
+        if self._moving_to != self.topic:
+            log.info("writing requests to %s (was %s)", self._moving_to, self.topic)
+        self.topic, self._moving_to = self._moving_to, None
+        held, self._held = self._held, []
+        for key, value, done in held:
+            self._produce(key, value, done)
 
     def _poll(self) -> None:
         while not self._stop.is_set():
@@ -87,9 +145,20 @@ class Appender:
         if self._reports:
             reports, self._reports = self._reports, []
             try:
-                self._loop.call_soon_threadsafe(_settle_all, reports)
+                self._loop.call_soon_threadsafe(self._settle_all, reports)
             except RuntimeError:  # the loop is closed: nobody waits for them any more
                 pass
+
+    def _settle_all(self, reports: list[tuple[asyncio.Future, Any]]) -> None:
+        self._in_flight -= len(reports)
+        for done, error in reports:
+            if done.done():
+                continue
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(AppendFailed(error))
+        self._move_when_settled()
 
     def close(self, timeout_s: float = 5.0) -> None:
         self._stop.set()
@@ -104,11 +173,3 @@ def _retrieved(done: asyncio.Future) -> None:
         done.exception()
 
 
-def _settle_all(reports: list[tuple[asyncio.Future, Any]]) -> None:
-    for done, error in reports:
-        if done.done():
-            continue
-        if error is None:
-            done.set_result(None)
-        else:
-            done.set_exception(AppendFailed(error))

@@ -30,6 +30,7 @@ from kafka.protocol.producer.transaction import (AddPartitionsToTxnRequest, AddP
                                                  InitProducerIdRequest, InitProducerIdResponse)
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from common.generations import generation_of, stream_partition
 from gateway.upstream import log_reads
 from gateway.upstream.broker import Upstream
 from gateway.upstream.routes import LEADER_RULE, NodeConnections, Routes, retried
@@ -67,6 +68,7 @@ class Written:
     (this gateway's clock, ms), which the query counts it at."""
 
     partition: int
+    """The stream partition (`common.generations`): the partition's number in generation 0."""
     offset: int
     timestamp_ms: int
 
@@ -77,11 +79,17 @@ class ControlPartitions:
     AddPartitionsToTxn to the transactional id's transaction coordinator, the write to the partition's leader
     (`gateway.upstream.routes`)."""
 
-    def __init__(self, requests_topic: str, routes: Routes) -> None:
+    def __init__(self, requests_topic: str, routes: Routes, topic_now: Callable[[], str] | None = None) -> None:
+        """`topic_now`: the generation of the requests topic the gateway writes to now (`common.generations`;
+        None: `requests_topic` always)."""
         self.requests_topic = requests_topic
         self.routes = routes
+        self._topic_now = topic_now or (lambda: requests_topic)
         self._sequences: dict[tuple[int, int, int], int] = {}
-        """(producer id, epoch, partition) -> the next sequence number of the gateway's writes for it."""
+        """(producer id, epoch, stream partition) -> the next sequence number of the gateway's writes for it."""
+        self._added: dict[tuple[int, int, int], str] = {}
+        """(producer id, epoch, partition) -> the generation its last AddPartitionsToTxn added the partition of, which
+        the write after it goes to."""
 
     async def write(self, connections: NodeConnections, doc: dict[str, Any], key: bytes, value: bytes,
                     budget_s: float) -> Written:
@@ -91,7 +99,9 @@ class ControlPartitions:
         if len(key) + len(value) > MAX_RECORD_BYTES:
             raise NotWritten(append_error("TxnOffsetCommit", Errors.MESSAGE_TOO_LARGE))
         partition = await self.partition_of(doc["group_id"])
-        producer = (doc["producer_id"], doc["producer_epoch"], partition)
+        topic = self._added.get((doc["producer_id"], doc["producer_epoch"], partition)) or self._topic_now()
+        stream = stream_partition(generation_of(self.requests_topic, topic) or 0, partition)
+        producer = (doc["producer_id"], doc["producer_epoch"], stream)
         stamp = int(time.time() * 1000)
         sequence = self._sequences.get(producer, 0)
         node: int | None = None
@@ -99,20 +109,20 @@ class ControlPartitions:
 
         async def attempt() -> int:
             nonlocal node, sequence, offset
-            node = await self.routes.leader(self.requests_topic, partition)
+            node = await self.routes.leader(topic, partition)
             upstream = await connections.connection(node)
-            code, offset = await self._produce(upstream, doc, partition, sequence, stamp, key, value)
+            code, offset = await self._produce(upstream, doc, topic, partition, sequence, stamp, key, value)
             if code in _SEQUENCE_ERRORS and producer not in self._sequences:
                 # This gateway has not written for this producer and epoch, but the log has (a gateway killed and
                 # started again): its writes go on from the last sequence the log holds.
-                last = await self.last_sequence(upstream, partition, doc["producer_id"], doc["producer_epoch"])
+                last = await self.last_sequence(upstream, topic, partition, doc["producer_id"], doc["producer_epoch"])
                 if last is not None:
                     sequence = last + 1
-                    code, offset = await self._produce(upstream, doc, partition, sequence, stamp, key, value)
+                    code, offset = await self._produce(upstream, doc, topic, partition, sequence, stamp, key, value)
             return code
 
         def look_up_again() -> None:
-            self.routes.forget_leaders(self.requests_topic)
+            self.routes.forget_leaders(topic)
             if node is not None:
                 connections.drop(node)
 
@@ -120,28 +130,29 @@ class ControlPartitions:
         if code:
             raise NotWritten(code)
         self._sequences[producer] = sequence + 1
-        return Written(partition, offset, stamp)
+        return Written(stream, offset, stamp)
 
-    async def _produce(self, upstream: Upstream, doc: dict[str, Any], partition: int, sequence: int, stamp: int,
-                       key: bytes, value: bytes) -> tuple[int, int]:
+    async def _produce(self, upstream: Upstream, doc: dict[str, Any], topic: str, partition: int, sequence: int,
+                       stamp: int, key: bytes, value: bytes) -> tuple[int, int]:
         builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
                                             producer_id=doc["producer_id"], producer_epoch=doc["producer_epoch"],
                                             base_sequence=sequence, batch_size=len(value) + len(key) + 1024)
         builder.append(0, stamp, key, value, [])
         request = ProduceRequest[PRODUCE_VERSION](transactional_id=doc["transactional_id"], acks=-1,
                                                   timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
-                                                      name=self.requests_topic, partition_data=[
+                                                      name=topic, partition_data=[
                                                           ProduceRequest.TopicProduceData.PartitionProduceData(
                                                               index=partition, records=bytes(builder.build()))])])
         answer = await upstream.request(request, PRODUCE_VERSION, ProduceResponse)
         ((code, offset),) = [(p.error_code, p.base_offset) for t in answer.responses for p in t.partition_responses]
         return code, offset
 
-    async def last_sequence(self, upstream: Upstream, partition: int, producer_id: int, epoch: int) -> int | None:
+    async def last_sequence(self, upstream: Upstream, topic: str, partition: int, producer_id: int,
+                            epoch: int) -> int | None:
         """The last sequence number the partition's log holds of the producer at `epoch` (None: none found), read
         backwards from the log end in growing windows: the batches' headers name their producer, epoch, first
         sequence and last offset delta (Kafka's log format v2)."""
-        start, end = await self._log_range(upstream, partition)
+        start, end = await self._log_range(upstream, topic, partition)
         window = SEQUENCE_WINDOW
         high = end
         while high > start:
@@ -149,7 +160,7 @@ class ControlPartitions:
             last = None
             position = low
             while position < high:
-                batches = await self._fetch(upstream, partition, position)
+                batches = await self._fetch(upstream, topic, partition, position)
                 if not batches:
                     break
                 for batch in batches:
@@ -165,19 +176,19 @@ class ControlPartitions:
             window *= 4
         return None
 
-    async def _log_range(self, upstream: Upstream, partition: int) -> tuple[int, int]:
+    async def _log_range(self, upstream: Upstream, topic: str, partition: int) -> tuple[int, int]:
         found = []
         for timestamp in (log_reads.EARLIEST, log_reads.LATEST):
-            error, offset = await log_reads.list_offset(upstream, self.requests_topic, partition, timestamp)
+            error, offset = await log_reads.list_offset(upstream, topic, partition, timestamp)
             if error:
-                raise ConnectionError(f"ListOffsets of {self.requests_topic}-{partition}: error {error}")
+                raise ConnectionError(f"ListOffsets of {topic}-{partition}: error {error}")
             found.append(offset)
         return found[0], found[1]
 
-    async def _fetch(self, upstream: Upstream, partition: int, offset: int) -> list[log_reads.LogBatch]:
-        read = await log_reads.fetch(upstream, self.requests_topic, partition, offset, 1 << 20)
+    async def _fetch(self, upstream: Upstream, topic: str, partition: int, offset: int) -> list[log_reads.LogBatch]:
+        read = await log_reads.fetch(upstream, topic, partition, offset, 1 << 20)
         if read.error:
-            raise ConnectionError(f"Fetch of {self.requests_topic}-{partition}: error {read.error}")
+            raise ConnectionError(f"Fetch of {topic}-{partition}: error {read.error}")
         return read.batches
 
     async def add(self, connections: NodeConnections, doc: dict[str, Any], budget_s: float) -> int:
@@ -185,11 +196,12 @@ class ControlPartitions:
         names (0: added), from the transactional id's transaction coordinator (`Routes.to_coordinator`: looked up
         again and sent again where Kafka's Java client would, within `budget_s`)."""
         partition = await self.partition_of(doc["group_id"])
+        topic = self._added[(doc["producer_id"], doc["producer_epoch"], partition)] = self._topic_now()
         request = AddPartitionsToTxnRequest[ADD_PARTITIONS_VERSION](
             v3_and_below_transactional_id=doc["transactional_id"], v3_and_below_producer_id=doc["producer_id"],
             v3_and_below_producer_epoch=doc["producer_epoch"],
             v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
-                name=self.requests_topic, partitions=[partition])])
+                name=topic, partitions=[partition])])
 
         async def send(upstream: Upstream) -> int:
             answer = await upstream.request(request, ADD_PARTITIONS_VERSION, AddPartitionsToTxnResponse)

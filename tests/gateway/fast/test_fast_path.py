@@ -15,7 +15,9 @@ import time
 import uuid
 
 import pytest
+from kafka.admin import KafkaAdminClient
 
+from common.generations import generations, topic_of
 from gateway.front.process import start_gateway
 from state.batch import decode_state
 from state.config import CoordinatorConfig
@@ -29,8 +31,15 @@ pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
 
 def control_records(env: GatewayEnv, group: str) -> list:
-    """The group's records on the requests topic, in order (they share a partition)."""
-    return [r for r in env.run.read(env.run.topics.requests) if r.key == group.encode()]
+    """The group's records on the requests topic, in order: they share a partition number, read generation after
+    generation where the query rotated the topic (`common.generations`)."""
+    base = env.run.topics.requests
+    admin = KafkaAdminClient(bootstrap_servers=env.broker)
+    try:
+        names = admin.list_topics()
+    finally:
+        admin.close()
+    return [r for g in generations(base, names) for r in env.run.read(topic_of(base, g)) if r.key == group.encode()]
 
 
 def stored_offsets(env: GatewayEnv, group: str) -> dict[tuple[str, int], int]:
