@@ -41,6 +41,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.parts.gateway_fast import cpu_seconds
+from common.generations import generations, topic_of
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUPS, MEMBERS, COMMITTERS = 10, 10, 3
@@ -359,9 +360,12 @@ def main(argv: list[str] | None = None) -> int:
         growth = (rss_end - rss_start) / max((ended - started) / 3600, 1e-9)
         r = last["commits_per_s"] / first["commits_per_s"] if first["commits_per_s"] else 0.0
         q = last["batch_p99_ms"] / first["batch_p99_ms"] if first["batch_p99_ms"] else 0.0
-        print(f"records a partition at the end: {_topic_sizes(broker)}", flush=True)
-        print(f"record batches a partition at the end: {_batch_counts(broker, [REQUESTS_TOPIC, *COUNTED_TOPICS, load.records_topic])}",
-              flush=True)
+        sizes = _topic_sizes(broker)
+        requests_topics = [topic_of(REQUESTS_TOPIC, g) for g in generations(REQUESTS_TOPIC, sizes)]
+        print(f"records a partition at the end: {sizes}", flush=True)
+        print(f"generations of the requests topic: {len(requests_topics)}", flush=True)
+        print(f"record batches a partition at the end: "
+              f"{_batch_counts(broker, [*requests_topics, *COUNTED_TOPICS, load.records_topic])}", flush=True)
         print(f"windows of {span / 60:.1f} min: first {first}, last {last}; commit errors {load.commit_errors}, "
               f"assignments lost {load.lost}; tansu {rss_start:.0f} -> {rss_end:.0f} MB; {_uptime()}")
         print(f"soak: commits/s last 5 min / first 5 min = {r:.2f}, batch p99 last/first = {q:.2f}, "
