@@ -14,6 +14,22 @@ from tests.support.kafka import create_topic
 pytestmark = [pytest.mark.broker]
 
 
+def _values(broker: str, topic: str, count: int) -> dict[str, list[int]]:
+    """Each group's values in `topic`, in log order, once `count` records are read."""
+    consumer = KafkaConsumer(bootstrap_servers=broker, auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=5000)
+    try:
+        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        by_group: dict[str, list[int]] = {}
+        for record in consumer:
+            by_group.setdefault(record.key.decode(), []).append(int(record.value))
+            if sum(map(len, by_group.values())) == count:
+                break
+    finally:
+        consumer.close()
+    return by_group
+
+
 def test_appends_in_flight_together_are_each_acknowledged_and_in_the_topic_in_order(broker):
     """200 appends of two groups sent at once (they go out in a few Produce requests, their reports handed over in
     a few batches): every future completes without error, and each group's records are in its partition in the
@@ -30,18 +46,7 @@ def test_appends_in_flight_together_are_each_acknowledged_and_in_the_topic_in_or
 
     results = asyncio.run(scenario())
     assert results == [None] * 200
-    consumer = KafkaConsumer(bootstrap_servers=broker, auto_offset_reset="earliest", enable_auto_commit=False,
-                             consumer_timeout_ms=5000)
-    try:
-        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
-        by_group: dict[str, list[int]] = {}
-        for record in consumer:
-            by_group.setdefault(record.key.decode(), []).append(int(record.value))
-            if sum(map(len, by_group.values())) == 200:
-                break
-    finally:
-        consumer.close()
-    assert by_group == {"group-0": list(range(0, 200, 2)), "group-1": list(range(1, 200, 2))}
+    assert _values(broker, topic, 200) == {"group-0": list(range(0, 200, 2)), "group-1": list(range(1, 200, 2))}
 
 
 def test_appends_the_broker_never_takes_fail_with_append_failed():
@@ -58,22 +63,6 @@ def test_appends_the_broker_never_takes_fail_with_append_failed():
 
     results = asyncio.run(scenario())
     assert len(results) == 5 and all(isinstance(r, AppendFailed) for r in results), results
-
-
-def _values(broker: str, topic: str, count: int) -> dict[str, list[int]]:
-    """Each group's values in `topic`, in log order, once `count` records are read."""
-    consumer = KafkaConsumer(bootstrap_servers=broker, auto_offset_reset="earliest", enable_auto_commit=False,
-                             consumer_timeout_ms=3000)
-    try:
-        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
-        by_group: dict[str, list[int]] = {}
-        for record in consumer:
-            by_group.setdefault(record.key.decode(), []).append(int(record.value))
-            if sum(map(len, by_group.values())) == count:
-                break
-    finally:
-        consumer.close()
-    return by_group
 
 
 def test_a_move_to_a_new_generation_waits_for_the_records_in_flight_and_keeps_each_groups_order(broker):
