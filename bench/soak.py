@@ -49,13 +49,16 @@ REBALANCE_S = 120.0
 AHEAD = 1000
 """Records the producer keeps ready for each committer: its poll never waits on the producer, and the records topic
 grows only as fast as the committers commit."""
-FEEDS = ("trickle", "chunks")
-"""How the producer keeps AHEAD records ready: `trickle` (the default, as in every run before) tops a partition up
-every 50 ms with what was taken since; `chunks` tops it up in one batch once half of them are taken. tansu lists
-every record batch of a partition on each fetch below its end, so the bench's own records topic could have become
-tansu's work rather than the coordinator's; counted at the end of an 8-minute run (`_batch_counts`) it held
-1,500-2,000 batches a partition against the requests topic's 44,000-75,000, so `trickle` stays the default and
-`chunks` is there to check it."""
+FEEDS = ("chunks", "trickle")
+"""How the producer keeps AHEAD records ready: `chunks` (the default since the requests topic is rotated) tops a
+partition up in one batch once half of them are taken; `trickle` (every run before) tops it up every 50 ms with
+what was taken since. tansu lists every record batch of a partition on each fetch below its end, so the bench's own
+records topic becomes tansu's work rather than the coordinator's. While the requests topic only grew it was the
+smaller part (an 8-minute run: 1,500-2,000 batches a partition against the requests topic's 44,000-75,000). With
+the requests topic rotated at 50,000 offsets, a 30-minute `trickle` run ended with 11,400-11,600 batches in each of
+its partitions, fetched by the three committers many times a second, against at most 45,000 in the requests
+generation read about three times a second: the committers' own data topic had become what grew
+(docs/operations-streaming.md, "Rotating the requests topic")."""
 REQUESTS_TOPIC = "group-coordinator-requests"  # conf/coordinator.properties topic.requests
 COUNTED_TOPICS = ("group-coordinator-records", "group-coordinator-views", "group-coordinator-timers")
 """The other topics the job reads below their end while it runs (the console's group watch, the gateway's view
@@ -145,7 +148,7 @@ def rss_mb(pid: int) -> float:
 class Load:
     """The clients, each on a thread of its own; counts what they saw."""
 
-    def __init__(self, gateway: str, broker: str, feed: str = "trickle") -> None:
+    def __init__(self, gateway: str, broker: str, feed: str = "chunks") -> None:
         self.gateway, self.broker = gateway, broker
         self.feed = feed
         """How the producer tops the records topic up (`FEEDS`)."""
@@ -304,8 +307,8 @@ def idle_gateway_cores(process: subprocess.Popen, seconds: float = 20.0) -> floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0, help="how long the load runs (default 30)")
-    parser.add_argument("--feed", choices=FEEDS, default="trickle",
-                        help="how the committers' records are produced (default trickle; see FEEDS)")
+    parser.add_argument("--feed", choices=FEEDS, default="chunks",
+                        help="how the committers' records are produced (default chunks; see FEEDS)")
     args = parser.parse_args(argv)
     workdir = ROOT / "var" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}"
     workdir.mkdir(parents=True)
