@@ -29,7 +29,8 @@ leaves; it ends with `big group: step 5000/10 = S, rebalance of 5000 members = B
 Nothing here is a test; figures depend on the machine. tansu's coordinator is no peer here (it keeps groups in
 broker memory and has no per-batch cost; `bench.stream_bench` compares the two on the request path). Run:
 `python -m bench.state_scale [--compare 1000,100000] [--members 10] [--backlog 20000] [--rate 200] [--seconds 20]
-[--operator transformWithState|applyInPandasWithState] [--buckets N]`, `--recovery [SMALL,LARGE]` or
+[--operator transformWithState|applyInPandasWithState] [--buckets N]`, `--recovery [SMALL,LARGE]` (with
+`--rebuild-only`: no takeover; `--recovery 0,100000 --rebuild-only` times the large rebuild alone) or
 `--big-group [MEMBERS]`.
 """
 
@@ -227,6 +228,8 @@ def main() -> None:
     parser.add_argument("--recovery", nargs="?", const="1000,100000", metavar="SMALL,LARGE",
                         help="instead: rebuild and kill -9 takeover at two populations (bench.parts.recovery_scale)")
     parser.add_argument("--recovery-rounds", type=int, default=1, help="rounds of the two populations, alternating")
+    parser.add_argument("--rebuild-only", action="store_true",
+                        help="with --recovery: the rebuilds alone, no takeover (SMALL may be 0: the LARGE one only)")
     parser.add_argument("--big-group", nargs="?", type=int, const=5000, metavar="MEMBERS",
                         help="instead: one big classic group's step and rebalance against a 10-member group's "
                         "(bench.parts.big_group)")
@@ -284,17 +287,22 @@ def recovery_at_scale(args: argparse.Namespace, template: StoredGroup, member_id
     runs: dict[int, list[dict]] = {small: [], large: []}
     try:
         for _ in range(args.recovery_rounds):
-            for groups in (small, large):
+            for groups in (small, large) if small else (large,):
                 result = recovery(broker.bootstrap_servers, Path(tempfile.mkdtemp(prefix="recovery-")), template,
-                                  member_ids, generation, groups)
+                                  member_ids, generation, groups, takeover=not args.rebuild_only)
                 result["load_average"] = os.getloadavg()
                 print(json.dumps(result), flush=True)
                 runs[groups].append(result)
     finally:
         broker.stop()
+    rate = statistics.median(r["rebuild"]["members_per_s"] for r in runs[large])
+    if args.rebuild_only:
+        print(f"rebuild at scale: {large:,} groups x {args.members}, rebuild = {rate:,} members/s "
+              f"(first answers {', '.join(str(r['rebuild']['first_answer_s']) for r in runs[large])} s; "
+              f"load average {os.getloadavg()[0]:.1f})")
+        return
     t_small = statistics.median(r["takeover_s"] for r in runs[small])
     t_large = statistics.median(r["takeover_s"] for r in runs[large])
-    rate = statistics.median(r["rebuild"]["members_per_s"] for r in runs[large])
     records_per_s = rate * (1 + 1 / args.members)  # a group record per group and an offset record per member
     print(f"recovery at scale: takeover {large // 1000}k/{small // 1000}k = {t_large / t_small:.2f} "
           f"({t_large} s / {t_small} s), rebuild = {rate:,} members/s, rebuild/Kafka replay = "
