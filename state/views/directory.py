@@ -57,6 +57,13 @@ class GroupDirectory:
         """Take one records-topic record; records that are not group metadata, or unreadable, are ignored."""
         try:
             k = decode_key(key)
+        except msgspec.DecodeError:
+            return
+        self.apply_keyed(k, value)
+
+    def apply_keyed(self, k: object, value: bytes | None) -> None:
+        """`apply` with the key decoded already (by a reader that looks at it too: the driver's group watch)."""
+        try:
             if isinstance(k, GroupMetadataKey):
                 if value is None:
                     self._groups.pop(k.group, None)
