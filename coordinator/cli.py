@@ -141,8 +141,10 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         client = {"bootstrap_servers": props["bootstrap.servers"], **_security(props)}
         _reach_topics(client, props, check_compaction=broker is None)
         rebuilding = props["rebuild.from.records"].lower() == "true"
-        # A rebuild reads the records topic while the Spark session starts and the lease is watched.
-        ahead = _read_ahead(client, props) if rebuilding else None
+        watch = GroupWatch(props["topic.records"], client, chosen_client(kafka_options(props)))
+        # A rebuild reads the records topic, seeds the group watch and makes its loads while the Spark session
+        # starts and the lease is watched; nothing else touches the watch until `_rebuild` has waited for that.
+        ahead = _read_ahead(client, props, watch) if rebuilding else None
         if broker is not None:  # the embedded default serves unmodified Kafka clients too (gateway/)
             from gateway.front.process import start_gateway
 
@@ -161,7 +163,6 @@ def run(props: dict[str, str], spark_conf: dict[str, str]) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         checkpoint.check(spark, props)  # before any batch: a checkpoint this release cannot run is refused
         # A standby waits here, rehearsed and warm, until the active driver's lease lapses (streaming.recovery.lease).
-        watch = GroupWatch(props["topic.records"], client, chosen_client(kafka_options(props)))
         if not rebuilding:
             # Read the records topic (the console's groups) now, while a standby has nothing else to do: a takeover
             # then reads only what was written since, not a million members' records before its first batch.
@@ -280,32 +281,32 @@ def _stand_by(spark, props: dict[str, str]) -> None:
     print(f"standby: another driver runs the query on {checkpoint}; this one takes over when it stops", flush=True)
 
 
-def _read_ahead(client: dict[str, object], props: dict[str, str]):
-    """`streaming.recovery.rebuild.read_ahead` in a thread of its own: a future of what it read."""
+def _read_ahead(client: dict[str, object], props: dict[str, str], watch):
+    """`streaming.recovery.rebuild.read_ahead` in a thread of its own, seeding `watch`: a future of what it read."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from common.config import kafka_options
-    from streaming.kafka_io.kafka_clients import chosen_client
     from streaming.recovery.rebuild import read_ahead
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="rebuild-read-ahead")
-    future = pool.submit(read_ahead, client, props["topic.records"], chosen_client(kafka_options(props)))
+    future = pool.submit(read_ahead, client, props["topic.records"], watch.reader, watch.seed)
     pool.shutdown(wait=False)
     return future
 
 
 def _rebuild(client: dict[str, object], props: dict[str, str], watch, ahead) -> None:
+    """The loads published (`streaming.recovery.rebuild.rebuild`) unless the checkpoint holds the state; either way
+    only once the read ahead is done, as it seeds the watch the metrics then read."""
     from streaming.recovery.rebuild import checkpoint_has_progress, rebuild
 
-    if checkpoint_has_progress(props["checkpoint.location"]):
-        log.info("rebuild requested, but checkpoint %s has progress: it holds the state; not rebuilding",
-                 props["checkpoint.location"])
-        return
     try:
         read = ahead.result()
     except Exception as exc:  # noqa: BLE001 - the rebuild reads the whole topic itself
         log.warning("rebuild: the read ahead of the lease failed (%r); reading the records topic now", exc)
         read = None
+    if checkpoint_has_progress(props["checkpoint.location"]):
+        log.info("rebuild requested, but checkpoint %s has progress: it holds the state; not rebuilding",
+                 props["checkpoint.location"])
+        return
     props["starting.offsets"] = rebuild(client, props["topic.records"], props["topic.requests"], watch.reader,
                                         seen=watch.seed, ahead=read)
 

@@ -121,7 +121,9 @@ def test_a_rebuild_read_ahead_of_the_lease_takes_what_was_written_since(broker):
     for key, value in live.records:
         prod.send(props["topic.records"], key=key, value=value)
     prod.flush()
-    ahead = read_ahead(client, props["topic.records"], "confluent")
+    watch = GroupWatch(props["topic.records"], client, "confluent")
+    ahead = read_ahead(client, props["topic.records"], "confluent", seen=watch.seed)
+    assert {s: n for s, n in watch.count_by_state().items() if n} == {"Stable": 1}  # seeded ahead
     written = len(live.records)
     live.commit({("t", 0): 9}, leader, live.group.generation)
     for key, value in live.records[written:]:
@@ -129,7 +131,8 @@ def test_a_rebuild_read_ahead_of_the_lease_takes_what_was_written_since(broker):
     prod.flush()
 
     starting = json.loads(rebuild(client, props["topic.records"], props["topic.requests"], "confluent",
-                                  ahead=ahead))[props["topic.requests"]]
+                                  seen=watch.seed, ahead=ahead))[props["topic.requests"]]
     (load,) = [r.value for r in read_topic(broker, props["topic.requests"]) if r.offset >= starting[str(r.partition)]]
     group = decode_state(step_group("live", None, [load], live.now_ms + 1_000, CoordinatorConfig()).stored(None))
     assert group.offsets[("t", 0)].offset == 9
+    assert watch.poll() == []  # and the watch was given what was written since: it continues from the end
