@@ -120,8 +120,7 @@ class Appender:
         if self._first is not None:
             self._first.cancel()
             self._first = None
-        if topic == self.topic and self._moving_to in (None, topic) and not self._held:
-            self._moving_to = None
+        if topic == self.topic and self._moving_to is None:
             return
         self._moving_to = topic
         self._move_when_settled()

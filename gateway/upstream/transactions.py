@@ -68,7 +68,7 @@ class Written:
     (this gateway's clock, ms), which the query counts it at."""
 
     partition: int
-    """The stream partition (`common.generations`): the partition's number in generation 0."""
+    """The stream partition (`common.generations`): generation * STRIDE + the partition's number."""
     offset: int
     timestamp_ms: int
 
