@@ -9,7 +9,7 @@ from typing import Mapping
 
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 from common.config import Topics
 
@@ -69,6 +69,24 @@ def create_generation(client: Mapping[str, object], name: str, partitions: int, 
         _wait_usable(admin, [name], timeout_s)
     finally:
         admin.close()
+
+
+def delete_generation(client: Mapping[str, object], name: str) -> bool:
+    """Delete a retired generation of the requests topic (`common.generations`): on tansu a topic's records and its
+    share of the broker's metadata go only with the topic. False (and a line) when the broker refused or could not
+    be reached: the caller tries again later."""
+    admin = KafkaAdminClient(**client)
+    try:
+        admin.delete_topics([name])
+    except UnknownTopicOrPartitionError:
+        pass
+    except Exception as exc:  # noqa: BLE001 - a topic left behind costs the broker; the query goes on
+        log.warning("cannot delete the retired topic %s: %s", name, exc)
+        return False
+    finally:
+        admin.close()
+    log.info("deleted the retired topic %s", name)
+    return True
 
 
 def _wait_usable(admin, names: list[str], timeout_s: float) -> None:

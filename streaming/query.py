@@ -171,6 +171,7 @@ def start_query(spark: SparkSession, props: Mapping[str, str], query_name: str =
                 .option("offsetsRetentionMs", str(CoordinatorConfig.from_properties(props).offsets_retention_ms))
                 .options(**({} if rehearsal else {"viewsTopic": topics.views,
                                                   "rotateRecords": props["topic.requests.rotate.records"] or "0",
+                                                  "retireAfterMs": props["topic.requests.retire.after.ms"],
                                                   "replicationFactor": props["topic.replication.factor"]}))
                 # a standby's rehearsal reads, but does not write, the active driver's control topic
                 .option("topicMetadataRefreshMs", "0" if rehearsal else topic_metadata_refresh_ms(props))

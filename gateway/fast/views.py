@@ -273,9 +273,14 @@ class ViewFollower:
         self.end_round(now)
 
     def _follow_generations(self, ends: dict[int, int]) -> None:
-        """Follow the partitions of every generation the marks name from the next round on, and tell the gateway of
-        a newer generation (`on_generation`)."""
+        """Follow the partitions of every generation the marks name from the next round on, stop following those of
+        a generation g > 0 they no longer name (the query retired it and deletes its topic: a log-end read there
+        would wait for a topic that is gone), and tell the gateway of a newer generation (`on_generation`)."""
         named = {s for _, positions in self._marks.values() for s in positions}
+        for tp, stream in list(self._streams.items()):
+            if split(stream)[0] and stream not in named:
+                del self._streams[tp]
+                self._ends.pop(tp, None)
         for stream in named - set(ends):
             generation, partition = split(stream)
             tp = TopicPartition(topic_of(self.requests_topic, generation), partition)

@@ -61,7 +61,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from common.config import client_config
 from common.generations import generation_of, generations, split, stream_partition, topic_of
 from common.markers import gaps, read_markers
-from common.topics import create_generation
+from common.topics import create_generation, delete_generation
 from state.api import TOPIC_METADATA_GROUP, TRANSACTIONS_GROUP, marker_request, route
 from streaming.bucket_deadlines import RETENTION_RECHECK, buckets_to_call
 from streaming.buckets import bucket_of
@@ -73,6 +73,11 @@ from streaming.kafka_io.view_marks import ViewMarks
 from streaming.spark_runtime.worker_heap import freeze_survivors
 
 log = logging.getLogger(__name__)
+
+RETIRED_TOPIC_KEPT_S = 10.0
+"""How long a retired generation's topic outlives the plan that left it out (`KafkaStreamReader._retire`): the
+gateways' view followers stop reading its log ends once they read a mark that no longer names it, which is written
+at the next plan and read within a second."""
 
 RAW_ARROW = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()),
                        ("key", pa.binary()), ("value", pa.binary())])
@@ -159,7 +164,15 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.wait_log_ms = int(options.get("readwaitlogms", "60000"))
         self.rotate_records = int(options.get("rotaterecords") or 0)
         """Start a new generation of the requests topic past this many offsets in a partition (0: never)."""
+        self.retire_after_s = int(options.get("retireafterms") or 120_000) / 1000
+        """How long after a newer generation began an older one, read to its end, is retired (`_retire`)."""
         self.replication_factor = int(options.get("replicationfactor") or 1)
+        self._seen: dict[int, float] = {}
+        """When (this reader's monotonic clock) each generation was first named in a plan's start: a restarted
+        reader counts a generation's age from its first plan, which only delays retirement."""
+        self._retired: dict[int, float] | None = None
+        """Generations left out of the offsets whose topics are still to delete -> when they were left out; None
+        before the first plan (which adds those an earlier run left out and had not deleted)."""
         # A new reader is a new query run: its first new batch is marked (only routed rows, the coordinator's, carry
         # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
         # and runs that batch, so the first such offset is the one to mark.
@@ -172,10 +185,14 @@ class KafkaStreamReader(DataSourceStreamReader):
                                max_partition_fetch_bytes=1024, metadata_max_age_ms=5000)
 
     def _partitions(self, generation: int = 0) -> list[int]:
+        """The topic's partitions; none for a generation g > 0 whose topic the cluster no longer has (retired and
+        deleted, `_retire`: a standby's rehearsal or a checkpoint may still name it)."""
         topic = topic_of(self.topic, generation)
         consumer = self._driver_consumer()
         deadline = time.monotonic() + 30
         while not (parts := consumer.partitions_for_topic(topic)):
+            if generation and topic not in consumer.topics():  # `topics()` asks the cluster, not the cache
+                return []
             if time.monotonic() > deadline:
                 raise RuntimeError(f"topic {topic!r} does not exist")
             time.sleep(0.2)
@@ -272,10 +289,12 @@ class KafkaStreamReader(DataSourceStreamReader):
         restart = self._check_data_loss(begin, ends)
         available = {s: max(0, e - begin.get(s, 0)) for s, e in ends.items() if s not in restart}
         take = cap_rows(available, limit.max_rows if isinstance(limit, ReadMaxRows) else None)
-        end = dict(begin)
+        end = {s: o for s, o in begin.items() if s in ends}  # a deleted generation has no ends: it is left out
         end.update({s: begin.get(s, 0) + n for s, n in take.items()})
         end.update(restart)  # this batch reads nothing there; the next one starts at the log start
         end.update(self._rotated(generation_list[-1], ends))
+        if self.rotate_records:
+            self._retire(begin, ends, generation_list, end)
         due = self._due_buckets()
         if end == begin and not due:
             return start  # nothing to read and no timer due: no batch
@@ -305,6 +324,39 @@ class KafkaStreamReader(DataSourceStreamReader):
         log.info("requests topic: generation %d (%s) begins; %s holds %d offsets in its longest partition",
                  newest + 1, topic, topic_of(self.topic, newest), longest)
         return {stream_partition(newest + 1, p): 0 for p in partitions}
+
+    def _retire(self, begin: Mapping[int, int], ends: Mapping[int, int], generation_list: list[int],
+                end: dict[int, int]) -> None:
+        """Leave out of `end` every generation g (0 < g < the newest) read to its end whose next generation began
+        `retireAfterMs` ago, and delete the topics of generations left out at least `RETIRED_TOPIC_KEPT_S` ago that
+        the start no longer names (the batch that left them out has committed). Without this every generation's
+        ends are read on every plan and every gateway round, and on tansu every topic costs each idempotent produce
+        (docs/operations-streaming.md, "Retiring generations").
+
+        Generation 0 is never retired: the client library, the admin tools and the drills write there. A gateway
+        writes to the newest generation the marks name, within a round of the mark (`gateway.fast.views`); one
+        whose follower stalls longer than `retireAfterMs` and writes to a retired generation gets no answer (its
+        views are not fresh, so it answers nothing itself): the client times out and retries, nothing acknowledged
+        is lost. tansu creates a deleted topic again on a produce; the next run's first plan deletes it."""
+        now = time.monotonic()
+        if self._retired is None:
+            named = set(generation_list)
+            self._retired = {g: now for g in self._generations_now() if 0 < g < generation_list[-1] and g not in named}
+        for g in generation_list:
+            self._seen.setdefault(g, now)
+        for g in generation_list[1:-1]:
+            began = min(self._seen[h] for h in generation_list if h > g)
+            streams = [s for s in ends if split(s)[0] == g]
+            if streams and now - began >= self.retire_after_s and all(begin.get(s, 0) >= ends[s] for s in streams):
+                for s in streams:
+                    end.pop(s, None)
+                self._retired.setdefault(g, now)
+                log.info("requests topic: generation %d (%s) retired, read to its end", g, topic_of(self.topic, g))
+        for g, at in list(self._retired.items()):
+            if g not in generation_list and now - at >= RETIRED_TOPIC_KEPT_S:
+                if delete_generation(self.client_config, topic_of(self.topic, g)):
+                    del self._retired[g]
+                    self._driver_consumer().topics()  # forget its partitions now (`_partitions`)
 
     def _check_data_loss(self, begin: dict[int, int], ends: Mapping[int, int]) -> dict[int, int]:
         """A log that ends before the checkpoint's offset was recreated or truncated (a broker that lost its data,
