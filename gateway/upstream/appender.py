@@ -71,6 +71,9 @@ class Appender:
             **confluent_config({"bootstrap_servers": bootstrap_servers, **kafka_config}), "logger": log,
             "acks": "all", "enable.idempotence": True, "max.in.flight.requests.per.connection": 1, "linger.ms": 0,
             "socket.nagle.disable": True,
+            # librdkafka's producer refreshes every topic it wrote to every 5 minutes, asking the broker to create
+            # those missing: on tansu that brought back the retired generations the query had deleted
+            "allow.auto.create.topics": False,
             "partitioner": "murmur2_random",
             "message.timeout.ms": timeout_ms, "client.id": "groupcoord-gateway"})
         self._reports: list[tuple[asyncio.Future, Any]] = []
