@@ -36,6 +36,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -89,11 +90,13 @@ def spread_group_ids(prefix: str, count: int, partitions: int) -> list[str]:
     return ids
 
 
-def start_stack(workdir: Path) -> tuple[subprocess.Popen, str, str, Path]:
-    """`coordinator run` on the embedded default; (process, broker, gateway, its output file)."""
+def start_stack(workdir: Path, settings: Sequence[str] = ()) -> tuple[subprocess.Popen, str, str, Path]:
+    """`coordinator run` on the embedded default, with `settings` (KEY=VALUE, its `--set`); (process, broker,
+    gateway, its output file)."""
     out = workdir / "run.out"
     process = subprocess.Popen([str(ROOT / ".venv" / "bin" / "coordinator"), "run", "--metrics-log",
-                                str(workdir / "metrics.log"), "--metrics-port", "0"],
+                                str(workdir / "metrics.log"), "--metrics-port", "0",
+                                *(x for setting in settings for x in ("--set", setting))],
                                cwd=ROOT, stdout=out.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -309,10 +312,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=30.0, help="how long the load runs (default 30)")
     parser.add_argument("--feed", choices=FEEDS, default="chunks",
                         help="how the committers' records are produced (default chunks; see FEEDS)")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="a coordinator.properties key for `coordinator run` (repeatable), e.g. "
+                             "topic.requests.rotate.records=10000")
     args = parser.parse_args(argv)
     workdir = ROOT / "var" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}"
     workdir.mkdir(parents=True)
-    process, broker, gateway, out = start_stack(workdir)
+    process, broker, gateway, out = start_stack(workdir, args.settings)
+    if args.settings:
+        print(f"settings: {' '.join(args.settings)}", flush=True)
     load = None
     try:
         time.sleep(10)
