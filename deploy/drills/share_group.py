@@ -305,7 +305,7 @@ class ShareLoad:
         if not self._stop_producing.is_set():
             return False
         with self.ledger.lock:
-            waiting = [v for v in self.produced if v not in self.ledger.settled and v not in self.ledger.unanswered]
+            waiting = self._waiting()
             where = [self.ledger.where.get(v) for v in waiting]
         if not waiting:
             return True
@@ -320,10 +320,14 @@ class ShareLoad:
                 log(f"durable start offsets not read: {exc}")
         return all(offset < self._starts.get(partition, -1) for partition, offset in where)
 
+    def _waiting(self) -> list[bytes]:
+        """The records produced that the ledger has neither as settled nor as unanswered (its lock held)."""
+        return [v for v in self.produced if v not in self.ledger.settled and v not in self.ledger.unanswered]
+
     def unsettled(self) -> str:
         """The records `all_settled` still waits for, a few of them with their deliveries (for the drill's log)."""
         with self.ledger.lock:
-            waiting = [v for v in self.produced if v not in self.ledger.settled and v not in self.ledger.unanswered]
+            waiting = self._waiting()
             return f"{len(waiting)} of {len(self.produced)} produced; " + ", ".join(
                 f"{v!r} at {self.ledger.where.get(v)} delivered {self.ledger.deliveries.get(v, [])}"
                 for v in waiting[:8])
