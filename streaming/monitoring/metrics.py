@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from typing import IO, Any, Mapping
 
 from pyspark.sql.streaming import StreamingQueryListener
@@ -24,6 +25,15 @@ from streaming.monitoring.group_watch import GroupChange, GroupWatch
 from streaming.monitoring.prometheus import PrometheusMetrics
 
 log = logging.getLogger(__name__)
+
+GROUP_WATCH_SHARE = 0.02
+"""The most of the time the group watch may spend reading the records topic: a read that took t is followed by
+none for t / GROUP_WATCH_SHARE. On tansu every fetch below a partition's end lists all of the partition's record
+batches under the lock every produce waits for, and the records topic only grows (tansu does not compact): read at
+every batch, the watch cost 97-114 ms a read at 10,000-20,000 batches a partition, and a synchronous idempotent
+producer beside it (the gateway appending commits) lost 12-16% of its rate; a soak's commits/s fell with it all
+hour (issue 37, docs/operations-streaming.md, "The group watch"). So the watch reads at every batch while the topic
+is short, and every few seconds once it is long; groups by state and state changes come that much later."""
 
 
 class CoordinatorMetrics(StreamingQueryListener):
@@ -42,16 +52,32 @@ class CoordinatorMetrics(StreamingQueryListener):
         self.console = console
         self.groups = groups
         self._groups_failing = False
+        self._groups_due = 0.0
+        """`time.monotonic()` before which a batch's report does not read the records topic (`GROUP_WATCH_SHARE`)."""
 
     def onQueryStarted(self, event) -> None:
         pass
 
     def onQueryIdle(self, event) -> None:
+        if time.monotonic() >= self._groups_due:  # what the last batches left unread (`GROUP_WATCH_SHARE`)
+            self._groups_between_batches()
         if self.console is not None:
             self.console.idle()
 
     def onQueryTerminated(self, event) -> None:
-        pass
+        self._groups_between_batches()  # where the groups were left, whatever the last batches left unread
+
+    def _groups_between_batches(self) -> None:
+        try:
+            changes = self._group_changes()
+            if self.groups is None or self._groups_failing:
+                return
+            if self.console is not None and changes:
+                self.console.changes(changes, self.groups.count_by_state())
+            if self.prometheus is not None:
+                self.prometheus.groups(self.groups.count_by_state())
+        except Exception:  # noqa: BLE001 - the listener thread is Spark's: log, never raise into it
+            log.exception("groups between batches")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], client: Mapping[str, Any],
@@ -109,7 +135,7 @@ class CoordinatorMetrics(StreamingQueryListener):
             log.exception("metrics of batch %s", p.batchId)
 
     def _report(self, p) -> None:
-        changes = self._group_changes()
+        changes = self._group_changes() if time.monotonic() >= self._groups_due else []
         record = progress_record(p, self.groups.count_by_state() if self.groups and not self._groups_failing
                                  else None)
         if self.json_lines is not None:
@@ -123,6 +149,7 @@ class CoordinatorMetrics(StreamingQueryListener):
     def _group_changes(self) -> list[GroupChange]:
         if self.groups is None:
             return []
+        started = time.monotonic()
         try:
             changes = self.groups.poll()
         except Exception as exc:  # a metrics line without the groups beats none, and the query must not notice
@@ -133,6 +160,8 @@ class CoordinatorMetrics(StreamingQueryListener):
         if self._groups_failing:
             log.info("groups by state available again")
         self._groups_failing = False
+        now = time.monotonic()
+        self._groups_due = now + (now - started) / GROUP_WATCH_SHARE
         return changes
 
 

@@ -114,6 +114,11 @@ class PrometheusMetrics:
         self._batch_seconds_sum = 0.0
         self._batches = 0
 
+    def groups(self, groups_by_state: dict[str, int]) -> None:
+        """Groups by state read between batches (the query idle or stopped: `metrics.GROUP_WATCH_SHARE`)."""
+        with self._lock:
+            self._groups = dict(groups_by_state)
+
     def observe(self, record: dict, progress: Any = None) -> None:
         """One micro-batch: its metrics line and, for Spark's own rates and input rows, its progress report."""
         with self._lock:

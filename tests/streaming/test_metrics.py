@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 import urllib.request
 import uuid
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ from pyspark.sql import Row
 from schemas.messages import GroupDirectoryEntry, GroupMetadataKey, GroupMetadataRecord
 from state.records import encode_key
 from state.wire import encode
+from streaming.monitoring.console import Console
 from streaming.monitoring.group_watch import GroupWatch
 from streaming.monitoring.metrics import CoordinatorMetrics
 from streaming.query import stop_between_batches
@@ -72,6 +74,45 @@ def test_groups_by_state_follow_the_records_topic(broker):
         "Reconciling": 0}
 
 
+def _write_states(broker: str, topic: str, states: list[tuple[str, str]]) -> None:
+    producer = KafkaProducer(bootstrap_servers=broker)
+    for group_id, state in states:
+        value = GroupMetadataRecord("consumer", 1, None, None, 0, (), GroupDirectoryEntry(state, "consumer", 0))
+        producer.send(topic, key=encode_key(GroupMetadataKey(group_id)), value=encode(value), partition=0)
+    producer.flush()
+    producer.close()
+
+
+@pytest.mark.broker
+def test_the_records_topic_is_read_no_more_than_its_share_of_the_time_and_an_idle_report_brings_the_rest(broker):
+    """On tansu every read of the records topic lists all its record batches under the lock every produce waits
+    for (`metrics.GROUP_WATCH_SHARE`): the batch right after a read does not read again, and what it left is read
+    once the watch is due, by a batch or, here, the query's idle report."""
+    topic = f"records-{uuid.uuid4().hex[:8]}"
+    _write_states(broker, topic, [("a", "Stable")])
+    out, lines = io.StringIO(), []
+    console_out = logging.getLogger(f"test-metrics.{uuid.uuid4().hex[:8]}")
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    console_out.addHandler(handler)
+    console_out.setLevel(logging.INFO)
+    listener = CoordinatorMetrics("q", json_lines=out, console=Console(0, out=console_out),
+                                  groups=GroupWatch(topic, {"bootstrap_servers": broker}))
+    listener.onQueryProgress(SimpleNamespace(progress=progress()))
+    _write_states(broker, topic, [("a", "Empty")])
+    listener.onQueryProgress(SimpleNamespace(progress=progress()))  # at once: not due
+    first, second = (json.loads(line)["groups_by_state"] for line in out.getvalue().splitlines())
+    assert first["Stable"] == 1 and second["Stable"] == 1 and second["Empty"] == 0
+    assert lines == ["group a: Stable, generation 1, 0 members"]
+    deadline = time.monotonic() + 60
+    while len(lines) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        listener.onQueryIdle(SimpleNamespace())
+    assert lines == ["group a: Stable, generation 1, 0 members", "group a: Empty, generation 1, 0 members"]
+    listener.onQueryProgress(SimpleNamespace(progress=progress()))
+    assert json.loads(out.getvalue().splitlines()[-1])["groups_by_state"]["Empty"] == 1
+
+
 def test_a_running_query_writes_a_line_per_batch_and_serves_the_same_counts(coordinator, tmp_path, caplog):
     """One group formed through a real query: the JSON-lines file has one line per batch, in order; the Prometheus
     endpoint serves the same totals; the console reports the group's state changes."""
@@ -95,7 +136,13 @@ def test_a_running_query_writes_a_line_per_batch_and_serves_the_same_counts(coor
         stop_between_batches(query, timeout_s=120)  # the heartbeat's batch completes and is reported
         batches = query.lastProgress["batchId"] + 1
         lines = run.wait(lambda: len(_lines(metrics_file)) >= batches and _lines(metrics_file))
-        scraped = samples(urllib.request.urlopen(listener.prometheus.server.url, timeout=10).read().decode())
+        # The last batches may have left the records topic unread (`metrics.GROUP_WATCH_SHARE`): the query's
+        # termination reads it, and the listener hears of it on Spark's listener thread.
+        def scrape() -> dict | None:
+            found = samples(urllib.request.urlopen(listener.prometheus.server.url, timeout=10).read().decode())
+            return found if found.get('coordinator_groups{state="Stable"}') == 1 else None
+
+        scraped = run.wait(scrape, timeout_s=60)
     finally:
         run.spark.streams.removeListener(listener)
         listener.close()
