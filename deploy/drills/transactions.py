@@ -220,8 +220,14 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
             log("standby ready")
         # a bootstrap port whose next one is free too: the gateway's listener for the broker takes that one, and
         # both must be free again when it is started at the same address after its kill
-        address = f"127.0.0.1:{_free_pair()}"
-        gateway = start_gateway(env.bootstrap, topics, listen=address, log_path=env.workdir / "gateway.log")
+        for attempt in range(5):  # another process may take a port of the pair before the gateway binds it
+            address = f"127.0.0.1:{_free_pair()}"
+            try:
+                gateway = start_gateway(env.bootstrap, topics, listen=address, log_path=env.workdir / "gateway.log")
+                break
+            except RuntimeError:  # it exited: "address already in use" (gateway.log)
+                if attempt == 4:
+                    raise
         admin = AdminClient({"bootstrap.servers": env.bootstrap})
         source, sink = f"eos-in-{time.monotonic_ns()}", f"eos-out-{time.monotonic_ns()}"
         for topic in (source, sink):
