@@ -72,10 +72,11 @@ class CoordinatorMetrics(StreamingQueryListener):
             changes = self._group_changes()
             if self.groups is None or self._groups_failing:
                 return
-            if self.console is not None and changes:
-                self.console.changes(changes, self.groups.count_by_state())
+            by_state = self.groups.count_by_state()
+            if self.console is not None:
+                self.console.changes(changes, by_state)
             if self.prometheus is not None:
-                self.prometheus.groups(self.groups.count_by_state())
+                self.prometheus.groups(by_state)
         except Exception:  # noqa: BLE001 - the listener thread is Spark's: log, never raise into it
             log.exception("groups between batches")
 
@@ -116,9 +117,7 @@ class CoordinatorMetrics(StreamingQueryListener):
         """Stop serving and close the metrics file; the console prints the group state changes of the batches that
         ran while the query stopped (their reports no longer reach the listener) and what the last interval saw."""
         if self.console is not None:
-            changes = self._group_changes()
-            if self.groups is not None and not self._groups_failing:
-                self.console.changes(changes, self.groups.count_by_state())
+            self._groups_between_batches()
             self.console.flush()
         if self.prometheus is not None and self.prometheus.server is not None:
             self.prometheus.server.close()

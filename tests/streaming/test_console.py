@@ -3,9 +3,7 @@ broker): group state changes as one line each, the periodic summary, and the met
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime, timezone
-from typing import Iterator
 
 import pytest
 
@@ -153,17 +151,3 @@ class TestPrometheusText:
         assert all(name.startswith("coordinator_") for name in types)
         assert all(name.endswith("_total") for name, kind in types.items() if kind == "counter")
         assert not any(name.endswith("_total") for name, kind in types.items() if kind != "counter")
-
-
-@pytest.fixture
-def console_log(request) -> Iterator[tuple[logging.Logger, list[str]]]:
-    """A logger of its own for a Console, and the messages it logged."""
-    lines: list[str] = []
-    out = logging.getLogger(f"test-console.{request.node.name}")
-    handler = logging.Handler()
-    handler.emit = lambda record: lines.append(record.getMessage())
-    out.addHandler(handler)
-    out.setLevel(logging.INFO)
-    yield out, lines
-    out.removeHandler(handler)
-

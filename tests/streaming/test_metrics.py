@@ -55,17 +55,23 @@ def test_other_queries_are_ignored():
     assert out.getvalue() == ""
 
 
+def _write_states(broker: str, topic: str, states: list[tuple[str, str | None]]) -> None:
+    """A group record per (group, state) in the records topic's partition 0; state None: the group's tombstone."""
+    producer = KafkaProducer(bootstrap_servers=broker)
+    for group_id, state in states:
+        value = None if state is None else encode(
+            GroupMetadataRecord("consumer", 1, None, None, 0, (), GroupDirectoryEntry(state, "consumer", 0)))
+        producer.send(topic, key=encode_key(GroupMetadataKey(group_id)), value=value, partition=0)
+    producer.flush()
+    producer.close()
+
+
 @pytest.mark.broker
 def test_groups_by_state_follow_the_records_topic(broker):
     """The listener reads the group records the batches wrote, as ListGroups does (the session's tansu broker)."""
     topic = f"records-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(bootstrap_servers=broker)
-    for group_id, state in [("a", "Stable"), ("b", "Stable"), ("c", "PreparingRebalance"), ("a", "Empty")]:
-        value = GroupMetadataRecord("consumer", 1, None, None, 0, (), GroupDirectoryEntry(state, "consumer", 0))
-        producer.send(topic, key=encode_key(GroupMetadataKey(group_id)), value=encode(value), partition=0)
-    producer.send(topic, key=encode_key(GroupMetadataKey("b")), value=None, partition=0)  # b was deleted
-    producer.flush()
-    producer.close()
+    _write_states(broker, topic, [("a", "Stable"), ("b", "Stable"), ("c", "PreparingRebalance"), ("a", "Empty"),
+                                  ("b", None)])  # b was deleted
     out = io.StringIO()
     groups = GroupWatch(topic, {"bootstrap_servers": broker})
     CoordinatorMetrics("q", json_lines=out, groups=groups).onQueryProgress(SimpleNamespace(progress=progress()))
@@ -74,28 +80,15 @@ def test_groups_by_state_follow_the_records_topic(broker):
         "Reconciling": 0}
 
 
-def _write_states(broker: str, topic: str, states: list[tuple[str, str]]) -> None:
-    producer = KafkaProducer(bootstrap_servers=broker)
-    for group_id, state in states:
-        value = GroupMetadataRecord("consumer", 1, None, None, 0, (), GroupDirectoryEntry(state, "consumer", 0))
-        producer.send(topic, key=encode_key(GroupMetadataKey(group_id)), value=encode(value), partition=0)
-    producer.flush()
-    producer.close()
-
-
 @pytest.mark.broker
-def test_the_records_topic_is_read_no_more_than_its_share_of_the_time_and_an_idle_report_brings_the_rest(broker):
+def test_the_records_topic_is_read_no_more_than_its_share_of_the_time_and_an_idle_report_brings_the_rest(
+        broker, console_log):
     """On tansu every read of the records topic lists all its record batches under the lock every produce waits
     for (`metrics.GROUP_WATCH_SHARE`): the batch right after a read does not read again, and what it left is read
     once the watch is due, by a batch or, here, the query's idle report."""
     topic = f"records-{uuid.uuid4().hex[:8]}"
     _write_states(broker, topic, [("a", "Stable")])
-    out, lines = io.StringIO(), []
-    console_out = logging.getLogger(f"test-metrics.{uuid.uuid4().hex[:8]}")
-    handler = logging.Handler()
-    handler.emit = lambda record: lines.append(record.getMessage())
-    console_out.addHandler(handler)
-    console_out.setLevel(logging.INFO)
+    out, (console_out, lines) = io.StringIO(), console_log
     listener = CoordinatorMetrics("q", json_lines=out, console=Console(0, out=console_out),
                                   groups=GroupWatch(topic, {"bootstrap_servers": broker}))
     listener.onQueryProgress(SimpleNamespace(progress=progress()))
