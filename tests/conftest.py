@@ -21,12 +21,12 @@ SLOW_FIXTURES = {"spark": "spark", "broker": "broker"}
 lane (`./tests/run --fast`: `-m "not spark and not broker"`) never starts Spark or a broker by accident."""
 
 PER_WORKER_FIXTURES = {"broker", "spark"}
-"""Under pytest-xdist (`./tests/run` runs three workers) each worker has its own broker and SparkSession."""
+"""Under pytest-xdist (`./tests/run` runs two workers) each worker has its own broker and SparkSession."""
 
 LONGEST_UNIT = "driver-jvm"
-"""The tests that start their own driver JVMs (about a third of the suite's time): one unit, run first. It is the
-critical path of a three-worker run (958 s of 969), but as two units run at once (the drills, the rest) both
-slowed so much that the run took 1,281 s: two cold driver JVMs on two cores."""
+"""The tests that start their own driver JVMs (about a third of the suite's time): one unit, run first. As two
+units run at once on three workers (the drills, the rest) both slowed so much that the run took 1,281 s: two cold
+driver JVMs on two cores."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the `xdist_group` marks
@@ -46,7 +46,7 @@ def _work_unit(item: pytest.Item) -> str:
     """What `--dist loadgroup` hands one worker at a time: the tests that share a session- or package-wide fixture of
     ours (a query, a gateway: it then starts once), else the test's module (its module-wide fixtures start once).
     Modules that start their own driver JVMs mark themselves `xdist_group("driver-jvm")`: one worker runs those one
-    after another, while the others run in-process queries, rather than two cold JVM starts sharing two cores."""
+    after another, while the other runs in-process queries, rather than two cold JVM starts sharing two cores."""
     info = getattr(item, "_fixtureinfo", None)
     for name in getattr(item, "fixturenames", ()):
         defs = info.name2fixturedefs.get(name) if info is not None else None
