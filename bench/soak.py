@@ -17,7 +17,10 @@ It prints, per minute, commits/s, batches and their p99, and ends with
           idle gateway = Y cores, broker memory growth = Z MB/h
 
 Goals: R >= 0.9, Q <= 1.5, X = 0, W = 0, Y <= 0.05. `idle gateway` is measured before the load, 20 s with no
-client. Members expired is the query's own count (`members_expired` in its per-batch metrics): members that leave
+client. The machine itself is measured before the stack starts and after it stops (`machine_reference`), and R is
+also printed over that ratio: two soaks run back to back on this shared 2-core machine once started at 910 and at
+665 commits/s, the second one where the first had ended an hour later, so a last/first ratio alone can be the
+machine's drift as well as the stack's. Members expired is the query's own count (`members_expired` in its per-batch metrics): members that leave
 close their consumers, so any expiry is one that kept heartbeating.
 
     python -m bench.soak [--minutes 30]
@@ -307,6 +310,38 @@ def idle_gateway_cores(process: subprocess.Popen, seconds: float = 20.0) -> floa
     return (cpu_seconds({"gateway": gateway})["gateway"] - before) / seconds
 
 
+REFERENCE_S = 15.0
+SETTLE_S = 15.0
+"""The pause between stopping the stack and the second reference: its JVM and broker take seconds to go (the first
+run's reference right after the stop: 4,438/s at load average 4.5)."""
+
+
+def machine_reference(seconds: float = REFERENCE_S) -> float:
+    """The machine's pace, with nothing of ours running: synchronous acks=all produces a second of one small record
+    to a fresh embedded tansu (the floor of anything durable here, which every commit through the gateway pays)."""
+    from streaming.kafka_io.embedded import start_broker
+
+    broker = start_broker()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        for future in admin.create_topics([NewTopic("soak-reference", 1, 1)]).values():
+            future.result()
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "linger.ms": 0,
+                             "enable.idempotence": True})
+        producer.produce("soak-reference", b"warm-up")
+        producer.flush(30)
+        n, started = 0, time.monotonic()
+        while time.monotonic() - started < seconds:
+            producer.produce("soak-reference", b"x" * 100)
+            producer.flush(30)
+            n += 1
+        rate = n / (time.monotonic() - started)
+        del producer, admin  # closed before their broker goes, rather than logging its disconnection
+        return rate
+    finally:
+        broker.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0, help="how long the load runs (default 30)")
@@ -318,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     workdir = ROOT / "var" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}"
     workdir.mkdir(parents=True)
+    reference_before = machine_reference()
+    print(f"machine reference before: {reference_before:.0f} synchronous produces/s; {_uptime()}", flush=True)
     process, broker, gateway, out = start_stack(workdir, args.settings)
     if args.settings:
         print(f"settings: {' '.join(args.settings)}", flush=True)
@@ -379,14 +416,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{_batch_counts(broker, [*requests_topics, *COUNTED_TOPICS, load.records_topic])}", flush=True)
         print(f"windows of {span / 60:.1f} min: first {first}, last {last}; commit errors {load.commit_errors}, "
               f"assignments lost {load.lost}; tansu {rss_start:.0f} -> {rss_end:.0f} MB; {_uptime()}")
-        print(f"soak: commits/s last 5 min / first 5 min = {r:.2f}, batch p99 last/first = {q:.2f}, "
-              f"members expired = {expired}, query restarts = {restarts}, idle gateway = {idle:.3f} cores, "
-              f"broker memory growth = {growth:.0f} MB/h")
-        return 0
+        summary = (f"soak: commits/s last 5 min / first 5 min = {r:.2f}, batch p99 last/first = {q:.2f}, "
+                   f"members expired = {expired}, query restarts = {restarts}, idle gateway = {idle:.3f} cores, "
+                   f"broker memory growth = {growth:.0f} MB/h")
     finally:
         if load is not None:
             load.close()
         stop_stack(process)
+    time.sleep(SETTLE_S)
+    reference_after = machine_reference()
+    machine = reference_after / reference_before if reference_before else 0.0
+    print(f"machine reference after: {reference_after:.0f} synchronous produces/s; {_uptime()}", flush=True)
+    print(summary)
+    print(f"machine after/before = {machine:.2f}, R on the machine's pace = R / (after/before) = "
+          f"{r / machine if machine else 0.0:.2f}")
+    return 0
 
 
 def _topic_sizes(broker: str) -> dict[str, list[int]]:
