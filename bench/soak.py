@@ -17,11 +17,12 @@ It prints, per minute, commits/s, batches and their p99, and ends with
           idle gateway = Y cores, broker memory growth = Z MB/h
 
 Goals: R >= 0.9, Q <= 1.5, X = 0, W = 0, Y <= 0.05. `idle gateway` is measured before the load, 20 s with no
-client. The machine itself is measured before the stack starts and after it stops (`machine_reference`), and R is
-also printed over that ratio: two soaks run back to back on this shared 2-core machine once started at 910 and at
-665 commits/s, the second one where the first had ended an hour later, so a last/first ratio alone can be the
-machine's drift as well as the stack's. Members expired is the query's own count (`members_expired` in its per-batch metrics): members that leave
+client. Members expired is the query's own count (`members_expired` in its per-batch metrics): members that leave
 close their consumers, so any expiry is one that kept heartbeating.
+
+The machine itself is measured before the stack starts and after it stops (`machine_reference`), and R is also
+printed over that ratio: three runs of one build on this shared 2-core machine began at 913, 657 and 933
+commits/s, so a last/first ratio alone can be the machine's drift as well as the stack's.
 
     python -m bench.soak [--minutes 30]
 """
