@@ -318,29 +318,35 @@ run's reference right after the stop: 4,438/s at load average 4.5)."""
 
 
 def machine_reference(seconds: float = REFERENCE_S) -> float:
-    """The machine's pace, with nothing of ours running: synchronous acks=all produces a second of one small record
-    to a fresh embedded tansu (the floor of anything durable here, which every commit through the gateway pays)."""
+    """The machine's pace, with nothing of ours running: `produce_rate` on a fresh embedded tansu (the floor of
+    anything durable here, which every commit through the gateway pays)."""
     from streaming.kafka_io.embedded import start_broker
 
     broker = start_broker()
     try:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-        for future in admin.create_topics([NewTopic("soak-reference", 1, 1)]).values():
-            future.result()
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "linger.ms": 0,
-                             "enable.idempotence": True})
-        producer.produce("soak-reference", b"warm-up")
-        producer.flush(30)
-        n, started = 0, time.monotonic()
-        while time.monotonic() - started < seconds:
-            producer.produce("soak-reference", b"x" * 100)
-            producer.flush(30)
-            n += 1
-        rate = n / (time.monotonic() - started)
-        del producer, admin  # closed before their broker goes, rather than logging its disconnection
-        return rate
+        return produce_rate(broker.bootstrap_servers, "soak-reference", seconds)
     finally:
         broker.stop()
+
+
+def produce_rate(bootstrap: str, topic: str, seconds: float = REFERENCE_S) -> float:
+    """Synchronous idempotent acks=all produces a second of one 100-byte record to a new one-partition `topic`: as
+    the gateway's appender writes a commit. On the stack's own broker, before the load and after it, it tells a
+    broker slowed by what it holds from a machine that slowed."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "enable.idempotence": True})
+    producer.produce(topic, b"warm-up")
+    producer.flush(30)
+    n, started = 0, time.monotonic()
+    while time.monotonic() - started < seconds:
+        producer.produce(topic, b"x" * 100)
+        producer.flush(30)
+        n += 1
+    rate = n / (time.monotonic() - started)
+    del producer, admin  # closed before their broker goes, rather than logging its disconnection
+    return rate
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -364,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(10)
         idle = idle_gateway_cores(process)
         print(f"idle gateway: {idle:.3f} cores over 20 s; {_uptime()}", flush=True)
+        broker_before = produce_rate(broker, f"soak-broker-reference-{uuid.uuid4().hex[:6]}")
+        print(f"broker reference before: {broker_before:.0f} synchronous produces/s on the idle stack's broker; "
+              f"{_uptime()}", flush=True)
         tansu = child(process, "tansu")
         load = Load(gateway, broker, args.feed)
         print(f"feed: {args.feed}", flush=True)
@@ -400,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
         ended = time.monotonic()
         rss_end = rss_mb(tansu) or rss_last
         load.close()
+        time.sleep(SETTLE_S)
+        broker_after = produce_rate(broker, f"soak-broker-reference-{uuid.uuid4().hex[:6]}")
+        print(f"broker reference after: {broker_after:.0f} synchronous produces/s on the idle stack's broker; "
+              f"{_uptime()}", flush=True)
         rows = batches(workdir / "metrics.log")
         span = min(300.0, (ended - started) / 2)
         first = window_stats(rows, load.commits, started, started + span, clock_offset)
@@ -431,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     print(summary)
     print(f"machine after/before = {machine:.2f}, R on the machine's pace = R / (after/before) = "
           f"{r / machine if machine else 0.0:.2f}")
+    held = broker_after / broker_before if broker_before else 0.0
+    print(f"stack's broker after/before = {held:.2f}, over the machine's = {held / machine if machine else 0.0:.2f}")
     return 0
 
 
