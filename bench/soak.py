@@ -22,7 +22,9 @@ close their consumers, so any expiry is one that kept heartbeating.
 
 The machine itself is measured before the stack starts and after it stops (`machine_reference`), and R is also
 printed over that ratio: three runs of one build on this shared 2-core machine began at 913, 657 and 933
-commits/s, so a last/first ratio alone can be the machine's drift as well as the stack's.
+commits/s, so a last/first ratio alone can be the machine's drift as well as the stack's. The stack's own broker is
+measured the same way on the idle stack, before the load and after it (`produce_rate`): a broker slowed by what it
+holds shows there and not on the fresh one.
 
     python -m bench.soak [--minutes 30]
 """
@@ -404,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{s['batch_p99_ms'] / 1000:.2f} s, commit wait mean {sum(waits) / max(len(waits), 1) * 1000:.0f} ms "
                   f"p50 {_quantile(waits, 0.5) * 1000:.0f} ms "
                   f"p99 {_quantile(waits, 0.99) * 1000:.0f} ms, empty polls {empty}, cores {cores}, "
-                  f"commit errors {load.commit_errors}, lost {load.lost}, tansu {rss_last:.0f} MB; {_uptime()}",
+                  f"commit errors {load.commit_errors}, lost {load.lost}, tansu {rss_last:.0f} MB, "
+                  f"gateway {rss_mb(roots['gateway']):.0f} MB; {_uptime()}",
                   flush=True)
         ended = time.monotonic()
         rss_end = rss_mb(tansu) or rss_last
