@@ -2,7 +2,7 @@
 
     python -m deploy.drills.kill_driver [--kills 3] [--points random,mid-rebalance,mid-commit] [--groups 4]
         [--members 3] [--session-timeout-ms 60000] [--seed 7] [--bootstrap-servers HOST:PORT] [--workdir DIR]
-        [--standby] [--consumer-group-members 3]
+        [--standby [--standby-kills N]] [--consumer-group-members 3]
 
 A fleet of simulated consumers (deploy/drills/fleet.py) joins, syncs, heartbeats and commits through the job. At
 each kill point the job's whole process group gets SIGKILL and is started again on the same checkpoint right away,
@@ -20,6 +20,10 @@ With `--consumer-group-members N`, a KIP-848 consumer group runs beside the flee
 unmodified librdkafka consumers (`group.protocol=consumer`) through a gateway in front of the job's topics
 (deploy/drills/consumer_group.py); they must keep their partitions and go on consuming across every kill, their
 commits acknowledged again after it, and no partition owned by two of them at once.
+
+With `--standby`, a second driver waits on the same checkpoint and takes over at each kill, the killed one coming
+back as the next standby; with `--standby-kills N` only the first N kills, and the ones after restart the killed
+driver in place: one run covers both ways back.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ def wait_for_kill_point(point: str, fleet: Fleet, checkpoint: Checkpoint, rng: r
 
 def run(points: list[str], groups: int, members: int, session_timeout_ms: int, seed: int, workdir: Path,
         bootstrap: str | None = None, start_timeout_s: float = 300.0, standby: bool = False,
-        consumer_group_members: int = 0) -> Verdict:
+        consumer_group_members: int = 0, standby_kills: int | None = None) -> Verdict:
     rng = random.Random(seed)
     # The consumer group's assignor sees a topic created for it within a second (the default is 5 s).
     env = Environment(workdir, bootstrap,
@@ -67,6 +71,8 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
     # With a standby, a second driver on the same checkpoint waits, warm, until the active one's lease lapses
     # (streaming/recovery/lease.py); after each kill it takes over, and the killed one comes back as the standby.
     spare = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf) if standby else None
+    taken_over = len(points) if standby_kills is None else standby_kills
+    """How many kills (the first ones) the standby takes over; after those, the killed driver restarts in place."""
     fleet = None
     consumers = None
     try:
@@ -99,21 +105,22 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
             killed_at = time.monotonic()
             killed.append(killed_at)
             env.job.kill()
-            then = "the standby takes over" if spare else "restarting"
+            takeover = spare is not None and i < taken_over
+            then = "the standby takes over" if takeover else "restarting"
             log(f"kill {i + 1}/{len(points)} ({point}): {moment}; {then}")
             notes.append(f"kill {i + 1} ({point}): {moment}")
             expired_before = len(fleet.ledger.expired_while_stable)
-            if spare is None:
-                env.job.start()
-            else:
+            if takeover:
                 env.job, spare = spare, env.job
+            else:
+                env.job.start()
             # Recovered = the first answer to a request sent after the kill.
             recovered = fleet.run_until(
                 lambda: any(fleet.ledger.sent[r].at > killed_at for r in fleet.ledger.first_at
                             if fleet.ledger.first_at[r] > killed_at), start_timeout_s)
             recover.append(time.monotonic() - killed_at if recovered else float("nan"))
             log(f"recovered in {recover[-1]:.1f} s")
-            if spare is not None and i + 1 < len(points):
+            if takeover and i + 1 < min(len(points), taken_over):
                 # After the measurement, so the new standby's cold start does not share the CPU with the takeover;
                 # the members keep heartbeating meanwhile.
                 spare.start()
@@ -160,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--standby", action="store_true",
                         help="run a standby driver on the same checkpoint, which takes over at each kill")
+    parser.add_argument("--standby-kills", type=int,
+                        help="with --standby: the standby takes over the first N kills only, the rest restart")
     parser.add_argument("--consumer-group-members", type=int, default=0,
                         help="also run a KIP-848 consumer group of this many librdkafka consumers through a gateway")
     parser.add_argument("--json", action="store_true", help="also print the verdict as one JSON line")
@@ -171,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="drill-kill-driver-"))
     verdict = run(points, args.groups, args.members, args.session_timeout_ms, args.seed, workdir,
                   args.bootstrap_servers, standby=args.standby,
-                  consumer_group_members=args.consumer_group_members)
+                  consumer_group_members=args.consumer_group_members, standby_kills=args.standby_kills)
     print(verdict.table())
     if args.json:
         print(verdict.to_json())
