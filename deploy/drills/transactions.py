@@ -2,12 +2,12 @@
 the gateway (started again at the same address), then a rebuild from the records topic.
 
 An exactly-once application (`deploy/drills/eos_app.py`: confluent-kafka, a static member, one transactional id)
-reads `--records` input records, written at `--rate` a second while the drill runs, through a gateway and writes
-one output per input, each transaction committing its input offsets (TxnOffsetCommit). While it runs, the driver
-is killed with -9 (the standby takes over, or the job is started again) and then the gateway, `--gateway-kills`
-times, each after five more transactions committed (started again on the same port: the application reconnects;
-it does not re-bootstrap, see eos_app.py); the application itself is started again whenever it exits. A wait of
-60 s without a commit makes the application print its threads' stacks into its log. At the end:
+reads `--records` input records, written at `--rate` a second until the kills are over and then at once, through a
+gateway, and writes one output per input, each transaction committing its input offsets (TxnOffsetCommit). While it
+runs, the driver is killed with -9 (the standby takes over, or the job is started again) and then the gateway,
+`--gateway-kills` times, each after five more transactions committed (started again on the same port: the
+application reconnects; it does not re-bootstrap, see eos_app.py); the application itself is started again whenever
+it exits. A wait of 60 s without a commit makes the application print its threads' stacks into its log. At the end:
 
 - every input offset is in exactly one committed transaction's output (judged from the output's markers, read raw:
   tansu's read_committed also returns aborted records);
@@ -185,7 +185,10 @@ def judge(verdict: Verdict, stage: str, bootstrap: str, broker: str, group: str,
         verdict.notes.append(f"{stage}: committed offset {offset}")
 
 
-def _feed(bootstrap: str, topic: str, records: int, rate: float, done: threading.Event) -> None:
+def _feed(bootstrap: str, topic: str, records: int, rate: float, hurry: threading.Event,
+          done: threading.Event) -> None:
+    """`records` inputs at `rate` a second, so that transactions are open and committing at each kill; once
+    `hurry` is set (the kills are over) the rest at once, rather than the drill idling on its pace."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
@@ -194,7 +197,7 @@ def _feed(bootstrap: str, topic: str, records: int, rate: float, done: threading
         producer.produce(topic, f"in-{n}".encode())
         producer.poll(0)
         pause = started + (n + 1) / rate - time.monotonic()
-        if pause > 0:
+        if pause > 0 and not hurry.is_set():
             time.sleep(pause)
     producer.flush(60)
     done.set()
@@ -232,9 +235,8 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
         source, sink = f"eos-in-{time.monotonic_ns()}", f"eos-out-{time.monotonic_ns()}"
         for topic in (source, sink):
             admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
-        # fed at `rate` a second, so that transactions are open and committing at each kill
-        fed = threading.Event()
-        threading.Thread(target=_feed, args=(env.bootstrap, source, records, rate, fed), daemon=True).start()
+        fed, hurry = threading.Event(), threading.Event()
+        threading.Thread(target=_feed, args=(env.bootstrap, source, records, rate, hurry, fed), daemon=True).start()
         group = f"eos-{time.monotonic_ns()}"
         app = App({"bootstrap": address, "source": source, "sink": sink, "group": group,
                    "transactional_id": f"tx-{group}", "instance_id": "eos-1", "records": 10, "debug": debug},
@@ -261,6 +263,7 @@ def run(workdir: Path, records: int = 2000, standby: bool = True, bootstrap: str
             recovered = app.wait_commits(5, start_timeout_s)
             verdict.time_to_recover_s.append(time.monotonic() - killed if recovered else float("nan"))
             log(f"transactions commit again {verdict.time_to_recover_s[-1]:.1f} s after the gateway's kill")
+        hurry.set()
         if not fed.wait(start_timeout_s):
             verdict.notes.append("the input was not all written")
         deadline = time.monotonic() + start_timeout_s
