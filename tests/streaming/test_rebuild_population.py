@@ -18,6 +18,7 @@ from state.records import offset_record
 from streaming.group_stores.state_reader import stored_groups
 from streaming.recovery.rebuild import Latest, load_requests, rebuild
 from tests.state.context import GroupContext
+from tests.support.coordinator import loads_and_lease_times
 from tests.support.kafka import producer, read_topic
 
 GROUPS = 2_000
@@ -120,7 +121,8 @@ def test_a_takeover_after_kill_9_brings_back_a_population_byte_for_byte(spark, b
     group in the checkpoint is byte for byte what it was before the kill, and what the core makes of its load from
     the records topic at the time the query loaded it (members, generation, offsets, every deadline): the
     takeover lost nothing and changed nothing (no group was due: the members' sessions are 10 minutes, so none
-    expires while the test runs, and no retention check comes)."""
+    expires while the test runs, and no retention check comes). The rebuild, finding the lease free, published every
+    load before it took the lease (tests/streaming/test_lease.py has the rebuild that finds it held)."""
     from client import protocol
     from deploy.drills.fleet import Wire
     from deploy.drills.harness import JobProcess, create_topics, job_properties
@@ -164,6 +166,10 @@ def test_a_takeover_after_kill_9_brings_back_a_population_byte_for_byte(spark, b
         standby.stop()
     after = stored_groups(spark, props["checkpoint.location"], groups)
     assert [g for g in groups if after.get(g) != before[g]] == []
+    loaded_at, leased = loads_and_lease_times(broker, props, active.proc.pid)
+    assert len(loaded_at) == GROUPS and leased, (len(loaded_at), leased)
+    assert max(loaded_at) <= min(leased), "the rebuild published its loads after it took the lease"
+    assert "lost the lease" not in active.log_text()
 
     config = CoordinatorConfig.from_properties(props)
     loads = {r.key.decode(): r for r in read_topic(broker, props["topic.requests"])

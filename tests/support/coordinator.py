@@ -7,6 +7,7 @@ checkpoint directory and its query, and offers `send` / `request` / `responses` 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import uuid
 from contextlib import closing
@@ -23,7 +24,7 @@ from common import config as job_config
 from common.config import Topics
 from common.topics import ensure_topics
 from streaming.query import start_query
-from streaming.recovery.lease import RELEASED, LeaseRecord, LeaseSettings
+from streaming.recovery.lease import RELEASED, LeaseRecord, LeaseSettings, checkpoint_key
 from tests.support.kafka import ResponseReader, producer, read_topic, send_raw, send_requests
 
 NO_RETENTION_CHECK_MS = str(10**13)
@@ -159,6 +160,18 @@ def new_run(spark: SparkSession, bootstrap: str, workdir: Path, overrides: Mappi
     ensure_topics({"bootstrap_servers": bootstrap}, props)
     run = CoordinatorRun(spark, bootstrap, props)
     return run.start() if start else run
+
+
+def loads_and_lease_times(bootstrap: str, props: Mapping[str, str], holder_pid: int) -> tuple[list[int], list[int]]:
+    """The LoadGroup records' timestamps in the control topic (the driver's clock, CreateTime), and the `time_ms` of
+    every lease record the driver with process id `holder_pid` wrote, in log order. The suite's shared broker holds
+    thousands of lease and request records by then: the timeouts are upper bounds, not speeds."""
+    loads = [r.timestamp for r in read_topic(bootstrap, props["topic.requests"], timeout_s=120)
+             if r.value.startswith(b'{"api":"LoadGroup"')]
+    leased = [json.loads(r.value)["time_ms"] for r in read_topic(bootstrap, props["topic.lease"], timeout_s=120)
+              if r.key == checkpoint_key(props["checkpoint.location"]).encode()
+              and LeaseRecord.decode(r.value).holder.split("/")[1] == str(holder_pid)]
+    return loads, leased
 
 
 SPARK_CHECKPOINT_FILE = re.compile(
