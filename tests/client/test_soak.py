@@ -24,7 +24,7 @@ from tests.client.e2e_support import (  # noqa: F401 - `run` is a fixture
 )
 
 GROUPS, MEMBERS, PARTITIONS = 3, 3, 4
-LOAD_S = 30.0
+LOAD_S = 15.0
 FAST = dict(heartbeat_interval_ms=100, auto_commit_interval_ms=50)
 
 
