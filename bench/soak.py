@@ -24,7 +24,9 @@ The machine itself is measured before the stack starts and after it stops (`mach
 printed over that ratio: three runs of one build on this shared 2-core machine began at 913, 657 and 933
 commits/s, so a last/first ratio alone can be the machine's drift as well as the stack's. The stack's own broker is
 measured the same way on the idle stack, before the load and after it (`produce_rate`): a broker slowed by what it
-holds shows there and not on the fresh one.
+holds shows there and not on the fresh one. Both are moments; `PaceProbe` follows the machine all run (the CPU time
+of a fixed piece of work every few seconds, in its own process: an earlier probe of this kind took 0.061-0.109 s for
+the same work within one hour here, and the minutes it was slow committed less), and R is printed over it too.
 
     python -m bench.soak [--minutes 30]
 """
@@ -351,6 +353,48 @@ def produce_rate(bootstrap: str, topic: str, seconds: float = REFERENCE_S) -> fl
     return rate
 
 
+PROBE_EVERY_S = 5.0
+PROBE = """
+import random, sys, time
+data = [random.Random(7).random() for _ in range(100_000)]
+while True:
+    started = time.process_time()
+    for _ in range(10):
+        {x: i for i, x in enumerate(sorted(data))}
+    print(time.process_time() - started, flush=True)
+    time.sleep(float(sys.argv[1]))
+"""
+"""The fixed work: sorting and indexing 100,000 floats (about 10 MB, beyond the caches) ten times, about 50 ms of CPU
+here: the probe takes about 1% of a core."""
+
+
+class PaceProbe:
+    """The machine's pace all run: a process that times a fixed piece of work in CPU seconds (`process_time`) every
+    PROBE_EVERY_S. Our processes taking the cores do not change it (it waits for a core, not in its CPU time); a
+    host that runs slower, or memory traffic that makes every CPU second do less, do. The figure is the machine's
+    as this stack finds it: it cannot tell the host's share from ours."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        """(monotonic time, CPU seconds of the fixed work)."""
+        self._process = subprocess.Popen([sys.executable, "-c", PROBE, str(PROBE_EVERY_S)], stdout=subprocess.PIPE,
+                                         text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self._process.stdout:
+            self.samples.append((time.monotonic(), float(line)))
+
+    def mean(self, since: float, until: float) -> float:
+        """The mean CPU seconds of the samples taken in [since, until); 0 when there is none."""
+        window = [cpu for at, cpu in list(self.samples) if since <= at < until]
+        return sum(window) / len(window) if window else 0.0
+
+    def close(self) -> None:
+        self._process.kill()
+        self._process.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0, help="how long the load runs (default 30)")
@@ -367,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     process, broker, gateway, out = start_stack(workdir, args.settings)
     if args.settings:
         print(f"settings: {' '.join(args.settings)}", flush=True)
-    load = None
+    load = probe = None
     try:
         time.sleep(10)
         idle = idle_gateway_cores(process)
@@ -377,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{_uptime()}", flush=True)
         tansu = child(process, "tansu")
         load = Load(gateway, broker, args.feed)
+        probe = PaceProbe()
         print(f"feed: {args.feed}", flush=True)
         started = time.monotonic()
         clock_offset = time.time() - started
@@ -407,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"p50 {_quantile(waits, 0.5) * 1000:.0f} ms "
                   f"p99 {_quantile(waits, 0.99) * 1000:.0f} ms, empty polls {empty}, cores {cores}, "
                   f"commit errors {load.commit_errors}, lost {load.lost}, tansu {rss_last:.0f} MB, "
-                  f"gateway {rss_mb(roots['gateway']):.0f} MB; {_uptime()}",
+                  f"gateway {rss_mb(roots['gateway']):.0f} MB, probe {probe.mean(lo, hi) * 1000:.0f} ms; {_uptime()}",
                   flush=True)
         ended = time.monotonic()
         rss_end = rss_mb(tansu) or rss_last
@@ -425,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
         growth = (rss_end - rss_start) / max((ended - started) / 3600, 1e-9)
         r = last["commits_per_s"] / first["commits_per_s"] if first["commits_per_s"] else 0.0
         q = last["batch_p99_ms"] / first["batch_p99_ms"] if first["batch_p99_ms"] else 0.0
+        probed_first, probed_last = probe.mean(started, started + span), probe.mean(ended - span, ended)
+        pace = probed_first / probed_last if probed_last else 0.0
         sizes = _topic_sizes(broker)
         requests_topics = [topic_of(REQUESTS_TOPIC, g) for g in generations(REQUESTS_TOPIC, sizes)]
         print(f"records a partition at the end: {sizes}", flush=True)
@@ -439,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if load is not None:
             load.close()
+        if probe is not None:
+            probe.close()
         stop_stack(process)
     time.sleep(SETTLE_S)
     reference_after = machine_reference()
@@ -449,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{r / machine if machine else 0.0:.2f}")
     held = broker_after / broker_before if broker_before else 0.0
     print(f"stack's broker after/before = {held:.2f}, over the machine's = {held / machine if machine else 0.0:.2f}")
+    print(f"machine's pace all run (probe, last/first) = {pace:.2f} ({probed_first * 1000:.0f} -> "
+          f"{probed_last * 1000:.0f} ms a probe), R on it = {r / pace if pace else 0.0:.2f}")
     return 0
 
 
