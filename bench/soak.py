@@ -11,7 +11,8 @@ gateway, with librdkafka (confluent-kafka) at client defaults:
 - a group that rebalances every 2 minutes (a member joins, the oldest leaves).
 
 The peer is the run itself: its last 5 minutes against its first 5 (a stack that holds keeps the same pace).
-It prints, per minute, commits/s, batches and their p99, and ends with
+It prints, per minute, commits/s, batches and their p99, each process's cores and how long tansu's and the
+gateway's threads waited for one (`waited_s`), and ends with
 
     soak: commits/s last 5 min / first 5 min = R, batch p99 last/first = Q, members expired = X, query restarts = W,
           idle gateway = Y cores, broker memory growth = Z MB/h
@@ -154,6 +155,19 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def waited_s(pid: int) -> float:
+    """Seconds the process's live threads have spent runnable but waiting for a core (`/proc/<pid>/task/*/schedstat`,
+    its second field). A commit crosses the committer, the gateway and tansu and back, each a wake-up: on a machine
+    with more runnable threads than cores each waits its turn, and the wait, not the work, sets the commit's time."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):  # a thread or the process gone meanwhile
+            continue
+    return total / 1e9
 
 
 class Load:
@@ -428,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         rss_start = rss_last = rss_mb(tansu)
         roots = {"tansu": tansu, "gateway": child(process, "-m gateway")}
         cpu_before = cpu_seconds(roots)
+        waited_before = {name: waited_s(pid) for name, pid in roots.items()}
         load.start()
         total = args.minutes * 60
         minute = 0
@@ -444,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
             cores = " ".join(f"{name} {(cpu_after[name] - cpu_before.get(name, 0.0)) / 60:.2f}"
                              for name in ("tansu", "gateway", "spark", "bench"))
             cpu_before = cpu_after
+            waited_after = {name: waited_s(pid) for name, pid in roots.items()}
+            waits_for_a_core = " ".join(f"{name} {(waited_after[name] - waited_before[name]) / 60:.2f}"
+                                        for name in roots)
+            waited_before = waited_after
             lo, hi = started + 60 * (minute - 1), started + 60 * minute
             waits = [w for t, w in list(load.commit_waits) if lo <= t < hi]
             empty = sum(1 for t in list(load.empty_polls) if lo <= t < hi)
@@ -451,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{s['batch_p99_ms'] / 1000:.2f} s, commit wait mean {sum(waits) / max(len(waits), 1) * 1000:.0f} ms "
                   f"p50 {_quantile(waits, 0.5) * 1000:.0f} ms "
                   f"p99 {_quantile(waits, 0.99) * 1000:.0f} ms, empty polls {empty}, cores {cores}, "
+                  f"waiting for a core {waits_for_a_core}, "
                   f"commit errors {load.commit_errors}, lost {load.lost}, tansu {rss_last:.0f} MB, "
                   f"gateway {rss_mb(roots['gateway']):.0f} MB, probe {probe.mean(lo, hi) * 1000:.0f} ms; {_uptime()}",
                   flush=True)
