@@ -18,7 +18,7 @@ from state.records import offset_record
 from streaming.group_stores.state_reader import stored_groups
 from streaming.recovery.rebuild import Latest, load_requests, rebuild
 from tests.state.context import GroupContext
-from tests.support.coordinator import loads_and_lease_times
+from tests.support.coordinator import lease_times
 from tests.support.kafka import producer, read_topic
 
 GROUPS = 2_000
@@ -166,14 +166,15 @@ def test_a_takeover_after_kill_9_brings_back_a_population_byte_for_byte(spark, b
         standby.stop()
     after = stored_groups(spark, props["checkpoint.location"], groups)
     assert [g for g in groups if after.get(g) != before[g]] == []
-    loaded_at, leased = loads_and_lease_times(broker, props, active.proc.pid)
-    assert len(loaded_at) == GROUPS and leased, (len(loaded_at), leased)
-    assert max(loaded_at) <= min(leased), "the rebuild published its loads after it took the lease"
+    load_records = [r for r in read_topic(broker, props["topic.requests"]) if r.value.startswith(b'{"api":"LoadGroup"')]
+    leased = lease_times(broker, props, active.proc.pid)
+    assert len(load_records) == GROUPS and leased, (len(load_records), leased)
+    assert max(r.timestamp for r in load_records) <= min(leased), \
+        "the rebuild published its loads after it took the lease"
     assert "lost the lease" not in active.log_text()
 
     config = CoordinatorConfig.from_properties(props)
-    loads = {r.key.decode(): r for r in read_topic(broker, props["topic.requests"])
-             if r.value.startswith(b'{"api":"LoadGroup"')}
+    loads = {r.key.decode(): r for r in load_records}
     assert sorted(loads) == sorted(groups)
 
     def offline(group_id: str, clock_ms: int):

@@ -162,16 +162,20 @@ def new_run(spark: SparkSession, bootstrap: str, workdir: Path, overrides: Mappi
     return run.start() if start else run
 
 
+def lease_times(bootstrap: str, props: Mapping[str, str], holder_pid: int) -> list[int]:
+    """The `time_ms` of every lease record the driver with process id `holder_pid` wrote, in log order."""
+    return [json.loads(r.value)["time_ms"] for r in read_topic(bootstrap, props["topic.lease"], timeout_s=120)
+            if r.key == checkpoint_key(props["checkpoint.location"]).encode()
+            and LeaseRecord.decode(r.value).holder.split("/")[1] == str(holder_pid)]
+
+
 def loads_and_lease_times(bootstrap: str, props: Mapping[str, str], holder_pid: int) -> tuple[list[int], list[int]]:
-    """The LoadGroup records' timestamps in the control topic (the driver's clock, CreateTime), and the `time_ms` of
-    every lease record the driver with process id `holder_pid` wrote, in log order. The suite's shared broker holds
-    thousands of lease and request records by then: the timeouts are upper bounds, not speeds."""
+    """The LoadGroup records' timestamps in the control topic (the driver's clock, CreateTime), and `lease_times`.
+    The suite's shared broker holds thousands of lease and request records by then: the timeouts are upper bounds,
+    not speeds."""
     loads = [r.timestamp for r in read_topic(bootstrap, props["topic.requests"], timeout_s=120)
              if r.value.startswith(b'{"api":"LoadGroup"')]
-    leased = [json.loads(r.value)["time_ms"] for r in read_topic(bootstrap, props["topic.lease"], timeout_s=120)
-              if r.key == checkpoint_key(props["checkpoint.location"]).encode()
-              and LeaseRecord.decode(r.value).holder.split("/")[1] == str(holder_pid)]
-    return loads, leased
+    return loads, lease_times(bootstrap, props, holder_pid)
 
 
 SPARK_CHECKPOINT_FILE = re.compile(
