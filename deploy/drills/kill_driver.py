@@ -71,8 +71,8 @@ def run(points: list[str], groups: int, members: int, session_timeout_ms: int, s
     # With a standby, a second driver on the same checkpoint waits, warm, until the active one's lease lapses
     # (streaming/recovery/lease.py); after each kill it takes over, and the killed one comes back as the standby.
     spare = JobProcess(env.props, env.workdir / "standby", env.job.spark_conf) if standby else None
+    # How many kills (the first ones) the standby takes over; after those, the killed driver restarts in place.
     taken_over = len(points) if standby_kills is None else standby_kills
-    """How many kills (the first ones) the standby takes over; after those, the killed driver restarts in place."""
     fleet = None
     consumers = None
     try:
