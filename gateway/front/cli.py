@@ -27,7 +27,7 @@ log = logging.getLogger("gateway")
 GIL_SWITCH_INTERVAL_S = 0.0005
 """How long a thread of the gateway's may hold the interpreter while another waits for it (Python's default: 5 ms).
 The event loop answers every request; beside it, threads run Python code (the view follower's and the responses
-reader's Kafka consumers, the appender's delivery reports), and with the default the loop waited up to 5 ms for one
+reader's Kafka consumers), and with the default the loop waited up to 5 ms for one
 of them before answering. A commit's p50 and p99, and a forwarded produce's, fell by a fifth to a third at load 8-15
 with 0.5 ms (two gateways of each in one run, docs/gateway.md, "Every client's speed")."""
 
@@ -226,14 +226,12 @@ async def _serve(settings: Any, props: dict[str, str], security: Any) -> None:
                            settings.bootstrap_servers, settings.kafka_config)
         return CoordinatorClient.connect(settings.bootstrap_servers, settings.requests_topic,
                                          settings.responses_topic, settings.kafka_config, loop,
-                                         settings.response_fetch_wait_ms)
+                                         settings.response_fetch_wait_ms, upstream=settings.upstream)
 
     try:
         coordinator = await loop.run_in_executor(None, connect)
     except (KafkaError, RuntimeError, OSError) as exc:
         raise SystemExit(f"the gateway cannot reach the cluster's topics: {exc}") from None
-    except ValueError as exc:  # a kafka.* setting librdkafka has no equivalent for (the gateway writes with it)
-        raise SystemExit(f"the gateway writes the control topic with librdkafka: {exc}") from None
     fast = fast_path(settings, coordinator, loop)
     if fast is not None:
         fast.follower.start()

@@ -28,7 +28,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest
 from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
-from gateway.upstream.routes import NodeConnections, Routes
+from gateway.upstream.routes import NodeConnections, Routes, bootstrap_addresses
 from gateway.upstream.transactions import ControlPartitions, TimedOut
 from gateway.protocol import strict
 from gateway.protocol.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
@@ -225,7 +225,7 @@ class Gateway:
     async def _learn_upstream(self) -> None:
         """API versions, features and brokers, asked of the first bootstrap server that answers."""
         errors = []
-        for host, port in _addresses(self.settings.bootstrap_servers):
+        for host, port in bootstrap_addresses(self.settings.bootstrap_servers):
             try:
                 upstream = await Upstream.connect(host, port, self.settings.upstream,
                                                   self.settings.connect_timeout_ms / 1000)
@@ -290,7 +290,7 @@ class Gateway:
         """Where a connection to `node_id`'s listener goes; the bootstrap listener's goes to any broker."""
         if node_id is not None:
             return [self.brokers[node_id]] if node_id in self.brokers else []
-        return list(self.brokers.values()) + _addresses(self.settings.bootstrap_servers)
+        return list(self.brokers.values()) + bootstrap_addresses(self.settings.bootstrap_servers)
 
     async def node_address(self, node_id: int) -> tuple[str, int]:
         """The gateway listener that stands for upstream node `node_id` (started on first use)."""
@@ -369,9 +369,3 @@ TOLD_INTERVALS_KEPT = 100_000
 """Members whose interval is remembered; past that the memory starts again (a member's next answer tells it)."""
 
 
-def _addresses(servers: str) -> list[tuple[str, int]]:
-    out = []
-    for item in servers.split(","):
-        host, _, port = item.strip().rpartition(":")
-        out.append((host.strip("[]"), int(port)))
-    return out

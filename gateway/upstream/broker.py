@@ -13,7 +13,7 @@ import logging
 import ssl as ssl_module
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import scramp
 
@@ -72,6 +72,12 @@ class Upstream:
             self._pending.append((correlation, future))
         self._writer.writelines(framed(frame))
         return future
+
+    def request_frame(self, frame_of: Callable[[int], bytes]) -> asyncio.Future:
+        """One of the gateway's own requests, written by hand (`frame_of(correlation id)`: the frame, header
+        included); the future gets the response payload (its header included)."""
+        self._next_id += 1
+        return self.forward(frame_of(self._next_id), self._next_id, True)
 
     async def request(self, message: Any, version: int, response_class: Any) -> Any:
         """One of the gateway's own requests (on a connection it does not share with a client)."""

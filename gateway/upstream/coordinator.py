@@ -1,6 +1,6 @@
 """The coordinator as the gateway sees it: control requests out, their answers awaited on the event loop.
 
-Requests are written by the gateway's one producer (`gateway.upstream.appender`); answers are read with the client
+Requests are written by the gateway's one appender (`gateway.upstream.appender`); answers are read with the client
 library's Kafka transport (matched by `request_id`, read from the response partitions of the keys asked about), with
 every response partition watched from the start, so sending never waits for the reader. A request the coordinator
 does not answer within its budget is answered by the gateway with COORDINATOR_NOT_AVAILABLE, as Kafka's coordinator
@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable
 
 from client.transport import KafkaTransport, encode_request
 from gateway.upstream.appender import Appender
+from gateway.upstream.broker import UpstreamSecurity
 from gateway.upstream.control import Json, unanswered
 from state.api import Errors, append_error
 
@@ -34,14 +35,16 @@ class CoordinatorClient:
     @classmethod
     def connect(cls, bootstrap_servers: str, requests_topic: str, responses_topic: str, kafka_config: dict[str, Any],
                 loop: asyncio.AbstractEventLoop, fetch_max_wait_ms: int = 50,
-                ready_timeout_s: float = 60.0) -> "CoordinatorClient":
+                ready_timeout_s: float = 60.0, upstream: UpstreamSecurity | None = None) -> "CoordinatorClient":
         """The coordinator behind the cluster's control topics. Blocks until the response topic is being read
-        (call it before the event loop serves clients)."""
+        (call it before the event loop serves clients). `kafka_config`: the kafka-python settings the answers are
+        read with; `upstream`: how the appender reaches the brokers (the same security, `cli.upstream_security`)."""
         client_id = f"groupcoord-gateway-{uuid.uuid4().hex[:8]}"
         transport = KafkaTransport(bootstrap_servers, requests_topic, responses_topic, client_id=client_id,
                                    fetch_max_wait_ms=fetch_max_wait_ms, producing=False, **kafka_config)
         transport.watch_all(ready_timeout_s)
-        return cls(transport, Appender(bootstrap_servers, requests_topic, kafka_config, loop), client_id)
+        return cls(transport, Appender(bootstrap_servers, requests_topic, upstream or UpstreamSecurity(), loop),
+                   client_id)
 
     def call(self, key: str, body: Json, timeout_s: float) -> Awaitable[Json]:
         """The coordinator's answer to `body`, or COORDINATOR_NOT_AVAILABLE's. `body` is written (keyed by `key`)

@@ -252,6 +252,15 @@ class Routes:
         return await retried(COORDINATOR_RULE, attempt, look_up_again, budget_s)
 
 
+def bootstrap_addresses(servers: str) -> list[tuple[str, int]]:
+    """(host, port) of each entry of a `bootstrap.servers` list."""
+    out = []
+    for item in servers.split(","):
+        host, _, port = item.strip().rpartition(":")
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
 COORDINATORS_KEPT = 100_000
 """Transactional ids whose coordinator is remembered; past that the memory starts again."""
 

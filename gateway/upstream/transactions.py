@@ -24,26 +24,19 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from kafka.partitioner.default import murmur2
-from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
                                                  InitProducerIdRequest, InitProducerIdResponse)
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from common.generations import generation_of, stream_partition
 from gateway.upstream import log_reads
+from gateway.protocol.produce import produce_answers, produce_request, record_batch
+from gateway.upstream.appender import CLIENT_ID, INIT_PRODUCER_ID_VERSION, MAX_RECORD_BYTES, key_partition
 from gateway.upstream.broker import Upstream
 from gateway.upstream.routes import LEADER_RULE, NodeConnections, Routes, retried
 from state.api import Errors, OpenTransaction, append_error
 
 log = logging.getLogger(__name__)
 
-MAX_RECORD_BYTES = 1_000_000 - 1_024
-"""The largest TxnOffsetCommit the gateway writes: what its appender's producer takes for any other request
-(librdkafka's message.max.bytes, 1,000,000, less a batch's overhead), and so what the query's own producer takes
-for the answer, which is smaller than the request. A larger one gets INVALID_COMMIT_OFFSET_SIZE on every
-partition, as an OffsetCommit too large for the log does (`state.api.append_error`); tansu takes a larger record,
-and the query failed on the answer it could not write (measured: 50,000 partitions)."""
 SEQUENCE_WINDOW = 1_000
 """The first window of offsets read back from the log end for a producer's last sequence (then four times more)."""
 _SEQUENCE_ERRORS = frozenset({45, 46})
@@ -51,7 +44,6 @@ _SEQUENCE_ERRORS = frozenset({45, 46})
 _BATCH_PRODUCER = struct.Struct(">qhi")
 """A v2 batch header's producer id, epoch and base sequence, at byte 43."""
 ADD_PARTITIONS_VERSION = 3
-PRODUCE_VERSION = 8
 
 
 class NotWritten(Exception):
@@ -134,17 +126,14 @@ class ControlPartitions:
 
     async def _produce(self, upstream: Upstream, doc: dict[str, Any], topic: str, partition: int, sequence: int,
                        stamp: int, key: bytes, value: bytes) -> tuple[int, int]:
-        builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
-                                            producer_id=doc["producer_id"], producer_epoch=doc["producer_epoch"],
-                                            base_sequence=sequence, batch_size=len(value) + len(key) + 1024)
-        builder.append(0, stamp, key, value, [])
-        request = ProduceRequest[PRODUCE_VERSION](transactional_id=doc["transactional_id"], acks=-1,
-                                                  timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
-                                                      name=topic, partition_data=[
-                                                          ProduceRequest.TopicProduceData.PartitionProduceData(
-                                                              index=partition, records=bytes(builder.build()))])])
-        answer = await upstream.request(request, PRODUCE_VERSION, ProduceResponse)
-        ((code, offset),) = [(p.error_code, p.base_offset) for t in answer.responses for p in t.partition_responses]
+        batch = record_batch([(key, value)], doc["producer_id"], doc["producer_epoch"], sequence, stamp,
+                             transactional=True)
+        payload = await upstream.request_frame(lambda correlation: produce_request(
+            correlation, CLIENT_ID, doc["transactional_id"], -1, 30_000, topic, [(partition, batch)]))
+        try:
+            ((code, offset),) = [(a.error_code, a.base_offset) for a in produce_answers(payload)]
+        except ValueError as exc:  # a malformed answer, or not one partition's: the write's fate is unknown
+            raise ConnectionError(f"upstream {upstream.address}: {exc}") from None
         return code, offset
 
     async def last_sequence(self, upstream: Upstream, topic: str, partition: int, producer_id: int,
@@ -212,10 +201,8 @@ class ControlPartitions:
         return await self.routes.to_coordinator(connections, doc["transactional_id"], send, budget_s)
 
     async def partition_of(self, group_id: str) -> int:
-        """The control-topic partition of the group's requests: murmur2 of the group id, as the appender's
-        partitioner puts them."""
-        partitions = len(await self.routes.partitions(self.requests_topic))
-        return (murmur2(group_id.encode("utf-8")) & 0x7FFFFFFF) % partitions
+        """The control-topic partition of the group's requests, where the appender puts them (`key_partition`)."""
+        return key_partition(group_id.encode("utf-8"), len(await self.routes.partitions(self.requests_topic)))
 
 
 def refused(doc: dict[str, Any], code: int) -> dict[str, Any]:
@@ -232,7 +219,6 @@ before a gateway has the upstream abort it: Kafka's transaction coordinator abor
 from the transaction's start, before that TxnOffsetCommit), and its ABORT marker then comes first."""
 FENCE_AGAIN_S = 30.0
 """How long a gateway waits before it fences a transaction it fenced already again (the marker not yet applied)."""
-INIT_PRODUCER_ID_VERSION = 4
 FENCE_BUDGET_S = 30.0
 """How long one abort at the timeout may take, lookups and retries included."""
 

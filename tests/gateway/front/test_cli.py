@@ -16,6 +16,7 @@ from gateway.fast.member_id_round import MemberIdRound
 from gateway.front import cli
 from gateway.front.server import Gateway, GatewaySettings
 from gateway.upstream.appender import Appender
+from gateway.upstream.broker import UpstreamSecurity
 
 
 def test_a_flag_that_means_nothing_without_another_is_refused_at_start_in_one_line(tmp_path):
@@ -85,7 +86,7 @@ def test_commits_answered_from_views_take_the_coordinator_s_metadata_limit():
     for props, limit in (({}, 4096), ({"offset.metadata.max.bytes": "100"}, 100)):
         loaded = job_config.load(None, {"bootstrap.servers": "127.0.0.1:1", **props})
         loop = asyncio.new_event_loop()
-        appender = Appender("127.0.0.1:1", "requests", {}, loop)
+        appender = Appender("127.0.0.1:1", "requests", UpstreamSecurity(), loop)
         try:
             fast = cli.fast_path(cli._settings(args, loaded), SimpleNamespace(appender=appender), loop)
             assert fast.max_metadata_bytes == limit
@@ -99,7 +100,7 @@ def test_the_levers_decide_what_the_gateway_builds():
     `--member-id-round-by-coordinator`; the fast path keeps `--offset-fetch-by-coordinator` under its name. Nothing
     connects: the producer only tries to, and is closed; the follower is not started."""
     loop = asyncio.new_event_loop()
-    appender = Appender("127.0.0.1:1", "requests", {}, loop)
+    appender = Appender("127.0.0.1:1", "requests", UpstreamSecurity(), loop)
     coordinator = SimpleNamespace(appender=appender, client_id="cli-test")
     try:
         assert cli.fast_path(settings("--fast-answers-by-coordinator"), coordinator, loop) is None
