@@ -365,9 +365,11 @@ def with_fast_path(bootstrap: str, workdir: Path, samples: int, liveness_s: floa
 
 
 def compare_fast_paths(bootstrap: str, workdir: Path, samples: int, rounds: int, gateway_args: list[str],
-                       compare_args: list[str], pause_query: bool, broker_pid: int) -> dict:
-    """The fast path's latency and the three consumers, through gateway A (`gateway_args`) and, if `compare_args`,
-    gateway B (those flags too) in front of the same query, and on tansu's coordinator, in rounds whose order
+                       compare_args: list[str], pause_query: bool, broker_pid: int,
+                       compare_source: Path | None = None) -> dict:
+    """The fast path's latency and the three consumers, through gateway A (`gateway_args`) and, if `compare_args`
+    or `compare_source`, gateway B (those flags too; the gateway of the checkout at `compare_source`) in front of the
+    same query, and on tansu's coordinator, in rounds whose order
     alternates (A/B comparisons in the same minutes). `pause_query`: the query is stopped while the consumers commit
     (give the gateways a `--view-bound-ms` longer than the round, or they stop answering from views), to tell the
     query's share of the CPU from the rest."""
@@ -377,9 +379,9 @@ def compare_fast_paths(bootstrap: str, workdir: Path, samples: int, rounds: int,
     spark = spark_session(job_config.read_spark_defaults(job_config.DEFAULT_SPARK_DEFAULTS))
     query = [start_query(spark, props)]
     gateways = {"A": start_gateway(bootstrap, _topics(props), args=gateway_args, log_path=workdir / "gateway-A.log")}
-    if compare_args:
+    if compare_args or compare_source:
         gateways["B"] = start_gateway(bootstrap, _topics(props), args=[*gateway_args, *compare_args],
-                                      log_path=workdir / "gateway-B.log")
+                                      log_path=workdir / "gateway-B.log", source=compare_source)
     targets = {**{name: g.bootstrap_servers for name, g in gateways.items()}, "tansu": bootstrap}
     processes = {**{f"gateway {name}": g.process.pid for name, g in gateways.items()}, "broker": broker_pid}
 
@@ -391,7 +393,8 @@ def compare_fast_paths(bootstrap: str, workdir: Path, samples: int, rounds: int,
         if pause_query and not query[0].isActive:
             query[0] = start_query(spark, props)
 
-    out: dict[str, Any] = {"gateway_args": gateway_args, "compare_args": compare_args, "pause_query": pause_query,
+    out: dict[str, Any] = {"gateway_args": gateway_args, "compare_args": compare_args,
+                           "compare_source": str(compare_source or ""), "pause_query": pause_query,
                            "load_average": {"start": os.getloadavg()}}
     try:
         times: dict[str, dict[str, list[float]]] = {name: {} for name in targets}
@@ -490,6 +493,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="an extra `coordinator gateway` flag for both gateways of --fast-only")
     parser.add_argument("--compare-gateway-arg", action="append", default=[],
                         help="with --fast-only: a second gateway B with this flag too (repeatable)")
+    parser.add_argument("--compare-source", type=Path, default=None, metavar="DIR",
+                        help="with --fast-only, and --speed many: a second gateway B run from the checkout at DIR "
+                             "(e.g. `git worktree add DIR main`), same flags: a change against main in one run")
     parser.add_argument("--pause-query", action="store_true",
                         help="with --fast-only: the query stopped while the consumers commit")
     parser.add_argument("--speed", type=lambda v: set(v.split(",")), default=set(), metavar="PARTS",
@@ -544,7 +550,7 @@ def _fast_only(args: argparse.Namespace) -> int:
     try:
         result = compare_fast_paths(broker.bootstrap_servers, workdir, args.fast_samples, args.fast_rounds,
                                     args.gateway_arg, args.compare_gateway_arg, args.pause_query,
-                                    broker.process.pid)
+                                    broker.process.pid, args.compare_source)
     finally:
         broker.stop()
     print(json.dumps(result, indent=2))
@@ -569,7 +575,11 @@ def _speed(args: argparse.Namespace) -> int:
                             log_path=workdir / "gateway-1.log")
         two = start_gateway(broker.bootstrap_servers, _topics(props), args=[*args.gateway_arg, "--processes", "2"],
                             log_path=workdir / "gateway-2.log")
-        processes = {"gateway": one.process.pid, "gateway x2": two.process.pid, "broker": broker.process.pid}
+        peer = (start_gateway(broker.bootstrap_servers, _topics(props), args=args.gateway_arg,
+                              log_path=workdir / "gateway-B.log", source=args.compare_source)
+                if args.compare_source else None)
+        processes = {"gateway": one.process.pid, "gateway x2": two.process.pid, "broker": broker.process.pid,
+                     **({"gateway B": peer.process.pid} if peer else {})}
         try:
             if "clients" in args.speed:
                 result["clients"] = commit_clients.compare(one.bootstrap_servers, broker.bootstrap_servers,
@@ -581,6 +591,7 @@ def _speed(args: argparse.Namespace) -> int:
                 result["load_average"]["after three"] = os.getloadavg()
             if "many" in args.speed:
                 targets = {"gateway": one.bootstrap_servers, "gateway x2": two.bootstrap_servers,
+                           **({"gateway B": peer.bootstrap_servers} if peer else {}),
                            "tansu": broker.bootstrap_servers}
                 runs: dict[str, list[dict]] = {name: [] for name in targets}
                 for r in range(args.fast_rounds):
@@ -591,6 +602,8 @@ def _speed(args: argparse.Namespace) -> int:
                 result["many"] = runs
                 result["load_average"]["after many"] = os.getloadavg()
         finally:
+            if peer is not None:
+                peer.stop()
             two.stop()
             one.stop()
             query.stop()
@@ -646,6 +659,10 @@ def speed_lines(result: dict[str, Any]) -> str:
                      f"(simulated raw-protocol members, 100 in 10 groups; commits/s "
                      + ", ".join(f"{name} {[r['commits_per_s'] for r in runs]}" for name, runs in result["many"].items())
                      + ")")
+        if "gateway B" in rate:
+            lines.append(f"  gateway B (--compare-source): gateway/tansu = {rate['gateway B'] / rate['tansu']:.2f} "
+                         f"({rate['gateway B']:.0f} commits/s); gateway/gateway B = "
+                         f"{rate['gateway'] / rate['gateway B']:.2f}")
         lines.append("  cores used while committing (a median run each; spark = the query): "
                      + "; ".join(f"{name}: {cores}" for name, cores in cpu.items()))
     lines.append("load average: " + " / ".join(f"{when} " + ", ".join(f"{v:.2f}" for v in avg)

@@ -41,15 +41,18 @@ class GatewayProcess:
 
 def start_gateway(bootstrap_servers: str, props: Mapping[str, str] | None = None, listen: str = "127.0.0.1:0",
                   args: Sequence[str] = (), log_path: Path | None = None,
-                  timeout_s: float = 60.0) -> GatewayProcess:
-    """Start a gateway in front of `bootstrap_servers` (with `props` as `--set`) and return once it listens."""
+                  timeout_s: float = 60.0, source: Path | None = None) -> GatewayProcess:
+    """Start a gateway in front of `bootstrap_servers` (with `props` as `--set`) and return once it listens.
+    `source`: run the gateway of another checkout of this project (its root; the same environment), e.g. main
+    before a change, for a bench that compares the two."""
     command = [sys.executable, "-m", "gateway", "--bootstrap-servers", bootstrap_servers, "--listen", listen]
     for key, value in (props or {}).items():
         command += ["--set", f"{key}={value}"]
     command += list(args)
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
-                               preexec_fn=die_with_parent)
+                               preexec_fn=die_with_parent, cwd=source,
+                               env=None if source is None else {**os.environ, "PYTHONPATH": str(source)})
     gateway = GatewayProcess(process, "")
     deadline = time.monotonic() + timeout_s
     try:
