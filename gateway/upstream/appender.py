@@ -56,16 +56,18 @@ FIRST_GENERATION_WAIT_S = 10.0
 """How long records wait for the view follower's first generation (`follow_generations`) before they are written
 to the topic the appender was made with: a query that writes no views names none."""
 BATCH_BYTES = 1_000_000
-"""The most record bytes one partition's batch of a round carries (librdkafka's `batch.size`, and the broker's
-default `message.max.bytes` less nothing: a batch is one message there)."""
+"""The most record bytes one partition's batch in a request carries (librdkafka's `batch.size` default, which its
+producer, the appender until issue 36's design 2, used)."""
 MAX_RECORD_BYTES = BATCH_BYTES - 1_024
 """The largest record (key and value) the appender writes, as librdkafka's `message.max.bytes` (1,000,000) less a
 batch's overhead; a larger one fails at once with MESSAGE_TOO_LARGE (`state.api.append_error` answers it with a
 non-retriable error; tansu takes a larger record, and the query failed on the answer it could not write)."""
 INIT_PRODUCER_ID_VERSION = 4
+"""InitProducerId v4 (KIP-360's producer id and epoch fields): what tansu and every Kafka since 2.5 take."""
 EXPIRY_CHECK_S = 0.1
 """How often records are looked at for their deadline as requests are written (each look walks every partition)."""
 CLIENT_ID = "groupcoord-gateway"
+"""The client id of the gateway's own requests, in the brokers' logs and quotas."""
 
 _WRITTEN = frozenset({Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER})
 """A batch the partition has (DUPLICATE_SEQUENCE_NUMBER: sent again after its answer was lost, tansu's answer for a
