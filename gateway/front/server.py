@@ -28,7 +28,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest
 from gateway.upstream.control import Json, to_json
 from gateway.upstream.coordinator import CoordinatorClient
 from gateway.fast.fast_path import FastPath
-from gateway.upstream.routes import NodeConnections, Routes, bootstrap_addresses
+from gateway.upstream.routes import NodeConnections, Routes, bootstrap_addresses, node_addresses
 from gateway.upstream.transactions import ControlPartitions, TimedOut
 from gateway.protocol import strict
 from gateway.protocol.frames import MAX_REQUEST_BYTES, STREAM_BUFFER_BYTES
@@ -288,9 +288,7 @@ class Gateway:
 
     def upstream_addresses(self, node_id: int | None) -> list[tuple[str, int]]:
         """Where a connection to `node_id`'s listener goes; the bootstrap listener's goes to any broker."""
-        if node_id is not None:
-            return [self.brokers[node_id]] if node_id in self.brokers else []
-        return list(self.brokers.values()) + bootstrap_addresses(self.settings.bootstrap_servers)
+        return node_addresses(node_id, self.brokers, bootstrap_addresses(self.settings.bootstrap_servers))
 
     async def node_address(self, node_id: int) -> tuple[str, int]:
         """The gateway listener that stands for upstream node `node_id` (started on first use)."""

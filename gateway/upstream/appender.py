@@ -47,7 +47,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 from gateway.protocol.produce import produce_answers, produce_request, record_batch
 from gateway.upstream.broker import Upstream, UpstreamSecurity
 from gateway.upstream.routes import (RETRY_BACKOFF_MAX_S, RETRY_BACKOFF_S, LookupFailed, NodeConnections, Routes,
-                                     bootstrap_addresses)
+                                     bootstrap_addresses, node_addresses)
 from state.api import Errors
 
 log = logging.getLogger(__name__)
@@ -451,9 +451,7 @@ class Appender:
     # -- brokers ------------------------------------------------------------------------------------------------
 
     def _addresses(self, node_id: int | None) -> list[tuple[str, int]]:
-        if node_id is not None:
-            return [self._brokers[node_id]] if node_id in self._brokers else []
-        return list(self._brokers.values()) + self._bootstrap
+        return node_addresses(node_id, self._brokers, self._bootstrap)
 
     def _learn(self, brokers) -> None:
         for node_id, host, port in brokers:

@@ -261,6 +261,15 @@ def bootstrap_addresses(servers: str) -> list[tuple[str, int]]:
     return out
 
 
+def node_addresses(node_id: int | None, brokers: dict[int, tuple[str, int]],
+                   bootstrap: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Where a connection to `node_id` goes: the broker's own address as a Metadata or FindCoordinator answer named
+    it (`brokers`); for None (any broker), every broker known, then the bootstrap servers."""
+    if node_id is not None:
+        return [brokers[node_id]] if node_id in brokers else []
+    return list(brokers.values()) + bootstrap
+
+
 COORDINATORS_KEPT = 100_000
 """Transactional ids whose coordinator is remembered; past that the memory starts again."""
 
