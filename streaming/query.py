@@ -227,12 +227,18 @@ def rehearse(spark: SparkSession, props: Mapping[str, str], timeout_s: float = 1
         query = start_query(spark, {**props, "checkpoint.location": scratch, "starting.offsets": "latest"},
                             query_name=f"{QUERY_NAME}-rehearsal", rehearsal=True)
         try:
-            # The first batch calls every bucket once (a run's timer schedule starts empty); two are enough.
+            # The first batch calls every bucket once (a run's timer schedule starts empty), and no other batch
+            # follows without input: the next progress is Spark's idle report, 10 s later (it used to be waited for).
             deadline = time.monotonic() + timeout_s
-            while len(query.recentProgress) < 2 and query.isActive and time.monotonic() < deadline:
-                time.sleep(0.1)
+            while not _ran_a_batch(query) and query.isActive and time.monotonic() < deadline:
+                time.sleep(0.05)
         finally:
             query.stop()
+
+
+def _ran_a_batch(query: StreamingQuery) -> bool:
+    """Whether the query has run a batch: a progress with the batch's own phases, not an idle report."""
+    return any("addBatch" in progress["durationMs"] for progress in query.recentProgress)
 
 
 def _read_only(key: tuple, batches: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
