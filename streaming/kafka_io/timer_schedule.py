@@ -37,10 +37,17 @@ class TimerSchedule:
         self._schedule = BucketSchedule()
         self._positions: dict[int, int] | None = None
 
-    def due(self, now_ms: int) -> list[int]:
-        """The buckets whose earliest deadline has come at `now_ms`."""
-        self._catch_up()
+    def due(self, now_ms: int, read: bool = True) -> list[int]:
+        """The buckets whose earliest deadline has come at `now_ms`; `read=False` trusts what was read before (the
+        caller knows that nothing was written since)."""
+        if read or self._positions is None:
+            self._catch_up()
         return self._schedule.due(now_ms)
+
+    @property
+    def following(self) -> bool:
+        """Whether the schedule has started (it needs the topic's metadata first)."""
+        return self._positions is not None
 
     def _catch_up(self) -> None:
         if self._positions is None:

@@ -279,31 +279,51 @@ def test_due_buckets_ride_on_the_offset_and_the_first_range(broker, topic):
     assert start == {topic: {"0": 0, "1": 0}, "tick": 0, "buckets": 4}
     first = r.latestOffset(start, ReadAllAvailable())
     assert first == {**start, "tick": 1, "due": [0, 1, 2, 3], "resumed": True}  # a run's first batch calls them all
-    assert r.latestOffset(first, ReadAllAvailable()) == first  # nothing published since: no batch
+    # Deadlines are published by a batch before it commits, so before the next plan (which starts where that batch
+    # ended): each publish below stands for the batch that ended at the next plan's start.
     now = int(time.time() * 1000)
     publish_deadlines(broker, timers, {1: now + 3_600_000})
-    assert r.latestOffset(first, ReadAllAvailable()) == first  # not due yet
-    publish_deadlines(broker, timers, {3: now - 1, 2: now - 5})
-    ticked = r.latestOffset(first, ReadAllAvailable())
-    assert ticked == {topic: first[topic], "tick": 2, "buckets": 4, "due": [2, 3]}  # only a run's first is resumed
-    assert r.latestOffset(ticked, ReadAllAvailable())["tick"] == 3  # still due: the offset must change again
-    [part] = r.partitions(first, ticked)
-    assert (part.start, part.end, part.due) == (0, 0, (2, 3))  # a timer-only batch reads no records
-    assert [(row["group_id"], row["bucket"]) for row in rows_of(r.read(part))] == [(None, 2), (None, 3)]
+    assert r.latestOffset(first, ReadAllAvailable()) == first  # not due yet: no batch
+    assert r.latestOffset(first, ReadAllAvailable()) == first
     produce(broker, topic, 2)
     with_data = r.latestOffset(first, ReadAllAvailable())
     while with_data[topic] != {"0": 2, "1": 2}:  # a fetch sent before the records can answer one trigger late
         with_data = r.latestOffset(first, ReadAllAvailable())
-    assert with_data["due"] == [2, 3]
-    parts = r.partitions(first, with_data)
+    assert "due" not in with_data
+    publish_deadlines(broker, timers, {3: now - 1, 2: now - 5})
+    ticked = r.latestOffset(with_data, ReadAllAvailable())
+    assert ticked == {topic: with_data[topic], "tick": 2, "buckets": 4, "due": [2, 3]}  # only a run's first is resumed
+    assert r.latestOffset(ticked, ReadAllAvailable())["tick"] == 3  # still due: the offset must change again
+    [part] = r.partitions(with_data, ticked)
+    assert (part.start, part.end, part.due) == (0, 0, (2, 3))  # a timer-only batch reads no records
+    assert [(row["group_id"], row["bucket"]) for row in rows_of(r.read(part))] == [(None, 2), (None, 3)]
+    produce(broker, topic, 2)
+    with_more = r.latestOffset(ticked, ReadAllAvailable())
+    while with_more[topic] != {"0": 4, "1": 4}:
+        with_more = r.latestOffset(ticked, ReadAllAvailable())
+    assert with_more["due"] == [2, 3]
+    parts = r.partitions(ticked, with_more)
     assert [p.due for p in parts] == [(2, 3), ()]
-    assert len(read_all(r, first, with_data)) == 2 + 4
+    assert len(read_all(r, ticked, with_more)) == 2 + 4
     publish_deadlines(broker, timers, {2: None, 3: None})  # tombstones: nothing pending there any more
-    for _ in range(3):  # a fetch sent before the tombstones can answer one trigger late (as above)
-        cleared = r.latestOffset(first, ReadAllAvailable())
-        if "due" not in cleared:
-            break
-    assert "due" not in cleared
+    assert r.latestOffset(with_more, ReadAllAvailable()) == with_more  # nothing due, nothing to read: no batch
+
+
+def test_an_idle_reader_reads_the_timers_topic_once_per_start(broker, topic):
+    """Only the query's own batches publish deadlines, each before the plan that follows it: a plan whose start has
+    not moved since the last read of the timers topic finds nothing new there, so an idle query does not read it ten
+    times a second. (What is published without a batch, as here, is seen once a batch has run.)"""
+    timers = new_topic(broker, "timers", 1)
+    r = reader(broker, topic, timersTopic=timers, route="true", buckets="4")
+    first = r.latestOffset(r.initialOffset(), ReadAllAvailable())
+    assert r.latestOffset(first, ReadAllAvailable()) == first
+    publish_deadlines(broker, timers, {2: int(time.time() * 1000) - 1})
+    assert r.latestOffset(first, ReadAllAvailable()) == first  # the same start: not read again
+    produce(broker, topic, 1)
+    moved = r.latestOffset(first, ReadAllAvailable())
+    while moved[topic] == first[topic]:
+        moved = r.latestOffset(first, ReadAllAvailable())
+    assert r.latestOffset(moved, ReadAllAvailable())["due"] == [2]  # a batch ran: read, and due
 
 
 def test_the_first_new_batch_of_a_new_reader_is_marked_resumed(broker, topic):
