@@ -29,6 +29,7 @@ from deploy.drills.harness import Environment, create_topics, log
 from deploy.drills.verdict import Verdict
 
 DATA_LOSS = re.compile(r"(?i)data[ _-]?loss|failOnDataLoss|fail\.on\.data\.loss|offsets? .*(went back|gone|reset)")
+SUPERVISED = "the query stopped on its producer first; started again, as a supervisor would"
 
 
 def run(fail_on_data_loss: bool, workdir: Path, report_timeout_s: float = 120.0,
@@ -55,12 +56,24 @@ def run(fail_on_data_loss: bool, workdir: Path, report_timeout_s: float = 120.0,
         # New traffic: a new group on the new, empty topics.
         fleet = Fleet(env.wire(), ["after"], 1, session_timeout_ms=120000, rebalance_timeout_ms=120000)
         reported_at = None
-        while time.monotonic() - restarted < report_timeout_s:
+        supervised = False
+        deadline = restarted + report_timeout_s
+        while time.monotonic() < deadline:
             fleet.tick(100)
             text = env.job.log_text()[log_offset:]
             if reported_at is None and DATA_LOSS.search(text):
                 reported_at = time.monotonic()
             if fail_on_data_loss and not env.job.alive():
+                if reported_at is None and not supervised:
+                    # A batch writing as the broker went away stops the query on its producer first (the broker
+                    # lost the idempotent producer's state: UNKNOWN_PRODUCER_ID, fatal); a supervisor starts the
+                    # job again, and its replay of that batch finds the offsets gone.
+                    supervised = True
+                    log_offset = 0
+                    env.job.start()
+                    deadline = time.monotonic() + report_timeout_s  # the start is not the report's time
+                    log(SUPERVISED)
+                    continue
                 break
             if not fail_on_data_loss and reported_at and fleet.all_stable():
                 break
@@ -73,6 +86,8 @@ def run(fail_on_data_loss: bool, workdir: Path, report_timeout_s: float = 120.0,
         verdict.duplicated = len(fleet.ledger.duplicated())
         verdict.non_identical_duplicates = len(fleet.ledger.non_identical())
         verdict.checks["data loss reported in the job's log"] = match is not None
+        if supervised:
+            verdict.notes.append(SUPERVISED)
         if match:
             # Prefer the error or warning line itself over a traceback line that merely names the check.
             message = re.search(r"(?im)^.*(error|exception|warn)\w*[:\s].*data[ _-]?loss.*$", text)
