@@ -3,8 +3,8 @@
 The query runs no batch without input (`spark.sql.streaming.noDataMicroBatches.enabled=false`), so a bucket of
 groups is only called when it has requests, or when the source adds a timer row for it. The state calls publish
 their buckets' deadlines on the timers topic, produced and flushed like a call's other output before the batch
-commits; the source's `latestOffset` catches up with that topic on every trigger (`TimerSchedule.due`) and lists
-the buckets that are due in the batch's offset, which makes their timer rows, and their calls, part of the offset log
+commits; the source's `latestOffset` catches up with that topic at the first trigger after each batch (nothing
+else writes it; `TimerSchedule.due`), checks its deadlines at every trigger and lists the buckets that are due in the batch's offset, which makes their timer rows, and their calls, part of the offset log
 (a replayed batch calls the same). When a call publishes, what a record holds, which buckets are due and which a
 batch calls are `streaming.bucket_deadlines`'; this module only carries the records.
 
