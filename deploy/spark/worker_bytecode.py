@@ -53,8 +53,7 @@ def pyc(source: bytes, filename: str) -> bytes:
 def add_bytecode(archive: Path) -> int:
     """Rewrite `archive` with a `.pyc` beside each `.py`; returns how many were added (0: it had bytecode)."""
     with zipfile.ZipFile(archive) as src:
-        names = set(src.namelist())
-        if any(name.endswith(".pyc") for name in names):
+        if any(name.endswith(".pyc") for name in src.namelist()):
             return 0
         added = 0
         partial = archive.with_name(archive.name + ".partial")

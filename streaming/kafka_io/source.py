@@ -177,8 +177,6 @@ class KafkaStreamReader(DataSourceStreamReader):
         # the mark). Spark writes every offset `latestOffset` returns that differs from its start to the offset log
         # and runs that batch, so the first such offset is the one to mark.
         self.resuming = self.route
-        self._timers_read_at: dict | None = None
-        """The start offset of the last plan that read the timers topic (`_due_buckets`)."""
 
     # -- planning (driver) ---------------------------------------------------------------------------------------
 
@@ -388,17 +386,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         return self._beginnings(sorted(behind))
 
     def _due_buckets(self, start: dict) -> list[int]:
-        """The buckets to call for their deadlines (`streaming.bucket_deadlines.buckets_to_call`).
-
-        Only this query's batches write the timers topic, and each ends before the next plan: once a plan has read
-        the topic with a start, nothing more is there until a batch runs and the start moves. So an idle query reads
-        it once, not ten times a second (two log-end fetches each, about half of an idle query's planning)."""
+        """The buckets to call for their deadlines (`streaming.bucket_deadlines.buckets_to_call`); the timers topic
+        is read again only once a batch has run since (`TimerSchedule.due`)."""
         if self.timers is None:
             return []
-        read = start != self._timers_read_at
-        due = self.timers.due(int(time.time() * 1000), read)  # the first call also fixes where the schedule starts
-        if read and self.timers.following:
-            self._timers_read_at = start
+        due = self.timers.due(int(time.time() * 1000), start)  # the first call also fixes where the schedule starts
         return buckets_to_call(due, self.buckets, first_of_run=self.resuming)
 
     def partitions(self, start: dict, end: dict) -> list[KafkaRange]:
